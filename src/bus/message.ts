@@ -1,0 +1,119 @@
+/**
+ * The bus message envelope, OVOS-MSG-1.
+ *
+ * Parse at the edge: `decodeFrame` turns a text frame into a typed message or a drop reason; nothing here
+ * throws across the socket. Derivations (`forward`, `reply`, `response`) are pure and never mutate their input.
+ */
+
+/** A JSON value as it arrives on the wire. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type JsonObject = { [key: string]: Json };
+
+/** OVOS-MSG-1 envelope: `data` and `context` are always objects once decoded (absent ≡ `{}`). */
+export interface Message {
+  readonly type: string;
+  readonly data: JsonObject;
+  readonly context: JsonObject;
+}
+
+/** Reason codes for a frame that never becomes a message (OVOS-MSG-1 §6.1: dropped, transport kept). */
+export type FrameDropReason =
+  | 'frame_not_text'
+  | 'frame_too_large'
+  | 'frame_not_json'
+  | 'frame_not_object'
+  | 'type_missing'
+  | 'type_not_string'
+  | 'data_not_object'
+  | 'context_not_object';
+
+export type DecodeResult =
+  | { readonly ok: true; readonly message: Message }
+  | { readonly ok: false; readonly reason: FrameDropReason; readonly detail?: string };
+
+export function isJsonObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** OVOS-MSG-1 envelope rules: `type` a non-empty string; `data`/`context` objects or absent; other keys ignored. */
+export function decodeValue(value: unknown): DecodeResult {
+  if (!isJsonObject(value)) return { ok: false, reason: 'frame_not_object' };
+  const { type, data, context } = value;
+  if (type === undefined || type === '') return { ok: false, reason: 'type_missing' };
+  if (typeof type !== 'string') return { ok: false, reason: 'type_not_string' };
+  if (data !== undefined && data !== null && !isJsonObject(data)) return { ok: false, reason: 'data_not_object' };
+  if (context !== undefined && context !== null && !isJsonObject(context)) {
+    return { ok: false, reason: 'context_not_object' };
+  }
+  return { ok: true, message: { type, data: data ?? {}, context: context ?? {} } };
+}
+
+export function decodeFrame(frame: string): DecodeResult {
+  let value: unknown;
+  try {
+    value = JSON.parse(frame);
+  } catch (error) {
+    return { ok: false, reason: 'frame_not_json', detail: (error as Error).message };
+  }
+  return decodeValue(value);
+}
+
+/** Compact encoding: one JSON object per text frame. */
+export function encodeMessage(message: Message): string {
+  return JSON.stringify({ type: message.type, data: message.data, context: message.context });
+}
+
+export function createMessage(type: string, data: JsonObject = {}, context: JsonObject = {}): Message {
+  return { type, data, context };
+}
+
+/** OVOS-MSG-1 §5: `forward` keeps the context unchanged (source, destination, session, ids). */
+export function forward(from: Message, type: string, data: JsonObject = {}): Message {
+  return { type, data, context: { ...from.context } };
+}
+
+/**
+ * OVOS-MSG-1 §5: `reply` copies the context with routing flipped. If `destination` is set, the new `source` is
+ * it (its first element if an array); if `source` is set, the new `destination` is it; an absent key stays
+ * absent; every other key (session, skill_id, utterance_id, …) is kept.
+ */
+export function reply(from: Message, type: string, data: JsonObject = {}): Message {
+  const context: JsonObject = { ...from.context };
+  const { source, destination } = from.context;
+  delete context['source'];
+  delete context['destination'];
+  if (destination !== undefined && destination !== null) {
+    const first = Array.isArray(destination) ? destination[0] : destination;
+    if (first !== undefined) context['source'] = first;
+  }
+  if (source !== undefined && source !== null) context['destination'] = source;
+  return { type, data, context };
+}
+
+/** OVOS-MSG-1 §5: `response(D')` = `reply(T + ".response", D')`. */
+export function response(from: Message, data: JsonObject = {}): Message {
+  return reply(from, `${from.type}.response`, data);
+}
+
+/** A copy of `message` with extra context keys (used to stamp utterance_id, skill_id, pipeline_id). */
+export function withContext(message: Message, extra: JsonObject): Message {
+  return { type: message.type, data: message.data, context: { ...message.context, ...extra } };
+}
+
+/** Read a string field; `null`, absent and wrong types all read as `undefined` (OVOS-SESSION-1 §2). */
+export function stringField(object: JsonObject, key: string): string | undefined {
+  const value = object[key];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** `context.utterance_id` (OVOS-MSG-1 §4.2), if it is a non-empty string. */
+export function utteranceIdOf(message: Message): string | undefined {
+  const id = stringField(message.context, 'utterance_id');
+  return id === '' ? undefined : id;
+}
+
+/** Dispatch topics contain exactly one ':' (OVOS-MSG-1 topics rule). */
+export function isDispatchTopic(type: string): boolean {
+  const at = type.indexOf(':');
+  return at > 0 && at === type.lastIndexOf(':') && at < type.length - 1;
+}

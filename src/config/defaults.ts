@@ -1,0 +1,137 @@
+/**
+ * Every default in one block, units in the names (STYLE 7). The spec's recommended values are declared here once.
+ * `loadConfig` (config.ts) layers a JSON file, environment variables and flags over this and validates the result.
+ */
+
+export type FallbackMode = 'accept_all' | 'whitelist' | 'blacklist';
+
+/** An inclusive priority range [min, max] (OVOS-FALLBACK-1 §8.2). */
+export type PriorityRange = readonly [number, number];
+
+export interface GateConfig {
+  /** OVOS-COMMON-QUERY-1 §4: false runs the contest for every utterance (still conformant). */
+  readonly enabled: boolean;
+  /** Utterances with fewer words than this are rejected unless they contain a question word. */
+  readonly minWords: number;
+  /** Per language (primary subtag, e.g. "en"): vocabulary. Unknown languages are accepted (bias to accept). */
+  readonly vocabulary: Readonly<Record<string, { readonly question: readonly string[]; readonly command: readonly string[] }>>;
+}
+
+export interface Config {
+  readonly bus: {
+    /** Embedded server bind address; loopback by default. */
+    readonly host: string;
+    readonly port: number;
+    readonly route: string;
+    /** When set, connect to this existing OVOS messagebus instead of serving one. */
+    readonly url: string | null;
+    readonly maxFrameBytes: number;
+    /** Client: websocket ping interval; a missed pong by the next ping drops the connection. */
+    readonly heartbeatMs: number;
+    readonly reconnectInitialMs: number;
+    readonly reconnectMaxMs: number;
+  };
+  readonly log: { readonly level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
+  /** Deployment default language (OVOS-SESSION-1 §3.2.7, last step). */
+  readonly lang: string;
+  /** The default session's pipeline (OVOS-PIPELINE-1 §5.5). */
+  readonly pipeline: readonly string[];
+  readonly orchestrator: {
+    /** OVOS-PIPELINE-1 §4.4, RECOMMENDED 10 s. */
+    readonly matchTimeoutMs: number;
+    /** How long a bus skill's handler may run before ovos.intent.handler.error (timeout). */
+    readonly handlerTimeoutMs: number;
+  };
+  readonly fallback: {
+    /** OVOS-FALLBACK-1 §6.1: per-skill query timeout (deployment-defined; ovos-core uses 0.5 s). */
+    readonly pingTimeoutMs: number;
+    /** OVOS-FALLBACK-1 §8.2: pipeline_id → inclusive priority range. */
+    readonly stages: Readonly<Record<string, PriorityRange>>;
+    /** Deployer overrides of registered priorities (ovos-core `fallback_priorities`). */
+    readonly priorities: Readonly<Record<string, number>>;
+    readonly mode: FallbackMode;
+    readonly whitelist: readonly string[];
+    readonly blacklist: readonly string[];
+  };
+  readonly commonQuery: {
+    readonly pipelineId: string;
+    readonly gate: GateConfig;
+    /** OVOS-COMMON-QUERY-1 §5. */
+    readonly earlyStart: boolean;
+    /** Appendix A: poll-window ceiling. */
+    readonly pollWindowMs: number;
+    /** §6.3 early close: the poll closes this long after the most recent claim (0 = on the first claim). */
+    readonly pollQuietMs: number;
+    /** Appendix A: collection window when no claimant gave latency_ms. */
+    readonly collectionInitialMs: number;
+    /** Appendix A: hard ceiling of the collection window. */
+    readonly collectionCeilingMs: number;
+    /** Appendix A: minimum self-confidence. */
+    readonly minConfidence: number;
+    /** Appendix A: fast-win threshold; null switches fast-win off. */
+    readonly fastWinConfidence: number | null;
+  };
+  /** Start the bundled example skills as bus clients of the daemon. */
+  readonly exampleSkills: boolean;
+}
+
+export const DEFAULT_CONFIG: Config = {
+  bus: {
+    host: '127.0.0.1',
+    port: 8181,
+    route: '/core',
+    url: null,
+    maxFrameBytes: 10 * 1024 * 1024,
+    heartbeatMs: 10_000,
+    reconnectInitialMs: 500,
+    reconnectMaxMs: 30_000,
+  },
+  log: { level: 'info' },
+  lang: 'en-US',
+  pipeline: ['common_query', 'fallback_high', 'fallback_medium', 'fallback_low'],
+  orchestrator: { matchTimeoutMs: 10_000, handlerTimeoutMs: 30_000 },
+  fallback: {
+    pingTimeoutMs: 500,
+    stages: { fallback_high: [0, 49], fallback_medium: [50, 74], fallback_low: [75, 100] },
+    priorities: {},
+    mode: 'accept_all',
+    whitelist: [],
+    blacklist: [],
+  },
+  commonQuery: {
+    pipelineId: 'common_query',
+    gate: {
+      enabled: true,
+      minWords: 3,
+      vocabulary: {
+        en: {
+          question: [
+            'what', 'who', 'whom', 'whose', 'when', 'where', 'why', 'which', 'how',
+            'is', 'are', 'was', 'were', 'do', 'does', 'did', 'can', 'could',
+            'tell me about', 'tell me', 'explain', 'define', 'describe', 'meaning of',
+          ],
+          command: [
+            'play', 'pause', 'resume', 'stop', 'skip', 'set', 'start', 'cancel', 'turn', 'switch', 'open',
+            'close', 'call', 'remind', 'volume', 'mute', 'unmute', 'timer', 'alarm', 'lights',
+          ],
+        },
+      },
+    },
+    earlyStart: true,
+    pollWindowMs: 500,
+    pollQuietMs: 50,
+    collectionInitialMs: 3_000,
+    collectionCeilingMs: 5_000,
+    minConfidence: 0.5,
+    fastWinConfidence: 0.9,
+  },
+  exampleSkills: true,
+};
+
+/** OVOS names accepted as aliases of our pipeline ids (ovos-wire-today.md). */
+export const PIPELINE_ALIASES: Readonly<Record<string, string>> = {
+  'ovos-fallback-pipeline-plugin-high': 'fallback_high',
+  'ovos-fallback-pipeline-plugin-medium': 'fallback_medium',
+  'ovos-fallback-pipeline-plugin-low': 'fallback_low',
+  'ovos-common-query-pipeline-plugin': 'common_query',
+};
