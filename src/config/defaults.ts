@@ -103,16 +103,67 @@ export const DEFAULT_CONFIG: Config = {
     gate: {
       enabled: true,
       minWords: 3,
+      // Yes/no openers ("is", "do", "can" …) are grammar, not vocabulary: gate.ts handles them (its YES_NO table).
       vocabulary: {
         en: {
           question: [
-            'what', 'who', 'whom', 'whose', 'when', 'where', 'why', 'which', 'how',
-            'is', 'are', 'was', 'were', 'do', 'does', 'did', 'can', 'could',
-            'tell me about', 'tell me', 'explain', 'define', 'describe', 'meaning of',
+            'what', 'whats', 'who', 'whos', 'whom', 'whose', 'when', 'where', 'wheres', 'why', 'which', 'how',
+            'hows', 'tell me about', 'tell me', 'explain', 'define', 'describe', 'definition of', 'meaning of',
+            'i wonder', 'i want to know', 'look up', 'search for', 'find out',
           ],
           command: [
             'play', 'pause', 'resume', 'stop', 'skip', 'set', 'start', 'cancel', 'turn', 'switch', 'open',
             'close', 'call', 'remind', 'volume', 'mute', 'unmute', 'timer', 'alarm', 'lights',
+          ],
+        },
+        pt: {
+          question: [
+            'o que', 'o quê', 'que', 'quê', 'qual', 'quais', 'quem', 'quando', 'onde', 'aonde', 'por que', 'por quê',
+            'porque', 'porquê', 'como', 'quanto', 'quanta', 'quantos', 'quantas', 'será que', 'fala-me sobre',
+            'fala-me de', 'me fala sobre', 'diz-me', 'me diga', 'conta-me', 'explica', 'explique', 'defina',
+            'sabes', 'você sabe',
+          ],
+          command: [
+            'toca', 'toque', 'tocar', 'pausa', 'pausar', 'pare', 'parar', 'continua', 'continuar', 'retoma', 'salta',
+            'pula', 'liga', 'ligar', 'desliga', 'desligar', 'acende', 'apaga', 'abre', 'abrir', 'fecha', 'fechar',
+            'cancela', 'cancelar', 'põe', 'coloca', 'aumenta', 'diminui', 'lembra-me', 'lembre-me', 'volume',
+            'silêncio', 'alarme', 'temporizador', 'luzes',
+          ],
+        },
+        es: {
+          question: [
+            'qué', 'que', 'quién', 'quien', 'quiénes', 'cuál', 'cual', 'cuáles', 'cuándo', 'cuando', 'dónde',
+            'donde', 'adónde', 'por qué', 'por que', 'cómo', 'como', 'cuánto', 'cuánta', 'cuántos', 'cuántas', 'cuanto',
+            'háblame de', 'háblame sobre', 'hablame de', 'dime', 'explica', 'explícame', 'define', 'sabes',
+          ],
+          command: [
+            'pon', 'reproduce', 'toca', 'pausa', 'detén', 'deten', 'continúa', 'reanuda', 'salta', 'enciende',
+            'apaga', 'abre', 'cierra', 'cancela', 'llama', 'recuérdame', 'recuerdame', 'sube', 'baja', 'volumen',
+            'silencio', 'alarma', 'temporizador', 'luces',
+          ],
+        },
+        fr: {
+          question: [
+            "qu'est-ce que", "qu'est-ce qui", "c'est quoi", 'que', 'quoi', 'qui', 'quel', 'quelle', 'quels',
+            'quelles', 'lequel', 'laquelle', 'quand', 'où', 'pourquoi', 'comment', 'combien', 'est-ce que',
+            'parle-moi de', 'dis-moi', 'explique', 'définis', 'sais-tu', 'connais-tu',
+          ],
+          command: [
+            'joue', 'mets', 'lance', 'pause', 'arrête', 'arrete', 'stop', 'reprends', 'passe', 'règle', 'allume',
+            'éteins', 'eteins', 'ouvre', 'ferme', 'annule', 'appelle', 'rappelle-moi', 'monte', 'baisse', 'volume',
+            'silence', 'minuteur', 'alarme', 'réveil', 'lumière', 'lumières',
+          ],
+        },
+        de: {
+          question: [
+            'was', 'wer', 'wem', 'wen', 'wessen', 'wann', 'wo', 'woher', 'wohin', 'warum', 'wieso', 'weshalb',
+            'welche', 'welcher', 'welches', 'welchen', 'wie', 'wieviel', 'erzähl mir von', 'erzähl mir über',
+            'erzähle mir', 'sag mir', 'erkläre', 'erklär mir', 'definiere',
+          ],
+          command: [
+            'spiel', 'spiele', 'pausiere', 'stopp', 'stop', 'weiter', 'überspringe', 'stell', 'stelle', 'starte',
+            'brich', 'schalte', 'schalt', 'mach', 'öffne', 'schließe', 'ruf', 'rufe', 'erinnere', 'lauter', 'leiser',
+            'lautstärke', 'stumm', 'timer', 'wecker', 'alarm', 'licht', 'lichter',
           ],
         },
       },

@@ -1,0 +1,140 @@
+/**
+ * The fallback contest, OVOS-FALLBACK-1 §6: one actor per (session_id, utterance_id, stage).
+ *
+ * Skills are queried one at a time in pool order (§6.1). Each query arms the named delay `pingTimeout`; a pong from
+ * the awaited skill with `can_handle: true` wins (§6.2), a decline or the timeout (treated as `can_handle: false`,
+ * §6.1) moves to the next skill, an exhausted pool outputs `null`. A pong from any other skill — late (its timeout
+ * already passed), duplicate (it already answered), or unsolicited (not asked yet, not in the pool) — changes
+ * nothing and is reported with a reason.
+ *
+ * No bus here: `sendPing` is provided from outside (the plugin derives `<skill_id>.fallback.ping` by `reply`).
+ */
+import { and, assign, emit, setup } from 'xstate';
+import type { Message } from '../../src/bus/message.js';
+
+/** What every ping of this contest carries (§6.1): derived from `origin` with `{utterances, lang}`. */
+export interface FallbackQuery {
+  readonly origin: Message;
+  readonly utterances: readonly string[];
+  readonly lang: string;
+}
+
+export interface FallbackInput {
+  readonly query: FallbackQuery;
+  /** The effective pool, already ordered (§5). */
+  readonly pool: readonly string[];
+  readonly pingTimeoutMs: number;
+}
+
+export type SkillOutcome = 'willing' | 'declined' | 'timeout';
+
+export interface FallbackContext {
+  readonly query: FallbackQuery;
+  readonly pool: readonly string[];
+  readonly pingTimeoutMs: number;
+  /** Index into `pool` of the skill being asked. */
+  readonly index: number;
+  /** What each asked skill said, in asking order. */
+  readonly outcomes: ReadonlyArray<{ readonly skill_id: string; readonly outcome: SkillOutcome }>;
+}
+
+export type FallbackEvent = { readonly type: 'PONG'; readonly skill_id: string; readonly can_handle: boolean };
+
+export type FallbackEmitted =
+  | { readonly type: 'ping.timeout'; readonly skill_id: string; readonly after_ms: number }
+  | { readonly type: 'pong.ignored'; readonly skill_id: string; readonly reason: 'duplicate' | 'late' | 'not_awaited' };
+
+/** The selected skill, or null when every skill declined or stayed silent (§6.2). */
+export type FallbackOutput = { readonly skill_id: string } | null;
+
+const current = (context: FallbackContext): string | undefined => context.pool[context.index];
+
+export const fallbackMachine = setup({
+  types: {
+    input: {} as FallbackInput,
+    context: {} as FallbackContext,
+    events: {} as FallbackEvent,
+    emitted: {} as FallbackEmitted,
+    output: {} as FallbackOutput,
+  },
+  actions: {
+    /** Provided by the plugin: send `<skill_id>.fallback.ping` for the current skill. */
+    sendPing: (_args: { context: FallbackContext }, _params: { skill_id: string }) => {},
+    recordOutcome: assign({
+      outcomes: ({ context }, params: { outcome: SkillOutcome }) => [
+        ...context.outcomes,
+        { skill_id: current(context) ?? '', outcome: params.outcome },
+      ],
+    }),
+    advance: assign({ index: ({ context }) => context.index + 1 }),
+    reportTimeout: emit(({ context }) => ({
+      type: 'ping.timeout' as const,
+      skill_id: current(context) ?? '',
+      after_ms: context.pingTimeoutMs,
+    })),
+    reportIgnored: emit(({ context, event }) => {
+      const earlier = context.outcomes.find((o) => o.skill_id === event.skill_id);
+      const reason = earlier === undefined ? 'not_awaited' : earlier.outcome === 'timeout' ? 'late' : 'duplicate';
+      return { type: 'pong.ignored' as const, skill_id: event.skill_id, reason };
+    }),
+  },
+  guards: {
+    poolEmpty: ({ context }) => context.pool.length === 0,
+    fromAwaitedSkill: ({ context, event }) => event.skill_id === current(context),
+    willing: ({ event }) => event.can_handle,
+    hasNext: ({ context }) => context.index + 1 < context.pool.length,
+  },
+  delays: {
+    pingTimeout: ({ context }) => context.pingTimeoutMs,
+  },
+}).createMachine({
+  id: 'fallback',
+  context: ({ input }) => ({ query: input.query, pool: input.pool, pingTimeoutMs: input.pingTimeoutMs, index: 0, outcomes: [] }),
+  initial: 'start',
+  states: {
+    start: {
+      always: [{ guard: 'poolEmpty', target: 'exhausted' }, { target: 'querying' }],
+    },
+    querying: {
+      entry: { type: 'sendPing', params: ({ context }) => ({ skill_id: current(context) ?? '' }) },
+      after: {
+        pingTimeout: [
+          {
+            guard: 'hasNext',
+            target: 'querying',
+            reenter: true,
+            actions: ['reportTimeout', { type: 'recordOutcome', params: { outcome: 'timeout' } }, 'advance'],
+          },
+          { target: 'exhausted', actions: ['reportTimeout', { type: 'recordOutcome', params: { outcome: 'timeout' } }] },
+        ],
+      },
+      on: {
+        PONG: [
+          {
+            guard: and(['fromAwaitedSkill', 'willing']),
+            target: 'matched',
+            actions: { type: 'recordOutcome', params: { outcome: 'willing' } },
+          },
+          {
+            guard: and(['fromAwaitedSkill', 'hasNext']),
+            target: 'querying',
+            reenter: true,
+            actions: [{ type: 'recordOutcome', params: { outcome: 'declined' } }, 'advance'],
+          },
+          {
+            guard: 'fromAwaitedSkill',
+            target: 'exhausted',
+            actions: { type: 'recordOutcome', params: { outcome: 'declined' } },
+          },
+          { actions: 'reportIgnored' },
+        ],
+      },
+    },
+    matched: { type: 'final' },
+    exhausted: { type: 'final' },
+  },
+  output: ({ context }) => {
+    const last = context.outcomes[context.outcomes.length - 1];
+    return last?.outcome === 'willing' ? { skill_id: last.skill_id } : null;
+  },
+});

@@ -1,0 +1,184 @@
+/**
+ * One utterance lifecycle, OVOS-PIPELINE-1 §6: call `match` on each stage of the effective pipeline in order,
+ * each bounded by the named delay `matchTimeout` (§4.4 — a result arriving later is ignored for good: leaving the
+ * state stops the invoked match and aborts its contest); the first surviving Match wins; then dispatch and the
+ * handler trio (§7, §8) bounded by `handlerTimeout`; then exactly one `ovos.utterance.handled`.
+ *
+ * Effects (bus messages) and the match/handler actors are provided by the orchestrator.
+ */
+import { and, assign, emit, fromPromise, setup } from 'xstate';
+import type { Match } from '../../src/pipeline/plugin.js';
+
+export interface UtteranceInput {
+  /** The effective pipeline: loaded, not blacklisted, in preference order (§5). */
+  readonly stages: readonly string[];
+  /** Stages whose plugin runs the handler in-process (common query); others dispatch to a bus skill. */
+  readonly inProcessHandlers: readonly string[];
+  readonly matchTimeoutMs: number;
+  readonly handlerTimeoutMs: number;
+}
+
+export interface UtteranceContext extends UtteranceInput {
+  readonly index: number;
+  readonly match: Match | null;
+  readonly matchedStage: string | null;
+  readonly declined: ReadonlyArray<{ readonly stage: string; readonly why: 'no_match' | 'timeout' | 'error' | 'rejected' }>;
+}
+
+/** A completion signal from a bus skill; only the dispatched skill's counts. */
+export type UtteranceEvent = {
+  readonly type: 'HANDLER_DONE';
+  readonly skill_id: string;
+  readonly ok: boolean;
+  readonly exception?: string;
+};
+
+export type UtteranceEmitted = { readonly type: 'handler_done.ignored'; readonly skill_id: string; readonly reason: 'not_awaited' };
+
+export type UtteranceOutput = {
+  readonly outcome: 'completed' | 'handler_error' | 'handler_timeout' | 'unmatched';
+  readonly match: Match | null;
+  readonly stage: string | null;
+};
+
+const stageOf = (context: UtteranceContext): string => context.stages[context.index] ?? '';
+
+export const utteranceMachine = setup({
+  types: {
+    input: {} as UtteranceInput,
+    context: {} as UtteranceContext,
+    events: {} as UtteranceEvent,
+    emitted: {} as UtteranceEmitted,
+    output: {} as UtteranceOutput,
+  },
+  actors: {
+    /** Provided: `match` of the stage named by `pipelineId`. */
+    matchStage: fromPromise<Match | null, { pipelineId: string }>(async () => null),
+    /** Provided: the in-process handler of the matched stage. */
+    runHandler: fromPromise<void, { pipelineId: string; match: Match }>(async () => {}),
+  },
+  actions: {
+    /** Provided: ovos.intent.matched, the dispatch, ovos.intent.handler.start. */
+    dispatch: (_args: { context: UtteranceContext }) => {},
+    /** Provided: ovos.intent.handler.complete. */
+    handlerComplete: (_args: { context: UtteranceContext }) => {},
+    /** Provided: ovos.intent.handler.error. */
+    handlerError: (_args: { context: UtteranceContext }, _params: { exception: string }) => {},
+    /** Provided: ovos.intent.unmatched. */
+    unmatched: () => {},
+    /** Provided: ovos.utterance.handled, exactly once. */
+    handled: () => {},
+    decline: assign({
+      declined: ({ context }, params: { why: 'no_match' | 'timeout' | 'error' | 'rejected' }) => [
+        ...context.declined,
+        { stage: stageOf(context), why: params.why },
+      ],
+    }),
+    reportIgnored: emit(({ event }) => ({ type: 'handler_done.ignored' as const, skill_id: event.skill_id, reason: 'not_awaited' as const })),
+    advance: assign({ index: ({ context }) => context.index + 1 }),
+    acceptMatch: assign({
+      match: (_, params: { match: Match }) => params.match,
+      matchedStage: ({ context }) => stageOf(context),
+    }),
+  },
+  guards: {
+    /** Provided: the orchestrator's re-check of every Match (§4.1 well-formed, §5 denylists). */
+    acceptable: (_args, _params: { match: Match | null }) => false,
+    hasNext: ({ context }) => context.index + 1 < context.stages.length,
+    noStages: ({ context }) => context.stages.length === 0,
+    fromDispatchedSkill: ({ context, event }) => event.skill_id === context.match?.skill_id,
+    handlerOk: ({ event }) => event.ok,
+    inProcess: ({ context }) => context.matchedStage !== null && context.inProcessHandlers.includes(context.matchedStage),
+  },
+  delays: {
+    matchTimeout: ({ context }) => context.matchTimeoutMs,
+    handlerTimeout: ({ context }) => context.handlerTimeoutMs,
+  },
+}).createMachine({
+  id: 'utterance',
+  context: ({ input }) => ({ ...input, index: 0, match: null, matchedStage: null, declined: [] }),
+  initial: 'start',
+  states: {
+    start: {
+      always: [{ guard: 'noStages', target: 'unmatched' }, { target: 'matching' }],
+    },
+    matching: {
+      invoke: {
+        src: 'matchStage',
+        input: ({ context }) => ({ pipelineId: stageOf(context) }),
+        onDone: [
+          {
+            guard: { type: 'acceptable', params: ({ event }) => ({ match: event.output }) },
+            target: 'handling',
+            actions: { type: 'acceptMatch', params: ({ event }) => ({ match: event.output! }) },
+          },
+          { guard: 'hasNext', target: 'matching', reenter: true, actions: [{ type: 'decline', params: { why: 'no_match' } }, 'advance'] },
+          { target: 'unmatched', actions: { type: 'decline', params: { why: 'no_match' } } },
+        ],
+        // PIPELINE-1 §6: a plugin that throws counts as declining.
+        onError: [
+          { guard: 'hasNext', target: 'matching', reenter: true, actions: [{ type: 'decline', params: { why: 'error' } }, 'advance'] },
+          { target: 'unmatched', actions: { type: 'decline', params: { why: 'error' } } },
+        ],
+      },
+      after: {
+        matchTimeout: [
+          { guard: 'hasNext', target: 'matching', reenter: true, actions: [{ type: 'decline', params: { why: 'timeout' } }, 'advance'] },
+          { target: 'unmatched', actions: { type: 'decline', params: { why: 'timeout' } } },
+        ],
+      },
+    },
+    handling: {
+      entry: 'dispatch',
+      initial: 'choose',
+      states: {
+        choose: {
+          always: [{ guard: 'inProcess', target: 'inProcess' }, { target: 'awaitingSkill' }],
+        },
+        inProcess: {
+          invoke: {
+            src: 'runHandler',
+            input: ({ context }) => ({ pipelineId: context.matchedStage ?? '', match: context.match! }),
+            onDone: { target: '#utterance.completed', actions: 'handlerComplete' },
+            onError: {
+              target: '#utterance.failed',
+              actions: { type: 'handlerError', params: ({ event }) => ({ exception: String(event.error) }) },
+            },
+          },
+        },
+        awaitingSkill: {
+          on: {
+            HANDLER_DONE: [
+              { guard: and(['fromDispatchedSkill', 'handlerOk']), target: '#utterance.completed', actions: 'handlerComplete' },
+              {
+                guard: 'fromDispatchedSkill',
+                target: '#utterance.failed',
+                actions: { type: 'handlerError', params: ({ event }) => ({ exception: event.exception ?? 'handler failed' }) },
+              },
+              { actions: 'reportIgnored' },
+            ],
+          },
+        },
+      },
+      after: {
+        handlerTimeout: {
+          target: 'timedOut',
+          actions: {
+            type: 'handlerError',
+            params: ({ context }) => ({ exception: `TimeoutError: handler did not complete within ${context.handlerTimeoutMs} ms` }),
+          },
+        },
+      },
+    },
+    completed: { type: 'final', entry: 'handled' },
+    failed: { type: 'final', entry: 'handled' },
+    timedOut: { type: 'final', entry: 'handled' },
+    unmatched: { type: 'final', entry: ['unmatched', 'handled'] },
+  },
+  output: ({ context, self }) => {
+    const state = self.getSnapshot().value;
+    const outcome =
+      state === 'completed' ? 'completed' : state === 'failed' ? 'handler_error' : state === 'timedOut' ? 'handler_timeout' : 'unmatched';
+    return { outcome, match: context.match, stage: context.matchedStage };
+  },
+});

@@ -1,0 +1,188 @@
+/**
+ * The spec dialect: every topic of OVOS-FALLBACK-1, OVOS-COMMON-QUERY-1 and the parts of OVOS-PIPELINE-1 we speak,
+ * in one adapter. Nothing else in the project spells a topic. `classify` turns an inbound message into a typed
+ * event (payload validated) or a drop reason; the `topics` builders name what we send. The legacy OVOS dialect
+ * (ovos-wire-today.md) will be a second adapter producing the same `Inbound` kinds.
+ */
+import type { JsonObject, Message } from '../bus/message.js';
+import { stringField } from '../bus/message.js';
+
+export const topics = {
+  utteranceHandle: 'ovos.utterance.handle',
+  intentMatched: 'ovos.intent.matched',
+  intentUnmatched: 'ovos.intent.unmatched',
+  utteranceHandled: 'ovos.utterance.handled',
+  utteranceSpeak: 'ovos.utterance.speak',
+  handlerStart: 'ovos.intent.handler.start',
+  handlerComplete: 'ovos.intent.handler.complete',
+  handlerError: 'ovos.intent.handler.error',
+  /** Completion signals from a dispatched bus skill (how we observe an out-of-process handler end). */
+  skillHandlerComplete: 'mycroft.skill.handler.complete',
+  skillHandlerError: 'mycroft.skill.handler.error',
+  sessionRejected: 'ovos.session.rejected',
+  fallbackRegister: 'ovos.fallback.register',
+  fallbackDeregister: 'ovos.fallback.deregister',
+  fallbackPing: (skillId: string) => `${skillId}.fallback.ping`,
+  dispatch: (skillId: string, intentName: string) => `${skillId}:${intentName}`,
+  commonQueryPing: 'ovos.common_query.ping',
+  commonQueryPong: 'ovos.common_query.pong',
+  commonQueryRequest: (skillId: string) => `${skillId}:common_query`,
+  intentsList: (pipelineId: string) => `ovos.pipeline.${pipelineId}.intents.list`,
+} as const;
+
+const FALLBACK_PONG_SUFFIX = '.fallback.pong';
+const CQ_RESPONSE_SUFFIX = '.common_query.response';
+const INTENTS_LIST = /^ovos\.pipeline\.([A-Za-z0-9_-]+)\.intents\.list$/;
+
+export type Inbound =
+  | { readonly kind: 'utterance.handle'; readonly utterances: readonly string[] }
+  | { readonly kind: 'fallback.register'; readonly skill_id: string; readonly priority: number }
+  | { readonly kind: 'fallback.deregister'; readonly skill_id: string }
+  | { readonly kind: 'fallback.pong'; readonly skill_id: string; readonly can_handle: boolean }
+  | {
+      readonly kind: 'common_query.pong';
+      readonly skill_id: string;
+      readonly utterance: string;
+      readonly can_answer: boolean;
+      readonly latency_ms?: number;
+    }
+  | {
+      readonly kind: 'common_query.response';
+      readonly skill_id: string;
+      readonly utterance: string;
+      readonly answer?: string;
+      readonly conf?: number;
+    }
+  | { readonly kind: 'skill.handler.done'; readonly skill_id: string; readonly ok: boolean; readonly exception?: string }
+  | { readonly kind: 'intents.list'; readonly pipeline_id: string };
+
+export type InboundKind = Inbound['kind'];
+export type InboundOf<K extends InboundKind> = Extract<Inbound, { kind: K }>;
+
+/** Stable reason codes for a message of a kind we consume that we refuse (logged, then dropped). */
+export type DropReason =
+  | 'malformed_carrier'
+  | 'utterances_invalid'
+  | 'skill_id_missing'
+  | 'skill_id_mismatch'
+  | 'context_skill_id_mismatch'
+  | 'priority_invalid'
+  | 'can_handle_invalid'
+  | 'can_answer_invalid'
+  | 'utterance_missing'
+  | 'latency_invalid'
+  | 'answer_invalid'
+  | 'conf_invalid'
+  | 'conf_missing'
+  | 'no_live_contest'
+  | 'wrong_utterance'
+  | 'wrong_utterance_id'
+  | 'wrong_session'
+  | 'ambiguous_correlation'
+  | 'not_awaited'
+  | 'duplicate'
+  | 'not_a_claimant'
+  | 'duplicate_utterance_id';
+
+export type Classified =
+  | { readonly ok: true; readonly inbound: Inbound }
+  | { readonly ok: false; readonly kind: InboundKind; readonly reason: DropReason; readonly detail?: string }
+  | null; // not a topic we consume
+
+const fail = (kind: InboundKind, reason: DropReason, detail?: string): Classified =>
+  detail === undefined ? { ok: false, kind, reason } : { ok: false, kind, reason, detail };
+
+/** Payload `skill_id` must be a non-empty string and, where the topic names one, equal the topic prefix. */
+function skillIdFrom(data: JsonObject, kind: InboundKind, topicSkillId?: string): string | Classified {
+  const skillId = stringField(data, 'skill_id');
+  if (skillId === undefined || skillId === '') return fail(kind, 'skill_id_missing');
+  if (topicSkillId !== undefined && skillId !== topicSkillId) {
+    return fail(kind, 'skill_id_mismatch', `payload ${skillId} ≠ topic ${topicSkillId}`);
+  }
+  return skillId;
+}
+
+export function classify(message: Message): Classified {
+  const { type, data } = message;
+  switch (type) {
+    case topics.utteranceHandle: {
+      const utterances = data['utterances'];
+      if (!Array.isArray(utterances) || utterances.length === 0) return fail('utterance.handle', 'utterances_invalid');
+      const list = utterances.filter((u): u is string => typeof u === 'string' && u.trim() !== '');
+      if (list.length !== utterances.length) return fail('utterance.handle', 'utterances_invalid');
+      return { ok: true, inbound: { kind: 'utterance.handle', utterances: list } };
+    }
+    case topics.fallbackRegister: {
+      const skillId = skillIdFrom(data, 'fallback.register');
+      if (typeof skillId !== 'string') return skillId;
+      // OVOS-FALLBACK-1 §3.1: MUST NOT index a registration whose skill_id differs from context.skill_id.
+      if (stringField(message.context, 'skill_id') !== skillId) {
+        return fail('fallback.register', 'context_skill_id_mismatch');
+      }
+      const priority = data['priority'];
+      if (typeof priority !== 'number' || !Number.isInteger(priority)) return fail('fallback.register', 'priority_invalid');
+      return { ok: true, inbound: { kind: 'fallback.register', skill_id: skillId, priority } };
+    }
+    case topics.fallbackDeregister: {
+      const skillId = skillIdFrom(data, 'fallback.deregister');
+      if (typeof skillId !== 'string') return skillId;
+      return { ok: true, inbound: { kind: 'fallback.deregister', skill_id: skillId } };
+    }
+    case topics.commonQueryPong: {
+      const skillId = skillIdFrom(data, 'common_query.pong');
+      if (typeof skillId !== 'string') return skillId;
+      const utterance = stringField(data, 'utterance');
+      if (utterance === undefined) return fail('common_query.pong', 'utterance_missing');
+      const canAnswer = data['can_answer'];
+      if (typeof canAnswer !== 'boolean') return fail('common_query.pong', 'can_answer_invalid');
+      const latency = data['latency_ms'];
+      if (latency !== undefined && latency !== null && (typeof latency !== 'number' || !(latency >= 0) || !Number.isFinite(latency))) {
+        return fail('common_query.pong', 'latency_invalid');
+      }
+      const pong = { kind: 'common_query.pong' as const, skill_id: skillId, utterance, can_answer: canAnswer };
+      return { ok: true, inbound: typeof latency === 'number' ? { ...pong, latency_ms: latency } : pong };
+    }
+    case topics.skillHandlerComplete:
+    case topics.skillHandlerError: {
+      const skillId = stringField(message.context, 'skill_id');
+      if (skillId === undefined || skillId === '') return fail('skill.handler.done', 'skill_id_missing');
+      const ok = type === topics.skillHandlerComplete;
+      const exception = stringField(data, 'exception');
+      return {
+        ok: true,
+        inbound: exception === undefined ? { kind: 'skill.handler.done', skill_id: skillId, ok } : { kind: 'skill.handler.done', skill_id: skillId, ok, exception },
+      };
+    }
+  }
+  if (type.endsWith(FALLBACK_PONG_SUFFIX)) {
+    const topicSkillId = type.slice(0, -FALLBACK_PONG_SUFFIX.length);
+    if (topicSkillId === '' || type.includes(':')) return null;
+    const skillId = skillIdFrom(data, 'fallback.pong', topicSkillId);
+    if (typeof skillId !== 'string') return skillId;
+    const canHandle = data['can_handle'];
+    if (typeof canHandle !== 'boolean') return fail('fallback.pong', 'can_handle_invalid');
+    return { ok: true, inbound: { kind: 'fallback.pong', skill_id: skillId, can_handle: canHandle } };
+  }
+  if (type.endsWith(CQ_RESPONSE_SUFFIX)) {
+    const topicSkillId = type.slice(0, -CQ_RESPONSE_SUFFIX.length);
+    if (topicSkillId === '' || type.includes(':')) return null;
+    // OVOS-COMMON-QUERY-1 §13: a skill may not answer for another.
+    const skillId = skillIdFrom(data, 'common_query.response', topicSkillId);
+    if (typeof skillId !== 'string') return skillId;
+    const utterance = stringField(data, 'utterance');
+    if (utterance === undefined) return fail('common_query.response', 'utterance_missing');
+    const answer = data['answer'];
+    const conf = data['conf'];
+    if (answer === undefined || answer === null) {
+      return { ok: true, inbound: { kind: 'common_query.response', skill_id: skillId, utterance } };
+    }
+    if (typeof answer !== 'string' || answer.trim() === '') return fail('common_query.response', 'answer_invalid');
+    // §7.1: conf MUST be present when answer is; it is a number in [0, 1].
+    if (conf === undefined || conf === null) return fail('common_query.response', 'conf_missing');
+    if (typeof conf !== 'number' || !(conf >= 0 && conf <= 1)) return fail('common_query.response', 'conf_invalid', String(conf));
+    return { ok: true, inbound: { kind: 'common_query.response', skill_id: skillId, utterance, answer, conf } };
+  }
+  const list = INTENTS_LIST.exec(type);
+  if (list !== null && list[1] !== undefined) return { ok: true, inbound: { kind: 'intents.list', pipeline_id: list[1] } };
+  return null;
+}

@@ -1,0 +1,62 @@
+/**
+ * The pipeline-plugin contract (OVOS-PIPELINE-1 §4) as this project embeds it.
+ *
+ * `match` receives the spec's `(utterances, lang, session)` plus the stamped utterance message (plugins derive
+ * their bus queries from it via `reply`, OVOS-FALLBACK-1 §6.1) and an AbortSignal the orchestrator fires when the
+ * match bound (§4.4) expires, so a contest abandoned by the orchestrator stops instead of running on.
+ */
+import type { JsonObject, Message } from '../bus/message.js';
+import type { SessionView } from '../bus/session.js';
+
+/** OVOS-PIPELINE-1 §4.1. */
+export interface Match {
+  readonly skill_id: string;
+  readonly intent_name: string;
+  readonly lang: string;
+  readonly utterance: string;
+  readonly slots: Readonly<Record<string, string>>;
+  readonly updated_session?: JsonObject;
+}
+
+export interface MatchRequest {
+  readonly utterances: readonly string[];
+  readonly lang: string;
+  readonly session: SessionView;
+  readonly message: Message;
+  readonly signal: AbortSignal;
+}
+
+/** OVOS-PIPELINE-1 §10 introspection entry. */
+export interface IntentListing {
+  readonly intent_name: string;
+  readonly skill_id: string;
+  readonly lang: string;
+}
+
+export interface PipelineStage {
+  readonly pipelineId: string;
+  match(request: MatchRequest): Promise<Match | null>;
+  /** Intents this stage can produce, for `ovos.pipeline.<id>.intents.list`. */
+  intents(sessionId: string): readonly IntentListing[];
+  /**
+   * In-process handler for dispatches addressed to the plugin itself (`<pipeline_id>:<intent>`); absent when
+   * the Match targets a bus skill. Resolves when the handler is done; rejects on a handler error.
+   */
+  handle?(dispatch: Message, match: Match): Promise<void>;
+  /** Early start hook: called at utterance entry, before any stage runs (OVOS-COMMON-QUERY-1 §5). */
+  onUtterance?(entry: Message, lang: string, session: SessionView): void;
+  /** Called once the orchestrator emitted `ovos.utterance.handled` for an utterance. */
+  onHandled?(entry: Message, session: SessionView): void;
+}
+
+/** OVOS-PIPELINE-1 §4.1: a Match missing a field, with ':' in ids, or non-string slots counts as a decline. */
+export function isWellFormedMatch(value: unknown): value is Match {
+  if (typeof value !== 'object' || value === null) return false;
+  const m = value as Record<string, unknown>;
+  const ids = [m['skill_id'], m['intent_name']];
+  if (!ids.every((id) => typeof id === 'string' && id !== '' && !id.includes(':'))) return false;
+  if (typeof m['lang'] !== 'string' || typeof m['utterance'] !== 'string') return false;
+  const slots = m['slots'];
+  if (typeof slots !== 'object' || slots === null || Array.isArray(slots)) return false;
+  return Object.values(slots).every((v) => typeof v === 'string');
+}

@@ -1,0 +1,117 @@
+/**
+ * The fallback pipeline plugin, OVOS-FALLBACK-1: one registry, any number of stages (§8.2), each stage a
+ * `PipelineStage` whose `match` builds the pool (§5) and runs one contest actor (§6) through the supervisor.
+ */
+import type { Config, PriorityRange } from '../../config/defaults.js';
+import { reply } from '../../bus/message.js';
+import { sessionIdOf } from '../../bus/session.js';
+import { topics } from '../../dialect/spec-dialect.js';
+import type { Supervisor } from '../../supervisor/supervisor.js';
+import type { IntentListing, Match, MatchRequest, PipelineStage } from '../../pipeline/plugin.js';
+import { fallbackMachine, type FallbackEvent } from '../../../machines/fallback/fallback.machine.js';
+import { FallbackRegistry } from './registry.js';
+import { buildPool } from './pool.js';
+
+export type FallbackSettings = Config['fallback'];
+
+export class FallbackPlugin {
+  readonly registry = new FallbackRegistry();
+  readonly #supervisor: Supervisor;
+  readonly #settings: FallbackSettings;
+  readonly #machine;
+
+  constructor(supervisor: Supervisor, settings: FallbackSettings) {
+    this.#supervisor = supervisor;
+    this.#settings = settings;
+    const bus = supervisor.bus;
+    // §6.1: `<skill_id>.fallback.ping`, derived via reply from the inbound utterance message, {utterances, lang}.
+    this.#machine = fallbackMachine.provide({
+      actions: {
+        sendPing: ({ context }, { skill_id }) =>
+          bus.publish(
+            reply(context.query.origin, topics.fallbackPing(skill_id), {
+              utterances: [...context.query.utterances],
+              lang: context.query.lang,
+            }),
+          ),
+      },
+    });
+    // §3.1 / §3.2 (the dialect already refused a payload skill_id ≠ context.skill_id).
+    supervisor.on('fallback.register', (inbound, message) => {
+      const sessionId = sessionIdOf(message)!;
+      this.registry.register(sessionId, inbound.skill_id, inbound.priority);
+      supervisor.logger.info({ skill_id: inbound.skill_id, priority: inbound.priority, session_id: sessionId }, 'fallback skill registered');
+    });
+    supervisor.on('fallback.deregister', (inbound, message) => {
+      const sessionId = sessionIdOf(message)!;
+      const removed = this.registry.deregister(sessionId, inbound.skill_id);
+      supervisor.logger.info({ skill_id: inbound.skill_id, session_id: sessionId, removed }, 'fallback skill deregistered');
+    });
+  }
+
+  /** Stage ids configured for this plugin, each with its range. */
+  stages(): PipelineStage[] {
+    return Object.entries(this.#settings.stages).map(([id, range]) => this.stage(id, range));
+  }
+
+  /** One pipeline entry (§8.2); `range` absent = a single-stage deployment with no restriction. */
+  stage(pipelineId: string, range?: PriorityRange): PipelineStage {
+    return {
+      pipelineId,
+      match: (request) => this.#match(pipelineId, range, request),
+      intents: (sessionId) => this.#intents(sessionId, range),
+    };
+  }
+
+  /** The effective pool for a session and stage (§5). */
+  pool(request: Pick<MatchRequest, 'session'>, range?: PriorityRange): string[] {
+    const { session } = request;
+    const input = {
+      available: this.registry.availableFor(session.sessionId),
+      priorityOverrides: this.#settings.priorities,
+      blacklistedSkills: session.blacklistedSkills,
+      mode: this.#settings.mode,
+      whitelist: this.#settings.whitelist,
+      blacklist: this.#settings.blacklist,
+      ...(session.fallbackHandlers === undefined ? {} : { preference: session.fallbackHandlers }),
+      ...(range === undefined ? {} : { range }),
+    };
+    return buildPool(input).map((entry) => entry.skill_id);
+  }
+
+  async #match(pipelineId: string, range: PriorityRange | undefined, request: MatchRequest): Promise<Match | null> {
+    const pool = this.pool(request, range);
+    if (pool.length === 0) return null; // §5: an empty pool returns None immediately
+    const utteranceId = request.message.context['utterance_id'];
+    const contest = this.#supervisor.spawn({
+      kind: 'fallback',
+      label: pipelineId,
+      sessionId: request.session.sessionId,
+      utteranceId: typeof utteranceId === 'string' ? utteranceId : undefined,
+      logic: this.#machine,
+      input: { pool, pingTimeoutMs: this.#settings.pingTimeoutMs, query: { origin: request.message, utterances: request.utterances, lang: request.lang } },
+      routes: ['fallback.pong'],
+      correlate: (inbound): FallbackEvent | 'not_awaited' =>
+        inbound.kind === 'fallback.pong' ? { type: 'PONG', skill_id: inbound.skill_id, can_handle: inbound.can_handle } : 'not_awaited',
+    });
+    const abort = (): void => contest.stop('match_aborted');
+    request.signal.addEventListener('abort', abort, { once: true });
+    const result = await contest.done;
+    request.signal.removeEventListener('abort', abort);
+    if (result.status !== 'done' || result.output === null) return null;
+    // §6.3 Match shape: the selected skill, reserved intent_name "fallback", empty slots.
+    return {
+      skill_id: result.output.skill_id,
+      intent_name: 'fallback',
+      lang: request.lang,
+      utterance: request.utterances[0]!,
+      slots: {},
+    };
+  }
+
+  #intents(sessionId: string, range: PriorityRange | undefined): IntentListing[] {
+    const available = this.registry.availableFor(sessionId);
+    const pool = buildPool({ available, priorityOverrides: this.#settings.priorities, blacklistedSkills: [], mode: this.#settings.mode, whitelist: this.#settings.whitelist, blacklist: this.#settings.blacklist, ...(range === undefined ? {} : { range }) });
+    return pool.map((entry) => ({ intent_name: 'fallback', skill_id: entry.skill_id, lang: '*' }));
+  }
+}

@@ -1,0 +1,290 @@
+/**
+ * The supervisor: receives every bus message once, classifies it through the dialect adapter, hands service
+ * messages (registrations, utterances, introspection) to their owners, and routes contest replies in O(1) to the
+ * live contest they belong to — by (inbound kind, session_id), then by utterance_id and the contest's own
+ * correlation check.
+ *
+ * Contests are independent root actors (`createActor` each), not children of a router machine: ENGINEERING-NOTES
+ * measured spawning children as quadratic. Every actor gets the shared clock, the shared inspection hook and an
+ * error observer; it is forgotten (routes removed) the moment it finishes, so a late reply finds no contest and is
+ * dropped here with a reason — it never reaches an actor that is gone.
+ */
+import { createActor, type AnyActorLogic, type AnyActorRef, type EventFromLogic, type InputFrom, type InspectionEvent, type OutputFrom } from 'xstate';
+import type { Bus, Unsubscribe } from '../bus/bus.js';
+import { utteranceIdOf, type Message } from '../bus/message.js';
+import { sessionIdOf } from '../bus/session.js';
+import type { Clock } from '../clock/clock.js';
+import { classify, type DropReason, type Inbound, type InboundKind, type InboundOf } from '../dialect/spec-dialect.js';
+import type { Logger } from '../log/logger.js';
+
+export type InspectionHook = (event: InspectionEvent) => void;
+
+/** What a contest reports for inspection besides XState's own events: its identity. */
+export interface ContestInfo {
+  readonly id: string;
+  readonly kind: string;
+  readonly label: string;
+  readonly sessionId: string;
+  readonly utteranceId: string | undefined;
+}
+
+export type ContestResult<T> =
+  | { readonly status: 'done'; readonly output: T }
+  | { readonly status: 'stopped'; readonly reason: string }
+  | { readonly status: 'error'; readonly error: unknown };
+
+export interface ContestOptions<TLogic extends AnyActorLogic> {
+  /** Family, e.g. "fallback", "common_query", "utterance". */
+  readonly kind: string;
+  /** Human label within the family, e.g. the stage id. */
+  readonly label: string;
+  readonly sessionId: string;
+  readonly utteranceId: string | undefined;
+  readonly logic: TLogic;
+  readonly input: InputFrom<TLogic>;
+  /** Inbound kinds this contest listens to, routed for its session. */
+  readonly routes: readonly InboundKind[];
+  /** Turn a routed inbound message into an event for this contest, or say why it is not for it. */
+  readonly correlate?: (inbound: Inbound, message: Message) => EventFromLogic<TLogic> | DropReason;
+}
+
+export interface Contest<TLogic extends AnyActorLogic> {
+  readonly info: ContestInfo;
+  readonly actor: AnyActorRef;
+  readonly logger: Logger;
+  readonly done: Promise<ContestResult<OutputFrom<TLogic>>>;
+  send(event: EventFromLogic<TLogic>): void;
+  stop(reason: string): void;
+}
+
+interface Live {
+  readonly info: ContestInfo;
+  readonly routes: readonly InboundKind[];
+  readonly deliver: (inbound: Inbound, message: Message) => DropReason | null;
+  readonly stop: (reason: string) => void;
+}
+
+export interface SupervisorOptions {
+  readonly bus: Bus;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly inspect?: InspectionHook;
+}
+
+const CONTEST_KINDS: ReadonlySet<InboundKind> = new Set<InboundKind>([
+  'fallback.pong',
+  'common_query.pong',
+  'common_query.response',
+  'skill.handler.done',
+]);
+
+type ServiceHandler<K extends InboundKind> = (inbound: InboundOf<K>, message: Message) => void;
+
+export class Supervisor {
+  readonly bus: Bus;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly #inspect: InspectionHook | undefined;
+  readonly #routes = new Map<string, Set<Live>>();
+  readonly #live = new Map<string, Live>();
+  readonly #services = new Map<InboundKind, Array<(inbound: Inbound, message: Message) => void>>();
+  readonly #unsubscribe: Unsubscribe;
+  #seq = 0;
+
+  constructor(options: SupervisorOptions) {
+    this.bus = options.bus;
+    this.clock = options.clock;
+    this.logger = options.logger;
+    this.#inspect = options.inspect;
+    this.#unsubscribe = this.bus.subscribe((message) => this.receive(message));
+  }
+
+  /** Live contests right now. */
+  get size(): number {
+    return this.#live.size;
+  }
+
+  /** Register the owner of a service message kind (registrations, utterances, introspection). */
+  on<K extends InboundKind>(kind: K, handler: ServiceHandler<K>): Unsubscribe {
+    const list = this.#services.get(kind) ?? [];
+    const wrapped = handler as (inbound: Inbound, message: Message) => void;
+    list.push(wrapped);
+    this.#services.set(kind, list);
+    return () => {
+      const current = this.#services.get(kind);
+      if (current) this.#services.set(kind, current.filter((h) => h !== wrapped));
+    };
+  }
+
+  /** Every bus message passes here exactly once. Never throws. */
+  receive(message: Message): void {
+    const classified = classify(message);
+    if (classified === null) return; // not a topic we consume
+    if (!classified.ok) {
+      this.#drop(classified.reason, message, classified.detail);
+      return;
+    }
+    const { inbound } = classified;
+    const sessionId = sessionIdOf(message);
+    if (sessionId === undefined) {
+      this.#drop('malformed_carrier', message); // OVOS-SESSION-1 §2.5: never substitute the default session
+      return;
+    }
+    if (CONTEST_KINDS.has(inbound.kind)) {
+      this.#route(inbound, message, sessionId);
+      return;
+    }
+    for (const handler of this.#services.get(inbound.kind) ?? []) {
+      try {
+        handler(inbound, message);
+      } catch (error) {
+        this.logger.error({ err: error, type: message.type, reason: 'service_threw' }, 'service handler threw');
+      }
+    }
+  }
+
+  #route(inbound: Inbound, message: Message, sessionId: string): void {
+    const candidates = this.#routes.get(routeKey(inbound.kind, sessionId));
+    if (candidates === undefined || candidates.size === 0) {
+      this.#drop('no_live_contest', message);
+      return;
+    }
+    const utteranceId = utteranceIdOf(message);
+    const matching: Live[] = [];
+    let reason: DropReason = 'wrong_utterance_id';
+    for (const live of candidates) {
+      if (utteranceId !== undefined && live.info.utteranceId !== undefined && utteranceId !== live.info.utteranceId) continue;
+      matching.push(live);
+    }
+    if (matching.length === 0) {
+      this.#drop(reason, message);
+      return;
+    }
+    // Without an utterance_id a reply is only accepted when exactly one contest of the session can take it.
+    if (matching.length > 1) {
+      const taken = matching.map((live) => ({ live, drop: live.deliver(inbound, message) }));
+      const accepted = taken.filter((t) => t.drop === null);
+      if (accepted.length === 0) this.#drop(taken[0]?.drop ?? 'ambiguous_correlation', message);
+      else if (accepted.length > 1) this.#drop('ambiguous_correlation', message, `${accepted.length} contests`);
+      return;
+    }
+    const drop = matching[0]!.deliver(inbound, message);
+    if (drop !== null) {
+      reason = drop;
+      this.#drop(reason, message);
+    }
+  }
+
+  #drop(reason: DropReason, message: Message, detail?: string): void {
+    const level = reason === 'no_live_contest' || reason === 'not_awaited' || reason === 'duplicate' ? 'info' : 'warn';
+    this.logger[level](
+      { reason, type: message.type, session_id: sessionIdOf(message), utterance_id: utteranceIdOf(message), detail, payload: message.data },
+      'message dropped',
+    );
+  }
+
+  /** Spawn one contest actor, route its replies, forget it when it finishes. */
+  spawn<TLogic extends AnyActorLogic>(options: ContestOptions<TLogic>): Contest<TLogic> {
+    const id = `${options.kind}:${options.label}:${options.sessionId}:${options.utteranceId ?? '-'}:${++this.#seq}`;
+    const info: ContestInfo = {
+      id,
+      kind: options.kind,
+      label: options.label,
+      sessionId: options.sessionId,
+      utteranceId: options.utteranceId,
+    };
+    const logger = this.logger.child({ session_id: options.sessionId, utterance_id: options.utteranceId, contest: `${options.kind}/${options.label}` });
+    const actorOptions = this.#inspect === undefined
+      ? { input: options.input, clock: this.clock, id }
+      : { input: options.input, clock: this.clock, id, inspect: this.#inspect };
+    const actor = createActor(options.logic, actorOptions);
+
+    let settle!: (result: ContestResult<OutputFrom<TLogic>>) => void;
+    const done = new Promise<ContestResult<OutputFrom<TLogic>>>((resolve) => (settle = resolve));
+    let ended = false;
+    const end = (result: ContestResult<OutputFrom<TLogic>>): void => {
+      if (ended) return;
+      ended = true;
+      this.#forget(live);
+      settle(result);
+    };
+
+    const live: Live = {
+      info,
+      routes: options.routes,
+      deliver: (inbound, message) => {
+        if (ended) return 'no_live_contest';
+        const event = options.correlate ? options.correlate(inbound, message) : undefined;
+        if (event === undefined) return 'not_awaited';
+        if (typeof event === 'string') return event;
+        actor.send(event);
+        return null;
+      },
+      stop: (reason) => {
+        if (ended) return;
+        logger.info({ reason }, 'contest stopped');
+        end({ status: 'stopped', reason });
+        actor.stop();
+      },
+    };
+
+    // Machines report notable moments with emit(); the edge turns them into log lines.
+    // A machine that ignores an event says why (`reason`): that is a drop, logged like the supervisor's own.
+    actor.on('*', (emitted: { type: string; reason?: string }) => {
+      if (emitted.reason !== undefined) logger.info(emitted, 'message dropped');
+      else logger.debug(emitted, emitted.type);
+    });
+    actor.subscribe({
+      complete: () => end({ status: 'done', output: (actor.getSnapshot() as { output: OutputFrom<TLogic> }).output }),
+      error: (error) => {
+        logger.error({ err: error, reason: 'contest_error' }, 'contest failed');
+        end({ status: 'error', error });
+      },
+    });
+
+    this.#live.set(id, live);
+    for (const kind of options.routes) {
+      const key = routeKey(kind, options.sessionId);
+      let set = this.#routes.get(key);
+      if (set === undefined) this.#routes.set(key, (set = new Set()));
+      set.add(live);
+    }
+    actor.start();
+
+    return {
+      info,
+      actor,
+      logger,
+      done,
+      send: (event) => {
+        if (!ended) actor.send(event);
+      },
+      stop: (reason) => live.stop(reason),
+    };
+  }
+
+  #forget(live: Live): void {
+    this.#live.delete(live.info.id);
+    for (const kind of live.routes) {
+      const key = routeKey(kind, live.info.sessionId);
+      const set = this.#routes.get(key);
+      if (set === undefined) continue;
+      set.delete(live);
+      if (set.size === 0) this.#routes.delete(key);
+    }
+  }
+
+  /** End every live contest (bus connection lost, shutdown); each resolves as stopped with the reason. */
+  stopAll(reason: string): void {
+    for (const live of [...this.#live.values()]) live.stop(reason);
+  }
+
+  close(): void {
+    this.#unsubscribe();
+    this.stopAll('supervisor_closed');
+  }
+}
+
+function routeKey(kind: InboundKind, sessionId: string): string {
+  return `${kind}\u0000${sessionId}`;
+}

@@ -1,0 +1,56 @@
+/**
+ * Assemble the actor system on any bus: one supervisor (shared clock, shared inspection hook), the orchestrator,
+ * and the plugins registered as pipeline stages. This is the library API the daemon itself uses.
+ */
+import type { Bus } from './bus/bus.js';
+import { systemClock, type Clock } from './clock/clock.js';
+import { DEFAULT_CONFIG, type Config } from './config/defaults.js';
+import { silentLogger, type Logger } from './log/logger.js';
+import { Orchestrator } from './orchestrator/orchestrator.js';
+import { FallbackPlugin } from './plugins/fallback/fallback.plugin.js';
+import { Supervisor, type InspectionHook } from './supervisor/supervisor.js';
+
+export interface SystemOptions {
+  readonly bus: Bus;
+  readonly config?: Config;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+  /** Sees every event of every contest actor (XState inspection protocol). */
+  readonly inspect?: InspectionHook;
+}
+
+export interface ContestSystem {
+  readonly config: Config;
+  readonly supervisor: Supervisor;
+  readonly orchestrator: Orchestrator;
+  readonly fallback: FallbackPlugin;
+  close(): void;
+}
+
+export function createContestSystem(options: SystemOptions): ContestSystem {
+  const config = options.config ?? DEFAULT_CONFIG;
+  const supervisorOptions = {
+    bus: options.bus,
+    clock: options.clock ?? systemClock,
+    logger: options.logger ?? silentLogger(),
+    ...(options.inspect === undefined ? {} : { inspect: options.inspect }),
+  };
+  const supervisor = new Supervisor(supervisorOptions);
+  const orchestrator = new Orchestrator(supervisor, config);
+  const fallback = new FallbackPlugin(supervisor, config.fallback);
+  for (const stage of fallback.stages()) orchestrator.register(stage);
+  // A dropped connection ends every contest cleanly: no hang, no leaked timer, the reason logged.
+  const unsubscribeStatus = options.bus.onStatus((status) => {
+    if (!status.up) supervisor.stopAll(`bus_down:${status.reason}`);
+  });
+  return {
+    config,
+    supervisor,
+    orchestrator,
+    fallback,
+    close: () => {
+      unsubscribeStatus();
+      supervisor.close();
+    },
+  };
+}

@@ -1,0 +1,112 @@
+/**
+ * Test harness: the whole actor system on an in-process bus and a deterministic clock, plus scripted skills.
+ * Every message on the bus is recorded, so tests assert what a user would see on the wire.
+ */
+import { LocalBus } from '../../src/bus/local-bus.js';
+import { createMessage, reply, type JsonObject, type Message } from '../../src/bus/message.js';
+import { ManualClock } from '../../src/clock/manual-clock.js';
+import { DEFAULT_CONFIG, type Config } from '../../src/config/defaults.js';
+import { createContestSystem, type ContestSystem } from '../../src/system.js';
+import { pino } from 'pino';
+import { Writable } from 'node:stream';
+
+export interface Harness {
+  readonly bus: LocalBus;
+  readonly clock: ManualClock;
+  readonly system: ContestSystem;
+  readonly wire: Message[];
+  readonly logs: Array<Record<string, unknown>>;
+  /** Messages of one type, in order. */
+  of(type: string): Message[];
+  /** Types seen for one session, in order. */
+  timeline(sessionId: string): string[];
+  /** Let promise continuations run (no real time passes). */
+  settle(): Promise<void>;
+  /** Advance the clock by `ms`, letting promise continuations run between due timers. */
+  advance(ms: number): Promise<void>;
+  utter(utterance: string, options?: { session?: JsonObject; lang?: string; utteranceId?: string }): Message;
+}
+
+export function withConfig(patch: (config: Config) => Config): Config {
+  return patch(structuredClone(DEFAULT_CONFIG) as Config);
+}
+
+export function createHarness(config: Config = DEFAULT_CONFIG): Harness {
+  const bus = new LocalBus();
+  const clock = new ManualClock();
+  const wire: Message[] = [];
+  const logs: Array<Record<string, unknown>> = [];
+  bus.subscribe((m) => wire.push(m));
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      for (const line of String(chunk).split('\n')) if (line) logs.push(JSON.parse(line) as Record<string, unknown>);
+      cb();
+    },
+  });
+  const logger = pino({ level: 'debug' }, sink);
+  const system = createContestSystem({ bus, clock, config, logger });
+  const settle = async (): Promise<void> => {
+    for (let i = 0; i < 10; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+  };
+  return {
+    bus,
+    clock,
+    system,
+    wire,
+    logs,
+    of: (type) => wire.filter((m) => m.type === type),
+    timeline: (sessionId) =>
+      wire
+        .filter((m) => {
+          const s = m.context['session'];
+          return typeof s === 'object' && s !== null && !Array.isArray(s) && (s['session_id'] ?? 'default') === sessionId;
+        })
+        .map((m) => m.type),
+    settle,
+    advance: async (ms) => {
+      await settle();
+      // Step 1 ms at a time so promise continuations armed by a timer run before the next timer is due.
+      for (let t = 0; t < ms; t++) {
+        clock.advance(1);
+        await settle();
+      }
+    },
+    utter: (utterance, options = {}) => {
+      const context: JsonObject = { source: 'test', destination: 'orchestrator', session: options.session ?? { session_id: 'default' } };
+      if (options.utteranceId !== undefined) context['utterance_id'] = options.utteranceId;
+      const message = createMessage('ovos.utterance.handle', { utterances: [utterance], ...(options.lang ? { lang: options.lang } : {}) }, context);
+      bus.publish(message);
+      return message;
+    },
+  };
+}
+
+/** A scripted fallback skill on the bus: registers, answers pings per `decide`, completes its handler. */
+export function fallbackSkill(
+  h: Harness,
+  skillId: string,
+  priority: number,
+  behaviour: {
+    decide?: (utterance: string) => boolean | 'silent';
+    session?: JsonObject;
+    onDispatch?: (dispatch: Message) => 'complete' | 'error' | 'silent';
+  } = {},
+): { pings: Message[] } {
+  const pings: Message[] = [];
+  h.bus.subscribe((m) => {
+    if (m.type === `${skillId}.fallback.ping`) {
+      pings.push(m);
+      const utterances = m.data['utterances'];
+      const first = Array.isArray(utterances) && typeof utterances[0] === 'string' ? utterances[0] : '';
+      const verdict = behaviour.decide ? behaviour.decide(first) : true;
+      if (verdict !== 'silent') h.bus.publish(reply(m, `${skillId}.fallback.pong`, { skill_id: skillId, can_handle: verdict }));
+    } else if (m.type === `${skillId}:fallback`) {
+      const outcome = behaviour.onDispatch ? behaviour.onDispatch(m) : 'complete';
+      if (outcome === 'silent') return;
+      h.bus.publish(reply(m, 'ovos.utterance.speak', { utterance: `${skillId} says hi` }));
+      h.bus.publish(reply(m, outcome === 'complete' ? 'mycroft.skill.handler.complete' : 'mycroft.skill.handler.error', outcome === 'error' ? { exception: 'boom' } : {}));
+    }
+  });
+  h.bus.publish(createMessage('ovos.fallback.register', { skill_id: skillId, priority }, { skill_id: skillId, session: behaviour.session ?? { session_id: 'default' } }));
+  return { pings };
+}
