@@ -1,0 +1,212 @@
+/**
+ * The embedded bus server, wire-compatible with ovos-messagebus (see specs/ovos-wire-today.md, "The bus server"):
+ * one route (`/core` by default), a `connected` greeting for every new client, and every valid frame re-broadcast
+ * verbatim to every client, the sender included. Unlike ovos-messagebus it sets TCP_NODELAY, so a request/reply
+ * round trip is not held back by Nagle + delayed ACK (~44 ms there against ~0.15 ms here).
+ *
+ * In-process participants (the orchestrator, the contests) attach without a socket hop: `publish` encodes once and
+ * writes to every websocket client, and in-process delivery goes through a `LocalBus`, so it is FIFO and never
+ * re-entrant. A frame from a client reaches the in-process subscribers after it has been re-broadcast.
+ */
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, WebSocket, type RawData } from 'ws';
+import type { Logger } from '../log/logger.js';
+import type { Bus, BusStatus, Unsubscribe } from './bus.js';
+import { LocalBus } from './local-bus.js';
+import { decodeFrame, encodeMessage, type FrameDropReason, type Message } from './message.js';
+
+export interface BusServerOptions {
+  readonly host: string;
+  /** 0 picks an ephemeral port; read the chosen one from `BusServer.port`. */
+  readonly port: number;
+  readonly route: string;
+  readonly maxFrameBytes: number;
+  readonly logger: Logger;
+}
+
+/** Exactly what ovos-messagebus sends on connect. */
+const GREETING = '{"type":"connected","data":{},"context":{"session":{"session_id":"default"}}}';
+
+/** How much of an untrusted frame goes into a log line. */
+const FRAME_LOG_CHARS = 200;
+
+interface Client {
+  readonly id: string;
+  readonly socket: WebSocket;
+}
+
+export class BusServer implements Bus {
+  readonly url: string;
+  readonly port: number;
+
+  readonly #http: Server;
+  readonly #wss: WebSocketServer;
+  readonly #route: string;
+  readonly #logger: Logger;
+  readonly #local: LocalBus;
+  readonly #clients = new Set<Client>();
+  /** Every TCP connection the http server accepted, upgraded or not, so `close` can end them all. */
+  readonly #sockets = new Set<Socket>();
+  #nextClientId = 1;
+  #closing: Promise<void> | undefined;
+
+  private constructor(http: Server, port: number, options: BusServerOptions) {
+    this.#http = http;
+    this.port = port;
+    this.#route = options.route;
+    this.#logger = options.logger;
+    const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+    this.url = `ws://${host}:${port}${options.route}`;
+    this.#local = new LocalBus({
+      onListenerError: (error, message) => {
+        this.#logger.error({ reason: 'listener_threw', type: message.type, err: error }, 'bus listener threw');
+      },
+    });
+    this.#wss = new WebSocketServer({
+      noServer: true,
+      maxPayload: options.maxFrameBytes,
+      perMessageDeflate: false,
+    });
+    http.on('connection', (socket: Socket) => {
+      this.#sockets.add(socket);
+      socket.once('close', () => this.#sockets.delete(socket));
+    });
+    http.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => this.#onUpgrade(request, socket, head));
+  }
+
+  static async start(options: BusServerOptions): Promise<BusServer> {
+    const http = createServer((_request, response) => {
+      // Plain HTTP is never served: only the websocket route exists.
+      response.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+    });
+    await new Promise<void>((resolve, reject) => {
+      const onError = (error: Error): void => reject(error);
+      http.once('error', onError);
+      http.listen(options.port, options.host, () => {
+        http.off('error', onError);
+        resolve();
+      });
+    });
+    const address = http.address();
+    const port = typeof address === 'object' && address !== null ? address.port : options.port;
+    const server = new BusServer(http, port, options);
+    http.on('error', (error: Error) => options.logger.error({ reason: 'server_error', err: error }, 'bus server error'));
+    options.logger.info({ url: server.url }, 'bus server listening');
+    return server;
+  }
+
+  get clientCount(): number {
+    return this.#clients.size;
+  }
+
+  /** Encode once; write to every websocket client; then deliver to in-process subscribers. */
+  publish(message: Message): void {
+    if (this.#closing !== undefined) {
+      this.#logger.warn({ reason: 'bus_closed', type: message.type }, 'message dropped');
+      return;
+    }
+    this.#broadcast(Buffer.from(encodeMessage(message), 'utf8'));
+    this.#local.publish(message);
+  }
+
+  subscribe(listener: (message: Message) => void): Unsubscribe {
+    return this.#local.subscribe(listener);
+  }
+
+  /** The server itself never goes down while it runs; there is nothing to report. */
+  onStatus(_listener: (status: BusStatus) => void): Unsubscribe {
+    return () => {};
+  }
+
+  /** Terminates every client, stops listening. Idempotent; resolves once the port is released. */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
+    for (const client of this.#clients) client.socket.terminate();
+    this.#clients.clear();
+    const httpClosed = new Promise<void>((resolve) => this.#http.close(() => resolve()));
+    // Upgraded sockets are no longer the http server's to close; handshakes in flight and idle keep-alive
+    // connections would otherwise keep `close` waiting.
+    for (const socket of this.#sockets) socket.destroy();
+    this.#http.closeAllConnections();
+    await Promise.all([httpClosed, new Promise<void>((resolve) => this.#wss.close(() => resolve()))]);
+    this.#logger.info({ url: this.url }, 'bus server closed');
+  }
+
+  #onUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const path = new URL(request.url ?? '/', 'ws://localhost').pathname;
+    if (path !== this.#route || this.#closing !== undefined) {
+      const reason = this.#closing !== undefined ? 'server_closing' : 'route_not_found';
+      this.#logger.warn({ reason, path, remote: remoteOf(request) }, 'websocket upgrade rejected');
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      socket.destroy();
+      return;
+    }
+    // ws already does this in setSocket; set it here too so the latency property never depends on a library detail.
+    request.socket.setNoDelay(true);
+    this.#wss.handleUpgrade(request, socket, head, (ws) => this.#onConnection(ws, request));
+  }
+
+  #onConnection(ws: WebSocket, request: IncomingMessage): void {
+    const client: Client = { id: `${this.#nextClientId++}@${remoteOf(request)}`, socket: ws };
+    this.#clients.add(client);
+    this.#logger.debug({ client: client.id }, 'bus client connected');
+
+    ws.on('message', (data: RawData, isBinary: boolean) => this.#onFrame(client, data, isBinary));
+    ws.on('error', (error: Error & { code?: string }) => {
+      const reason = error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' ? 'frame_too_large' : 'client_error';
+      // ws closes the connection itself after a protocol error (1009 for an oversized frame).
+      this.#logger.warn({ reason, client: client.id, code: error.code, err: error }, 'bus client dropped');
+      this.#clients.delete(client);
+    });
+    ws.on('close', (code: number) => {
+      this.#clients.delete(client);
+      this.#logger.debug({ client: client.id, code }, 'bus client disconnected');
+    });
+    ws.send(GREETING);
+  }
+
+  #onFrame(client: Client, data: RawData, isBinary: boolean): void {
+    const bytes = toBuffer(data);
+    if (isBinary) {
+      this.#drop(client, 'frame_not_text', bytes.subarray(0, FRAME_LOG_CHARS * 4).toString('utf8'));
+      return;
+    }
+    const text = bytes.toString('utf8');
+    const decoded = decodeFrame(text);
+    if (!decoded.ok) {
+      // OVOS-MSG-1 §6.1: a malformed message is dropped; the transport stays up.
+      this.#drop(client, decoded.reason, text);
+      return;
+    }
+    // Verbatim: the sender's bytes, to everyone including the sender (as ovos-messagebus does).
+    this.#broadcast(bytes);
+    this.#local.publish(decoded.message);
+  }
+
+  #drop(client: Client, reason: FrameDropReason, frame: string): void {
+    this.#logger.warn({ reason, client: client.id, frame: frame.slice(0, FRAME_LOG_CHARS) }, 'frame dropped');
+  }
+
+  #broadcast(frame: Buffer): void {
+    for (const { socket } of this.#clients) {
+      if (socket.readyState === WebSocket.OPEN) socket.send(frame, { binary: false });
+    }
+  }
+}
+
+function toBuffer(data: RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return Buffer.from(data);
+}
+
+function remoteOf(request: IncomingMessage): string {
+  const { remoteAddress, remotePort } = request.socket;
+  return `${remoteAddress ?? '?'}:${remotePort ?? '?'}`;
+}

@@ -1,0 +1,75 @@
+/**
+ * The ready daemon: the embedded OVOS-compatible bus (or a client of an existing messagebus), the actor system on
+ * it, and — unless switched off — the example skills as real websocket clients of that bus.
+ */
+import type { Bus } from '../bus/bus.js';
+import { BusClient } from '../bus/ws-client.js';
+import { BusServer } from '../bus/ws-server.js';
+import type { Config } from '../config/defaults.js';
+import type { Logger } from '../log/logger.js';
+import { runFallbackSkill } from '../skills/fallback-skill.js';
+import { dontKnowSkill, meaningOfLifeSkill } from '../skills/example-skills.js';
+import { createContestSystem, type ContestSystem } from '../system.js';
+
+export interface Daemon {
+  /** The bus URL skills connect to. */
+  readonly url: string;
+  readonly system: ContestSystem;
+  close(): Promise<void>;
+}
+
+function clientOf(url: string, config: Config, logger: Logger): BusClient {
+  return new BusClient({
+    url,
+    heartbeatMs: config.bus.heartbeatMs,
+    reconnectInitialMs: config.bus.reconnectInitialMs,
+    reconnectMaxMs: config.bus.reconnectMaxMs,
+    maxFrameBytes: config.bus.maxFrameBytes,
+    logger,
+  });
+}
+
+export async function startDaemon(config: Config, logger: Logger): Promise<Daemon> {
+  let bus: Bus;
+  let url: string;
+  const closers: Array<() => Promise<void>> = [];
+  if (config.bus.url !== null) {
+    const client = clientOf(config.bus.url, config, logger.child({ component: 'bus-client' }));
+    client.connect();
+    bus = client;
+    url = config.bus.url;
+    closers.push(() => client.close());
+    logger.info({ url }, 'connecting to an existing OVOS messagebus');
+  } else {
+    const server = await BusServer.start({ ...config.bus, logger: logger.child({ component: 'bus' }) });
+    bus = server;
+    url = server.url;
+    closers.push(() => server.close());
+    logger.info({ url }, 'OVOS bus listening');
+  }
+  const system = createContestSystem({ bus, config, logger });
+  logger.info({ pipeline: config.pipeline, stages: system.orchestrator.stages.map((s) => s.pipelineId) }, 'pipeline ready');
+
+  if (config.exampleSkills) {
+    for (const skill of [meaningOfLifeSkill, dontKnowSkill]) {
+      const client = clientOf(url, config, logger.child({ component: 'skill', skill_id: skill.skillId }));
+      client.connect();
+      await client.waitUntilUp(5_000);
+      const stop = runFallbackSkill(client, skill);
+      closers.unshift(async () => {
+        stop();
+        await client.close();
+      });
+    }
+    logger.info({ skills: [meaningOfLifeSkill.skillId, dontKnowSkill.skillId] }, 'example skills connected');
+  }
+
+  return {
+    url,
+    system,
+    close: async () => {
+      system.close();
+      for (const close of closers) await close();
+    },
+  };
+}

@@ -1,0 +1,40 @@
+/**
+ * `npm start`: the daemon with its embedded defaults. Flags, env and a JSON config file override them
+ * (`--help` lists them); a bad value stops start-up with a message naming the key.
+ */
+import { ConfigError, configHelp, loadConfig } from '../config/config.js';
+import { createLogger } from '../log/logger.js';
+import { startDaemon } from './daemon.js';
+
+const argv = process.argv.slice(2);
+if (argv.includes('--help') || argv.includes('-h')) {
+  process.stdout.write(`${configHelp()}\n`);
+  process.exit(0);
+}
+
+let loaded;
+try {
+  loaded = loadConfig({ argv, env: process.env });
+} catch (error) {
+  if (error instanceof ConfigError) {
+    process.stderr.write(`config error (${error.code}${error.key ? `, ${error.key}` : ''}): ${error.message}\n`);
+    process.exit(2);
+  }
+  throw error;
+}
+
+const logger = createLogger({ level: loaded.config.log.level });
+const daemon = await startDaemon(loaded.config, logger).catch((error: unknown) => {
+  logger.fatal({ err: error }, 'daemon failed to start');
+  process.exit(1);
+});
+
+let stopping = false;
+const stop = (signal: string): void => {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ signal }, 'shutting down');
+  void daemon.close().then(() => process.exit(0));
+};
+process.on('SIGINT', () => stop('SIGINT'));
+process.on('SIGTERM', () => stop('SIGTERM'));

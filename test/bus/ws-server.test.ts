@@ -1,0 +1,276 @@
+/**
+ * The embedded server against real websockets on 127.0.0.1, ephemeral ports. Nothing here sleeps: every wait is
+ * on an event, with a generous timeout only as a failure guard.
+ */
+import { once } from 'node:events';
+import { afterEach, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { WebSocket } from 'ws';
+import { BusServer } from '../../src/bus/ws-server.js';
+import { createMessage, encodeMessage, type Message } from '../../src/bus/message.js';
+import type { Logger } from '../../src/log/logger.js';
+
+const GREETING = '{"type":"connected","data":{},"context":{"session":{"session_id":"default"}}}';
+const GUARD_MS = 5000;
+
+/** Everything seen so far, plus promises that resolve on the first matching item (already seen or yet to come). */
+class Recorder<T> {
+  readonly items: T[] = [];
+  #waiters = new Set<{ predicate: (item: T) => boolean; resolve: (item: T) => void }>();
+
+  push(item: T): void {
+    this.items.push(item);
+    for (const waiter of [...this.#waiters]) {
+      if (waiter.predicate(item)) {
+        this.#waiters.delete(waiter);
+        waiter.resolve(item);
+      }
+    }
+  }
+
+  waitFor(predicate: (item: T) => boolean, label: string): Promise<T> {
+    const seen = this.items.find(predicate);
+    if (seen !== undefined) return Promise.resolve(seen);
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#waiters.delete(waiter);
+        reject(new Error(`timed out waiting for ${label}`));
+      }, GUARD_MS);
+      const waiter = {
+        predicate,
+        resolve: (item: T) => {
+          clearTimeout(timer);
+          resolve(item);
+        },
+      };
+      this.#waiters.add(waiter);
+    });
+  }
+}
+
+type LogLine = Record<string, unknown> & { level: number; msg?: string; reason?: string };
+
+function captureLogs(): { logger: Logger; lines: Recorder<LogLine> } {
+  const lines = new Recorder<LogLine>();
+  const logger = pino({ level: 'debug' }, { write: (chunk: string) => lines.push(JSON.parse(chunk) as LogLine) });
+  return { logger, lines };
+}
+
+const WARN = 40;
+const ERROR = 50;
+
+const cleanups: Array<() => Promise<void> | void> = [];
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function startServer(maxFrameBytes = 1024 * 1024) {
+  const logs = captureLogs();
+  const server = await BusServer.start({ host: '127.0.0.1', port: 0, route: '/core', maxFrameBytes, logger: logs.logger });
+  cleanups.push(() => server.close());
+  return { server, logs };
+}
+
+interface Peer {
+  readonly ws: WebSocket;
+  readonly frames: Recorder<string>;
+}
+
+async function connect(url: string): Promise<Peer> {
+  const ws = new WebSocket(url);
+  const frames = new Recorder<string>();
+  ws.on('message', (data) => frames.push(String(data)));
+  cleanups.push(() => ws.terminate());
+  await once(ws, 'open');
+  // The greeting is the first frame; waiting for it means the server has registered this client.
+  await frames.waitFor((frame) => frame === GREETING, 'greeting');
+  return { ws, frames };
+}
+
+function subscribeAll(server: BusServer): Recorder<Message> {
+  const seen = new Recorder<Message>();
+  cleanups.push(server.subscribe((message) => seen.push(message)));
+  return seen;
+}
+
+function typeOf(frame: string): unknown {
+  return (JSON.parse(frame) as { type?: unknown }).type;
+}
+
+describe('BusServer (ovos-messagebus compatible)', () => {
+  it('ovos-messagebus: greets every new client with the exact connected frame, first', async () => {
+    const { server } = await startServer();
+    expect(server.url).toBe(`ws://127.0.0.1:${server.port}/core`);
+    const ws = new WebSocket(server.url);
+    cleanups.push(() => ws.terminate());
+    const [first] = (await once(ws, 'message')) as [Buffer, boolean];
+    expect(first.toString('utf8')).toBe(GREETING);
+    expect(server.clientCount).toBe(1);
+  });
+
+  it('ovos-messagebus: re-broadcasts a frame verbatim to every client, the sender included, then in-process', async () => {
+    const { server } = await startServer();
+    const inProcess = subscribeAll(server);
+    const a = await connect(server.url);
+    const b = await connect(server.url);
+    // Odd spacing, key order and an unknown key: none of it may be normalised on the way through.
+    const frame = '{ "context": {"source":"a"},  "type" : "test.verbatim", "data":{"n":1}, "extra": [true] }';
+    a.ws.send(frame);
+
+    expect(await a.frames.waitFor((f) => f.includes('test.verbatim'), 'echo to sender')).toBe(frame);
+    expect(await b.frames.waitFor((f) => f.includes('test.verbatim'), 'broadcast to b')).toBe(frame);
+    const delivered = await inProcess.waitFor((m) => m.type === 'test.verbatim', 'in-process delivery');
+    expect(delivered).toEqual({ type: 'test.verbatim', data: { n: 1 }, context: { source: 'a' } });
+  });
+
+  it('Bus contract: an in-process publish reaches every ws client and every in-process subscriber exactly once', async () => {
+    const { server } = await startServer();
+    const first = subscribeAll(server);
+    const second = subscribeAll(server);
+    const a = await connect(server.url);
+    const b = await connect(server.url);
+
+    const message = createMessage('test.inproc', { n: 1 }, { session: { session_id: 's1' } });
+    server.publish(message);
+    server.publish(createMessage('test.barrier'));
+
+    for (const peer of [a, b]) {
+      // Frames on one connection arrive in order: once the barrier is here, any duplicate would be too.
+      await peer.frames.waitFor((f) => typeOf(f) === 'test.barrier', 'barrier');
+      expect(peer.frames.items.filter((f) => typeOf(f) === 'test.inproc')).toEqual([encodeMessage(message)]);
+    }
+    for (const seen of [first, second]) {
+      await seen.waitFor((m) => m.type === 'test.barrier', 'in-process barrier');
+      expect(seen.items.map((m) => m.type)).toEqual(['test.inproc', 'test.barrier']);
+      expect(seen.items[0]).toEqual(message);
+    }
+  });
+
+  it('LocalBus rules: in-process delivery is FIFO and not re-entrant when a subscriber publishes', async () => {
+    const { server } = await startServer();
+    cleanups.push(
+      server.subscribe((message) => {
+        if (message.type === 'test.first') server.publish(createMessage('test.second'));
+      }),
+    );
+    const order = subscribeAll(server);
+    server.publish(createMessage('test.first'));
+    await order.waitFor((m) => m.type === 'test.second', 'the message published during delivery');
+    expect(order.items.map((m) => m.type)).toEqual(['test.first', 'test.second']);
+  });
+
+  it('LocalBus rules: a throwing in-process subscriber is logged (listener_threw) and never affects the others', async () => {
+    const { server, logs } = await startServer();
+    cleanups.push(
+      server.subscribe(() => {
+        throw new Error('boom');
+      }),
+    );
+    const others = subscribeAll(server);
+    const peer = await connect(server.url);
+    peer.ws.send('{"type":"test.after-throw"}');
+
+    await others.waitFor((m) => m.type === 'test.after-throw', 'delivery past the throwing subscriber');
+    const line = await logs.lines.waitFor((l) => l.reason === 'listener_threw', 'listener_threw log');
+    expect(line.level).toBe(ERROR);
+    expect(peer.ws.readyState).toBe(WebSocket.OPEN);
+  });
+
+  it('OVOS-MSG-1 §6.1: malformed frames are dropped with one warning each and the connection stays open', async () => {
+    const { server, logs } = await startServer();
+    const inProcess = subscribeAll(server);
+    const sender = await connect(server.url);
+    const other = await connect(server.url);
+    const bad: Array<[string | Buffer, string]> = [
+      ['this is not json', 'frame_not_json'],
+      ['[1,2,3]', 'frame_not_object'],
+      ['{"data":{}}', 'type_missing'],
+      ['{"type":42}', 'type_not_string'],
+      ['{"type":"x","data":[1]}', 'data_not_object'],
+      ['{"type":"x","context":"nope"}', 'context_not_object'],
+      [Buffer.from('{"type":"binary.frame"}'), 'frame_not_text'],
+    ];
+    for (const [frame] of bad) sender.ws.send(frame);
+    sender.ws.send('{"type":"test.good"}');
+
+    await sender.frames.waitFor((f) => typeOf(f) === 'test.good', 'good frame echoed to sender');
+    await other.frames.waitFor((f) => typeOf(f) === 'test.good', 'good frame broadcast');
+    await inProcess.waitFor((m) => m.type === 'test.good', 'good frame in-process');
+    expect(sender.ws.readyState).toBe(WebSocket.OPEN);
+    expect(sender.frames.items).toEqual([GREETING, '{"type":"test.good"}']);
+    expect(other.frames.items).toEqual([GREETING, '{"type":"test.good"}']);
+    expect(inProcess.items.map((m) => m.type)).toEqual(['test.good']);
+
+    const drops = logs.lines.items.filter((l) => l.msg === 'frame dropped');
+    expect(drops.map((l) => l.reason)).toEqual(bad.map(([, reason]) => reason));
+    for (const line of drops) {
+      expect(line.level).toBe(WARN);
+      expect(typeof line.client).toBe('string');
+    }
+    expect(drops[0]?.frame).toBe('this is not json');
+  });
+
+  it('OVOS-MSG-1 §6.1: the logged frame is cut to its first 200 characters', async () => {
+    const { server, logs } = await startServer();
+    const peer = await connect(server.url);
+    peer.ws.send(`not json ${'x'.repeat(1000)}`);
+    const line = await logs.lines.waitFor((l) => l.msg === 'frame dropped', 'drop log');
+    expect(line.frame).toBe(`not json ${'x'.repeat(1000)}`.slice(0, 200));
+  });
+
+  it('maxFrameBytes: an oversized frame closes only that client (1009), logged as frame_too_large', async () => {
+    const { server, logs } = await startServer(1024);
+    const offender = await connect(server.url);
+    const bystander = await connect(server.url);
+    const closed = once(offender.ws, 'close');
+    offender.ws.send(JSON.stringify({ type: 'test.big', data: { blob: 'x'.repeat(2048) } }));
+
+    const [code] = (await closed) as [number, Buffer];
+    expect(code).toBe(1009);
+    const line = await logs.lines.waitFor((l) => l.reason === 'frame_too_large', 'frame_too_large log');
+    expect(line.level).toBe(WARN);
+
+    server.publish(createMessage('test.still-up'));
+    await bystander.frames.waitFor((f) => typeOf(f) === 'test.still-up', 'bystander still served');
+    expect(bystander.frames.items.some((f) => f.includes('test.big'))).toBe(false);
+    expect(server.clientCount).toBe(1);
+  });
+
+  it('route: an upgrade on any path other than the configured route is rejected with 404 and logged', async () => {
+    const { server, logs } = await startServer();
+    const ws = new WebSocket(`ws://127.0.0.1:${server.port}/not-core`);
+    cleanups.push(() => ws.terminate());
+    const [error] = (await once(ws, 'error')) as [Error];
+    expect(error.message).toContain('404');
+    const line = await logs.lines.waitFor((l) => l.reason === 'route_not_found', 'rejection log');
+    expect(line.path).toBe('/not-core');
+    expect(server.clientCount).toBe(0);
+  });
+
+  it('clients that leave are removed; close terminates the rest, releases the port and is idempotent', async () => {
+    const { server, logs } = await startServer();
+    const leaving = await connect(server.url);
+    const staying = await connect(server.url);
+    expect(server.clientCount).toBe(2);
+
+    leaving.ws.close();
+    await logs.lines.waitFor((l) => l.msg === 'bus client disconnected', 'server saw the client leave');
+    expect(server.clientCount).toBe(1);
+
+    const stayingClosed = once(staying.ws, 'close');
+    await Promise.all([server.close(), server.close()]);
+    await stayingClosed;
+    expect(server.clientCount).toBe(0);
+
+    // The port is free again: a new server can bind it.
+    const again = await BusServer.start({
+      host: '127.0.0.1',
+      port: server.port,
+      route: '/core',
+      maxFrameBytes: 1024,
+      logger: pino({ level: 'silent' }),
+    });
+    await again.close();
+  });
+});
