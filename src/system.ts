@@ -7,6 +7,8 @@ import { systemClock, type Clock } from './clock/clock.js';
 import { DEFAULT_CONFIG, type Config } from './config/defaults.js';
 import { silentLogger, type Logger } from './log/logger.js';
 import { Orchestrator } from './orchestrator/orchestrator.js';
+import { CommonQueryPlugin } from './plugins/common-query/common-query.plugin.js';
+import type { Reranker } from './plugins/common-query/selection.js';
 import { FallbackPlugin } from './plugins/fallback/fallback.plugin.js';
 import { Supervisor, type InspectionHook } from './supervisor/supervisor.js';
 
@@ -17,6 +19,8 @@ export interface SystemOptions {
   readonly logger?: Logger;
   /** Sees every event of every contest actor (XState inspection protocol). */
   readonly inspect?: InspectionHook;
+  /** Replaces raw `conf` ordering in common query (OVOS-COMMON-QUERY-1 §8 step 4). */
+  readonly reranker?: Reranker;
 }
 
 export interface ContestSystem {
@@ -24,6 +28,7 @@ export interface ContestSystem {
   readonly supervisor: Supervisor;
   readonly orchestrator: Orchestrator;
   readonly fallback: FallbackPlugin;
+  readonly commonQuery: CommonQueryPlugin;
   close(): void;
 }
 
@@ -39,6 +44,8 @@ export function createContestSystem(options: SystemOptions): ContestSystem {
   const orchestrator = new Orchestrator(supervisor, config);
   const fallback = new FallbackPlugin(supervisor, config.fallback);
   for (const stage of fallback.stages()) orchestrator.register(stage);
+  const commonQuery = new CommonQueryPlugin(supervisor, config.commonQuery, options.reranker === undefined ? {} : { reranker: options.reranker });
+  orchestrator.register(commonQuery);
   // A dropped connection ends every contest cleanly: no hang, no leaked timer, the reason logged.
   const unsubscribeStatus = options.bus.onStatus((status) => {
     if (!status.up) supervisor.stopAll(`bus_down:${status.reason}`);
@@ -48,6 +55,7 @@ export function createContestSystem(options: SystemOptions): ContestSystem {
     supervisor,
     orchestrator,
     fallback,
+    commonQuery,
     close: () => {
       unsubscribeStatus();
       supervisor.close();

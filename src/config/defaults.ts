@@ -170,7 +170,7 @@ export const DEFAULT_CONFIG: Config = {
     },
     earlyStart: true,
     pollWindowMs: 500,
-    pollQuietMs: 50,
+    pollQuietMs: 20,
     collectionInitialMs: 3_000,
     collectionCeilingMs: 5_000,
     minConfidence: 0.5,

@@ -8,7 +8,8 @@ import { BusServer } from '../bus/ws-server.js';
 import type { Config } from '../config/defaults.js';
 import type { Logger } from '../log/logger.js';
 import { runFallbackSkill } from '../skills/fallback-skill.js';
-import { dontKnowSkill, meaningOfLifeSkill } from '../skills/example-skills.js';
+import { runCommonQuerySkill } from '../skills/common-query-skill.js';
+import { dontKnowSkill, localKnowledgeSkill, meaningOfLifeSkill } from '../skills/example-skills.js';
 import { createContestSystem, type ContestSystem } from '../system.js';
 
 export interface Daemon {
@@ -61,7 +62,15 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
         await client.close();
       });
     }
-    logger.info({ skills: [meaningOfLifeSkill.skillId, dontKnowSkill.skillId] }, 'example skills connected');
+    const client = clientOf(url, config, logger.child({ component: 'skill', skill_id: localKnowledgeSkill.skillId }));
+    client.connect();
+    await client.waitUntilUp(5_000);
+    const stop = runCommonQuerySkill(client, localKnowledgeSkill);
+    closers.unshift(async () => {
+      stop();
+      await client.close();
+    });
+    logger.info({ skills: [meaningOfLifeSkill.skillId, dontKnowSkill.skillId, localKnowledgeSkill.skillId] }, 'example skills connected');
   }
 
   return {

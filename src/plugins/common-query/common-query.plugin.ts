@@ -1,0 +1,223 @@
+/**
+ * The common query pipeline plugin, OVOS-COMMON-QUERY-1. `match` is blocking by design (§2.1); the early start
+ * (§5) hides most of it: the orchestrator calls `onUtterance` the moment it consumes `ovos.utterance.handle` (with
+ * the utterance_id it stamped), so the contest runs in parallel with the stages before `common_query`.
+ *
+ * The early-start cache (§5.2) is keyed by (session_id, utterance) and holds the contest — in flight or finished —
+ * never a selected answer. `match` consumes the entry (a running contest is joined, not restarted), discards it
+ * when the live `lang` differs (§5.1), and always filters and selects against the live session (§8).
+ * Entries are evicted when a new utterance arrives in the session and once the utterance they served is handled.
+ */
+import type { Config } from '../../config/defaults.js';
+import { reply, type Message } from '../../bus/message.js';
+import type { SessionView } from '../../bus/session.js';
+import { topics } from '../../dialect/spec-dialect.js';
+import type { IntentListing, Match, MatchRequest, PipelineStage } from '../../pipeline/plugin.js';
+import type { Contest, ContestResult, Supervisor } from '../../supervisor/supervisor.js';
+import {
+  commonQueryMachine,
+  type CommonQueryEvent,
+  type CommonQueryOutput,
+} from '../../../machines/common-query/common-query.machine.js';
+import { classifyQuestion } from './gate.js';
+import { selectWithReranker, type Reranker, type SelectionPolicy } from './selection.js';
+
+export type CommonQuerySettings = Config['commonQuery'];
+
+type Machine = typeof commonQueryMachine;
+
+interface CacheEntry {
+  readonly utterance: string;
+  readonly lang: string;
+  readonly utteranceId: string | undefined;
+  readonly contest: Contest<Machine>;
+  joined: boolean;
+}
+
+export class CommonQueryPlugin implements PipelineStage {
+  readonly pipelineId: string;
+  readonly #supervisor: Supervisor;
+  readonly #settings: CommonQuerySettings;
+  readonly #reranker: Reranker | undefined;
+  readonly #machine;
+  /** session_id → utterance → entry (§5.2). */
+  readonly #cache = new Map<string, Map<string, CacheEntry>>();
+
+  constructor(supervisor: Supervisor, settings: CommonQuerySettings, options: { reranker?: Reranker } = {}) {
+    this.pipelineId = settings.pipelineId;
+    this.#supervisor = supervisor;
+    this.#settings = settings;
+    this.#reranker = options.reranker;
+    const bus = supervisor.bus;
+    this.#machine = commonQueryMachine.provide({
+      actions: {
+        // §6.1: broadcast, session in context (derived from the utterance so session and utterance_id ride along).
+        sendPing: ({ context }) => {
+          const ping = reply(context.origin, topics.commonQueryPing, { utterance: context.utterance });
+          const { destination: _broadcast, ...routing } = ping.context;
+          bus.publish({ ...ping, context: routing });
+        },
+        // §7.1: every claimant in parallel.
+        sendRequests: ({ context }) => {
+          for (const claimant of context.claimants) {
+            bus.publish(reply(context.origin, topics.commonQueryRequest(claimant.skill_id), { utterance: context.utterance }));
+          }
+        },
+      },
+    });
+  }
+
+  /** §5 early start. */
+  onUtterance(entry: Message, lang: string, session: SessionView): void {
+    this.#evictSession(session.sessionId, 'new_utterance'); // §5.2: evicted unconditionally on a new utterance
+    if (!this.#settings.earlyStart) return;
+    const utterancesRaw = entry.data['utterances'];
+    const utterance = Array.isArray(utterancesRaw) && typeof utterancesRaw[0] === 'string' ? utterancesRaw[0] : undefined;
+    if (utterance === undefined || !this.#gate(utterance, lang)) return;
+    const contest = this.#start(entry, utterance, lang, session, null);
+    let bySession = this.#cache.get(session.sessionId);
+    if (bySession === undefined) this.#cache.set(session.sessionId, (bySession = new Map()));
+    const utteranceId = entry.context['utterance_id'];
+    bySession.set(utterance, { utterance, lang, utteranceId: typeof utteranceId === 'string' ? utteranceId : undefined, contest, joined: false });
+  }
+
+  /** The utterance this entry served is over: whatever is left of its early start goes. */
+  onHandled(entry: Message, session: SessionView): void {
+    const bySession = this.#cache.get(session.sessionId);
+    if (bySession === undefined) return;
+    for (const [utterance, cached] of bySession) {
+      if (cached.utteranceId !== undefined && cached.utteranceId === entry.context['utterance_id']) {
+        bySession.delete(utterance);
+        if (!cached.joined) cached.contest.stop('utterance_handled');
+      }
+    }
+    if (bySession.size === 0) this.#cache.delete(session.sessionId);
+  }
+
+  async match(request: MatchRequest): Promise<Match | null> {
+    const utterance = request.utterances[0];
+    if (utterance === undefined) return null;
+    // §4.1: a rejected utterance returns None without broadcasting.
+    if (!this.#gate(utterance, request.lang)) return null;
+    const policy: SelectionPolicy = {
+      minConfidence: this.#settings.minConfidence,
+      fastWinConfidence: this.#settings.fastWinConfidence,
+      blacklistedSkills: request.session.blacklistedSkills,
+    };
+
+    let contest: Contest<Machine> | undefined;
+    const cached = this.#take(request.session.sessionId, utterance);
+    if (cached !== undefined && cached.lang !== request.lang) {
+      // §5.1: responses collected under another language are discarded and the contest re-run.
+      cached.contest.logger.info({ reason: 'lang_changed', cached_lang: cached.lang, lang: request.lang }, 'early-start cache discarded');
+      cached.contest.stop('lang_changed');
+    } else if (cached !== undefined) {
+      cached.joined = true;
+      contest = cached.contest;
+      contest.send({ type: 'JOIN', policy }); // a finished contest ignores it; its output is already final
+    }
+    contest ??= this.#start(request.message, utterance, request.lang, request.session, policy);
+
+    const abort = (): void => contest.stop('match_aborted');
+    request.signal.addEventListener('abort', abort, { once: true });
+    const result: ContestResult<CommonQueryOutput> = await contest.done;
+    request.signal.removeEventListener('abort', abort);
+    if (result.status !== 'done') return null;
+
+    // §8 against the live session, then §9.
+    const selection = await selectWithReranker(utterance, request.lang, result.output.responses, policy, this.#reranker);
+    if (selection.rerankerError !== undefined) contest.logger.warn({ reason: 'reranker_failed', detail: selection.rerankerError }, 'reranker ignored');
+    const winner = selection.winner;
+    contest.logger.info(
+      { claimants: result.output.claimants.length, responses: result.output.responses.length, closed_by: result.output.closedBy, winner: winner?.skill_id ?? null, conf: winner?.conf },
+      'common query decided',
+    );
+    if (winner === null) return null;
+    return {
+      skill_id: this.pipelineId,
+      intent_name: 'common_query',
+      lang: request.lang,
+      utterance,
+      slots: { answer: winner.answer },
+      updated_session: request.session.raw, // §9: the inbound session, unmodified
+    };
+  }
+
+  /** §10: speak the selected answer; no re-dispatch, no collection. */
+  async handle(dispatch: Message, match: Match): Promise<void> {
+    const answer = match.slots['answer'];
+    if (answer === undefined) throw new Error('dispatch without slots.answer');
+    this.#supervisor.bus.publish(reply(dispatch, topics.utteranceSpeak, { utterance: answer, lang: match.lang }));
+  }
+
+  intents(): readonly IntentListing[] {
+    return [{ intent_name: 'common_query', skill_id: this.pipelineId, lang: '*' }];
+  }
+
+  #gate(utterance: string, lang: string): boolean {
+    const verdict = classifyQuestion(utterance, lang, this.#settings.gate);
+    if (!verdict.accept) this.#supervisor.logger.debug({ utterance, lang, reason: verdict.reason }, 'question gate rejected');
+    return verdict.accept;
+  }
+
+  #start(origin: Message, utterance: string, lang: string, session: SessionView, policy: SelectionPolicy | null): Contest<Machine> {
+    const utteranceId = origin.context['utterance_id'];
+    const clock = this.#supervisor.clock;
+    return this.#supervisor.spawn({
+      kind: 'common_query',
+      label: this.pipelineId,
+      sessionId: session.sessionId,
+      utteranceId: typeof utteranceId === 'string' ? utteranceId : undefined,
+      logic: this.#machine,
+      input: {
+        origin,
+        utterance,
+        lang,
+        pollWindowMs: this.#settings.pollWindowMs,
+        pollQuietMs: this.#settings.pollQuietMs,
+        collectionInitialMs: this.#settings.collectionInitialMs,
+        collectionCeilingMs: this.#settings.collectionCeilingMs,
+        policy,
+      },
+      routes: ['common_query.pong', 'common_query.response'],
+      // §6.3 / §7.1: a pong or response for another utterance is not this contest's.
+      correlate: (inbound): CommonQueryEvent | 'wrong_utterance' | 'not_awaited' => {
+        if (inbound.kind === 'common_query.pong') {
+          if (inbound.utterance !== utterance) return 'wrong_utterance';
+          const pong = { type: 'PONG' as const, skill_id: inbound.skill_id, can_answer: inbound.can_answer };
+          return inbound.latency_ms === undefined ? pong : { ...pong, latency_ms: inbound.latency_ms };
+        }
+        if (inbound.kind === 'common_query.response') {
+          if (inbound.utterance !== utterance) return 'wrong_utterance';
+          const response = { type: 'RESPONSE' as const, skill_id: inbound.skill_id, receivedAt: clock.now() };
+          return inbound.answer === undefined ? response : { ...response, answer: inbound.answer, ...(inbound.conf === undefined ? {} : { conf: inbound.conf }) };
+        }
+        return 'not_awaited';
+      },
+    });
+  }
+
+  #take(sessionId: string, utterance: string): CacheEntry | undefined {
+    const bySession = this.#cache.get(sessionId);
+    const entry = bySession?.get(utterance); // §5.2: never returned for another utterance string
+    if (entry !== undefined) {
+      bySession!.delete(utterance); // consumed on read
+      if (bySession!.size === 0) this.#cache.delete(sessionId);
+    }
+    return entry;
+  }
+
+  #evictSession(sessionId: string, reason: string): void {
+    const bySession = this.#cache.get(sessionId);
+    if (bySession === undefined) return;
+    this.#cache.delete(sessionId);
+    for (const entry of bySession.values()) if (!entry.joined) entry.contest.stop(reason);
+  }
+
+  /** Cached early starts right now (for tests and inspection). */
+  get cacheSize(): number {
+    let size = 0;
+    for (const bySession of this.#cache.values()) size += bySession.size;
+    return size;
+  }
+}
