@@ -87,9 +87,14 @@ export class Orchestrator {
     let dispatchMessage: Message | null = null;
     const machine = utteranceMachine.provide({
       actors: {
-        matchStage: fromPromise(({ input, signal }) =>
-          resolveStage(input.pipelineId).match({ utterances, lang, session, message: stamped, signal }),
-        ),
+        matchStage: fromPromise(async ({ input, signal }) => {
+          const clock = this.#supervisor.clock;
+          const started = clock.now();
+          const match = await resolveStage(input.pipelineId).match({ utterances, lang, session, message: stamped, signal });
+          // The time this stage held the pipeline: what early start (OVOS-COMMON-QUERY-1 §5) exists to shrink.
+          contest.logger.info({ stage: input.pipelineId, match_ms: clock.now() - started, matched: match !== null, aborted: signal.aborted }, 'stage matched');
+          return match;
+        }),
         runHandler: fromPromise(async ({ input }) => {
           await resolveStage(input.pipelineId).handle!(dispatchMessage!, input.match);
         }),
