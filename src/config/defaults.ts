@@ -186,3 +186,8 @@ export const PIPELINE_ALIASES: Readonly<Record<string, string>> = {
   'ovos-fallback-pipeline-plugin-low': 'fallback_low',
   'ovos-common-query-pipeline-plugin': 'common_query',
 };
+
+/** Our pipeline id for an id from a session or config (own keys only: "constructor" is not an alias). */
+export function canonicalPipelineId(id: string): string {
+  return Object.hasOwn(PIPELINE_ALIASES, id) ? PIPELINE_ALIASES[id]! : id;
+}

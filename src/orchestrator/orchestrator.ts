@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { fromPromise } from 'xstate';
 import { forward, reply, withContext, type JsonObject, type Message } from '../bus/message.js';
 import { pushActiveHandler, readSession, resolveLang, sessionFromObject, type SessionView } from '../bus/session.js';
-import { PIPELINE_ALIASES, type Config } from '../config/defaults.js';
+import { canonicalPipelineId, type Config } from '../config/defaults.js';
 import { topics } from '../dialect/spec-dialect.js';
 import { isWellFormedMatch, type Match, type PipelineStage } from '../pipeline/plugin.js';
 import type { Supervisor } from '../supervisor/supervisor.js';
@@ -161,10 +161,10 @@ export class Orchestrator {
   /** OVOS-PIPELINE-1 §5: preference (session, else the default-session config) → loaded → not blacklisted. */
   effectivePipeline(session: SessionView): string[] {
     const preference = session.pipeline ?? this.#config.pipeline;
-    const blacklisted = new Set(session.blacklistedPipelines.map((id) => PIPELINE_ALIASES[id] ?? id));
+    const blacklisted = new Set(session.blacklistedPipelines.map(canonicalPipelineId));
     const effective: string[] = [];
     for (const raw of preference) {
-      const id = PIPELINE_ALIASES[raw] ?? raw;
+      const id = canonicalPipelineId(raw);
       if (!this.#stages.has(id)) {
         this.#supervisor.logger.debug({ reason: 'unknown_pipeline', pipeline_id: raw }, 'pipeline stage skipped');
         continue;

@@ -60,7 +60,9 @@ export interface Contest<TLogic extends AnyActorLogic> {
 interface Live {
   readonly info: ContestInfo;
   readonly routes: readonly InboundKind[];
-  readonly deliver: (inbound: Inbound, message: Message) => DropReason | null;
+  /** Side-effect free: the event this contest would take, or why it would not. */
+  readonly correlate: (inbound: Inbound, message: Message) => { readonly type: string } | DropReason;
+  readonly deliver: (event: { readonly type: string }) => void;
   readonly stop: (reason: string) => void;
 }
 
@@ -150,29 +152,33 @@ export class Supervisor {
       return;
     }
     const utteranceId = utteranceIdOf(message);
-    const matching: Live[] = [];
-    let reason: DropReason = 'wrong_utterance_id';
+    let accepted: { live: Live; event: { readonly type: string } } | undefined;
+    let acceptedCount = 0;
+    let firstDrop: DropReason | undefined;
     for (const live of candidates) {
-      if (utteranceId !== undefined && live.info.utteranceId !== undefined && utteranceId !== live.info.utteranceId) continue;
-      matching.push(live);
+      // MSG-1 §4.2: when both carry an utterance_id they must agree.
+      if (utteranceId !== undefined && live.info.utteranceId !== undefined && utteranceId !== live.info.utteranceId) {
+        firstDrop ??= 'wrong_utterance_id';
+        continue;
+      }
+      const outcome = live.correlate(inbound, message);
+      if (typeof outcome === 'string') {
+        firstDrop ??= outcome;
+        continue;
+      }
+      accepted = { live, event: outcome };
+      acceptedCount++;
     }
-    if (matching.length === 0) {
-      this.#drop(reason, message);
+    if (accepted === undefined) {
+      this.#drop(firstDrop ?? 'no_live_contest', message);
       return;
     }
-    // Without an utterance_id a reply is only accepted when exactly one contest of the session can take it.
-    if (matching.length > 1) {
-      const taken = matching.map((live) => ({ live, drop: live.deliver(inbound, message) }));
-      const accepted = taken.filter((t) => t.drop === null);
-      if (accepted.length === 0) this.#drop(taken[0]?.drop ?? 'ambiguous_correlation', message);
-      else if (accepted.length > 1) this.#drop('ambiguous_correlation', message, `${accepted.length} contests`);
+    // A reply that more than one contest could take (no utterance_id to tell them apart) is not guessed at.
+    if (acceptedCount > 1) {
+      this.#drop('ambiguous_correlation', message, `${acceptedCount} contests`);
       return;
     }
-    const drop = matching[0]!.deliver(inbound, message);
-    if (drop !== null) {
-      reason = drop;
-      this.#drop(reason, message);
-    }
+    accepted.live.deliver(accepted.event);
   }
 
   #drop(reason: DropReason, message: Message, detail?: string): void {
@@ -212,13 +218,12 @@ export class Supervisor {
     const live: Live = {
       info,
       routes: options.routes,
-      deliver: (inbound, message) => {
+      correlate: (inbound, message) => {
         if (ended) return 'no_live_contest';
-        const event = options.correlate ? options.correlate(inbound, message) : undefined;
-        if (event === undefined) return 'not_awaited';
-        if (typeof event === 'string') return event;
-        actor.send(event);
-        return null;
+        return options.correlate ? options.correlate(inbound, message) : 'not_awaited';
+      },
+      deliver: (event) => {
+        if (!ended) actor.send(event as EventFromLogic<TLogic>);
       },
       stop: (reason) => {
         if (ended) return;

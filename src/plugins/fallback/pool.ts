@@ -30,8 +30,10 @@ const byPriorityThenId = (a: PoolEntry, b: PoolEntry): number =>
   a.priority - b.priority || (a.skill_id < b.skill_id ? -1 : a.skill_id > b.skill_id ? 1 : 0);
 
 export function buildPool(input: PoolInput): PoolEntry[] {
+  // Own keys only: a skill named "constructor" must not read Object.prototype's.
+  const overrides = input.priorityOverrides;
   const priorityOf = (skillId: string): number | undefined =>
-    input.priorityOverrides?.[skillId] ?? input.available.get(skillId);
+    (overrides !== undefined && Object.hasOwn(overrides, skillId) ? overrides[skillId] : undefined) ?? input.available.get(skillId);
 
   // §5 step 1 (preference): the session's list leads, in its order (first mention wins); every other skill
   // follows by priority ascending. A listed skill that is not registered has no priority and no place (step 3).
