@@ -18,7 +18,10 @@ export interface UtteranceInput {
   readonly handlerTimeoutMs: number;
 }
 
+export type UtteranceOutcome = 'completed' | 'handler_error' | 'handler_timeout' | 'unmatched';
+
 export interface UtteranceContext extends UtteranceInput {
+  readonly outcome: UtteranceOutcome | null;
   readonly index: number;
   readonly match: Match | null;
   readonly matchedStage: string | null;
@@ -36,7 +39,7 @@ export type UtteranceEvent = {
 export type UtteranceEmitted = { readonly type: 'handler_done.ignored'; readonly skill_id: string; readonly reason: 'not_awaited' };
 
 export type UtteranceOutput = {
-  readonly outcome: 'completed' | 'handler_error' | 'handler_timeout' | 'unmatched';
+  readonly outcome: UtteranceOutcome;
   readonly match: Match | null;
   readonly stage: string | null;
 };
@@ -76,6 +79,7 @@ export const utteranceMachine = setup({
     }),
     reportIgnored: emit(({ event }) => ({ type: 'handler_done.ignored' as const, skill_id: event.skill_id, reason: 'not_awaited' as const })),
     advance: assign({ index: ({ context }) => context.index + 1 }),
+    settle: assign({ outcome: (_, params: { outcome: UtteranceOutcome }) => params.outcome }),
     acceptMatch: assign({
       match: (_, params: { match: Match }) => params.match,
       matchedStage: ({ context }) => stageOf(context),
@@ -96,8 +100,10 @@ export const utteranceMachine = setup({
   },
 }).createMachine({
   id: 'utterance',
-  context: ({ input }) => ({ ...input, index: 0, match: null, matchedStage: null, declined: [] }),
+  context: ({ input }) => ({ ...input, outcome: null, index: 0, match: null, matchedStage: null, declined: [] }),
   initial: 'start',
+  // A completion signal outside `handling.awaitingSkill` (still matching, or from another skill) is reported.
+  on: { HANDLER_DONE: { actions: 'reportIgnored' } },
   states: {
     start: {
       always: [{ guard: 'noStages', target: 'unmatched' }, { target: 'matching' }],
@@ -170,15 +176,10 @@ export const utteranceMachine = setup({
         },
       },
     },
-    completed: { type: 'final', entry: 'handled' },
-    failed: { type: 'final', entry: 'handled' },
-    timedOut: { type: 'final', entry: 'handled' },
-    unmatched: { type: 'final', entry: ['unmatched', 'handled'] },
+    completed: { type: 'final', entry: [{ type: 'settle', params: { outcome: 'completed' } }, 'handled'] },
+    failed: { type: 'final', entry: [{ type: 'settle', params: { outcome: 'handler_error' } }, 'handled'] },
+    timedOut: { type: 'final', entry: [{ type: 'settle', params: { outcome: 'handler_timeout' } }, 'handled'] },
+    unmatched: { type: 'final', entry: [{ type: 'settle', params: { outcome: 'unmatched' } }, 'unmatched', 'handled'] },
   },
-  output: ({ context, self }) => {
-    const state = self.getSnapshot().value;
-    const outcome =
-      state === 'completed' ? 'completed' : state === 'failed' ? 'handler_error' : state === 'timedOut' ? 'handler_timeout' : 'unmatched';
-    return { outcome, match: context.match, stage: context.matchedStage };
-  },
+  output: ({ context }) => ({ outcome: context.outcome ?? 'unmatched', match: context.match, stage: context.matchedStage }),
 });

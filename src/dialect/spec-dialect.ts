@@ -64,6 +64,7 @@ export type DropReason =
   | 'malformed_carrier'
   | 'utterances_invalid'
   | 'skill_id_missing'
+  | 'skill_id_invalid'
   | 'skill_id_mismatch'
   | 'context_skill_id_mismatch'
   | 'priority_invalid'
@@ -96,6 +97,8 @@ const fail = (kind: InboundKind, reason: DropReason, detail?: string): Classifie
 function skillIdFrom(data: JsonObject, kind: InboundKind, topicSkillId?: string): string | Classified {
   const skillId = stringField(data, 'skill_id');
   if (skillId === undefined || skillId === '') return fail(kind, 'skill_id_missing');
+  // OVOS-MSG-1 topics: only dispatch topics contain ':' — a skill_id with one would break every topic built from it.
+  if (skillId.includes(':') || /\s/.test(skillId)) return fail(kind, 'skill_id_invalid', skillId);
   if (topicSkillId !== undefined && skillId !== topicSkillId) {
     return fail(kind, 'skill_id_mismatch', `payload ${skillId} ≠ topic ${topicSkillId}`);
   }
@@ -126,6 +129,8 @@ export function classify(message: Message): Classified {
     case topics.fallbackDeregister: {
       const skillId = skillIdFrom(data, 'fallback.deregister');
       if (typeof skillId !== 'string') return skillId;
+      // Symmetric with §3.1: only the skill itself may take its registration away.
+      if (stringField(message.context, 'skill_id') !== skillId) return fail('fallback.deregister', 'context_skill_id_mismatch');
       return { ok: true, inbound: { kind: 'fallback.deregister', skill_id: skillId } };
     }
     case topics.commonQueryPong: {

@@ -42,7 +42,7 @@ export class Orchestrator {
     });
     // OVOS-PIPELINE-1 §10: each plugin answers its introspection request.
     supervisor.on('intents.list', (inbound, message) => {
-      const stage = this.#stages.get(inbound.pipeline_id);
+      const stage = this.#stages.get(canonicalPipelineId(inbound.pipeline_id));
       if (stage === undefined) return; // not ours: another daemon's plugin may answer
       const session = readSession(message);
       const sessionId = session.ok ? session.session.sessionId : 'default';

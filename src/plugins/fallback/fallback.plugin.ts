@@ -41,6 +41,11 @@ export class FallbackPlugin {
       const sessionId = sessionIdOf(message)!;
       this.registry.register(sessionId, inbound.skill_id, inbound.priority);
       supervisor.logger.info({ skill_id: inbound.skill_id, priority: inbound.priority, session_id: sessionId }, 'fallback skill registered');
+      const priority = Object.hasOwn(this.#settings.priorities, inbound.skill_id) ? this.#settings.priorities[inbound.skill_id]! : inbound.priority;
+      const ranges = Object.values(this.#settings.stages);
+      if (!ranges.some(([min, max]) => priority >= min && priority <= max)) {
+        supervisor.logger.warn({ skill_id: inbound.skill_id, priority, reason: 'priority_outside_stages', stages: this.#settings.stages }, 'fallback skill will never be asked: no stage covers its priority');
+      }
     });
     supervisor.on('fallback.deregister', (inbound, message) => {
       const sessionId = sessionIdOf(message)!;
