@@ -53,7 +53,7 @@ export type CommonQueryEvent =
 
 export type CommonQueryEmitted =
   | { readonly type: 'pong.ignored'; readonly skill_id: string; readonly reason: 'duplicate' | 'poll_closed' | 'not_claiming' }
-  | { readonly type: 'response.ignored'; readonly skill_id: string; readonly reason: 'not_a_claimant' | 'duplicate' | 'collection_closed' };
+  | { readonly type: 'response.ignored'; readonly skill_id: string; readonly reason: 'not_a_claimant' | 'duplicate' | 'collection_closed' | 'not_requested_yet' };
 
 export interface CommonQueryOutput {
   readonly utterance: string;
@@ -154,6 +154,11 @@ export const commonQueryMachine = setup({
     polling: {
       entry: 'sendPing',
       after: { pollWindow: { target: 'closingPoll' } },
+      on: {
+        RESPONSE: {
+          actions: emit(({ event }) => ({ type: 'response.ignored' as const, skill_id: event.skill_id, reason: 'not_requested_yet' as const })),
+        },
+      },
       initial: 'waiting',
       states: {
         waiting: {

@@ -5,7 +5,7 @@
  * observes an out-of-process handler end).
  */
 import type { Bus, Unsubscribe } from '../bus/bus.js';
-import { createMessage, reply, type Message } from '../bus/message.js';
+import { createMessage, forward, reply, type Message } from '../bus/message.js';
 import { topics } from '../dialect/spec-dialect.js';
 
 export interface FallbackSkillSpec {
@@ -30,7 +30,7 @@ export function runFallbackSkill(bus: Bus, spec: FallbackSkillSpec): Unsubscribe
     } else if (message.type === dispatchTopic) {
       const utterance = typeof message.data['utterance'] === 'string' ? message.data['utterance'] : '';
       const lang = typeof message.data['lang'] === 'string' ? message.data['lang'] : 'en-US';
-      bus.publish(reply(message, topics.utteranceSpeak, { utterance: spec.answer(utterance, lang), lang }));
+      bus.publish(forward(message, topics.utteranceSpeak, { utterance: spec.answer(utterance, lang), lang }));
       bus.publish(reply(message, topics.skillHandlerComplete, { skill_id: spec.skillId }));
     }
   });

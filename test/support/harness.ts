@@ -3,7 +3,7 @@
  * Every message on the bus is recorded, so tests assert what a user would see on the wire.
  */
 import { LocalBus } from '../../src/bus/local-bus.js';
-import { createMessage, reply, type JsonObject, type Message } from '../../src/bus/message.js';
+import { createMessage, forward, reply, type JsonObject, type Message } from '../../src/bus/message.js';
 import { ManualClock } from '../../src/clock/manual-clock.js';
 import { DEFAULT_CONFIG, type Config } from '../../src/config/defaults.js';
 import { createContestSystem, type ContestSystem } from '../../src/system.js';
@@ -103,7 +103,7 @@ export function fallbackSkill(
     } else if (m.type === `${skillId}:fallback`) {
       const outcome = behaviour.onDispatch ? behaviour.onDispatch(m) : 'complete';
       if (outcome === 'silent') return;
-      h.bus.publish(reply(m, 'ovos.utterance.speak', { utterance: `${skillId} says hi` }));
+      h.bus.publish(forward(m, 'ovos.utterance.speak', { utterance: `${skillId} says hi` }));
       h.bus.publish(reply(m, outcome === 'complete' ? 'mycroft.skill.handler.complete' : 'mycroft.skill.handler.error', outcome === 'error' ? { exception: 'boom' } : {}));
     }
   });

@@ -9,7 +9,7 @@
  * Entries are evicted when a new utterance arrives in the session and once the utterance they served is handled.
  */
 import type { Config } from '../../config/defaults.js';
-import { reply, type Message } from '../../bus/message.js';
+import { forward, reply, withContext, type Message } from '../../bus/message.js';
 import type { SessionView } from '../../bus/session.js';
 import { topics } from '../../dialect/spec-dialect.js';
 import type { IntentListing, Match, MatchRequest, PipelineStage } from '../../pipeline/plugin.js';
@@ -147,7 +147,8 @@ export class CommonQueryPlugin implements PipelineStage {
   async handle(dispatch: Message, match: Match): Promise<void> {
     const answer = match.slots['answer'];
     if (answer === undefined) throw new Error('dispatch without slots.answer');
-    this.#supervisor.bus.publish(reply(dispatch, topics.utteranceSpeak, { utterance: answer, lang: match.lang }));
+    // PIPELINE-1 §9.6: derived from the dispatch by forward, so it keeps travelling towards the utterance's source.
+    this.#supervisor.bus.publish(forward(dispatch, topics.utteranceSpeak, { utterance: answer, lang: match.lang }));
   }
 
   intents(): readonly IntentListing[] {
@@ -160,8 +161,11 @@ export class CommonQueryPlugin implements PipelineStage {
     return verdict.accept;
   }
 
-  #start(origin: Message, utterance: string, lang: string, session: SessionView, policy: SelectionPolicy | null): Contest<Machine> {
-    const utteranceId = origin.context['utterance_id'];
+  #start(entry: Message, utterance: string, lang: string, session: SessionView, policy: SelectionPolicy | null): Contest<Machine> {
+    const utteranceId = entry.context['utterance_id'];
+    // §6.1 / §7.1: skills read the language from context.session.lang — so every message of this contest carries
+    // the session it runs for, with the resolved language (the live one when `match` re-runs it, §5.1).
+    const origin = withContext(entry, { session: { ...session.raw, session_id: session.sessionId, lang } });
     const clock = this.#supervisor.clock;
     return this.#supervisor.spawn({
       kind: 'common_query',

@@ -1,0 +1,753 @@
+/**
+ * The common query plugin through the whole system (OVOS-COMMON-QUERY-1): orchestrator, supervisor, contest actors
+ * and scripted skills on the harness's in-process bus, on its deterministic ManualClock. Where a scenario cannot be
+ * produced through the bus (a live session that differs from the early-start snapshot), the plugin's
+ * `onUtterance` / `match` are called directly, as the orchestrator would.
+ *
+ * Defaults in play (Appendix A and config): poll ceiling 500 ms, quiet period 20 ms, collection initial 3 s,
+ * ceiling 5 s, min conf 0.5, fast win 0.9, early start on.
+ */
+import { describe, expect, it } from 'vitest';
+import { createMessage, type JsonObject, type Message } from '../../../src/bus/message.js';
+import { sessionFromObject, type SessionView } from '../../../src/bus/session.js';
+import type { Config } from '../../../src/config/defaults.js';
+import type { DropReason } from '../../../src/dialect/spec-dialect.js';
+import type { Match, PipelineStage } from '../../../src/pipeline/plugin.js';
+import { createHarness, fallbackSkill, withConfig, type Harness } from '../../support/harness.js';
+import { cqSkill, langSeenBySkill, sessionOf, timedWire } from '../../support/cq-skills.js';
+
+const PIPELINE = ['common_query', 'fallback_high', 'fallback_medium', 'fallback_low'];
+const QUIET = 20;
+const POLL = 500;
+
+type CqSettings = Config['commonQuery'];
+
+function config(patch: (cq: CqSettings) => CqSettings = (cq) => cq): Config {
+  return withConfig((c) => ({ ...c, pipeline: PIPELINE, commonQuery: patch(c.commonQuery) }));
+}
+
+const FRANCE = 'what is the capital of france';
+const ELECTRICITY = 'who invented electricity';
+
+const pings = (h: Harness): Message[] => h.of('ovos.common_query.ping');
+const spoken = (h: Harness, sessionId?: string): string[] =>
+  h
+    .of('ovos.utterance.speak')
+    .filter((m) => sessionId === undefined || sessionOf(m).sessionId === sessionId)
+    .map((m) => String(m.data['utterance']));
+const logsWith = (h: Harness, msg: string): Array<Record<string, unknown>> => h.logs.filter((l) => l['msg'] === msg);
+const drops = (h: Harness, reason: DropReason): Array<Record<string, unknown>> =>
+  logsWith(h, 'message dropped').filter((l) => l['reason'] === reason);
+
+/** PIPELINE-1 §6: exactly one ovos.utterance.handled per ovos.utterance.handle, one per utterance_id. */
+function expectOneHandledEach(h: Harness): void {
+  const handles = h.of('ovos.utterance.handle');
+  const handled = h.of('ovos.utterance.handled');
+  expect(handled).toHaveLength(handles.length);
+  const ids = handled.map((m) => m.context['utterance_id']);
+  expect(new Set(ids).size).toBe(handles.length);
+}
+
+/** Types seen for a session from the first message of a type on. */
+function after(h: Harness, sessionId: string, type: string): string[] {
+  const line = h.timeline(sessionId);
+  return line.slice(line.indexOf(type));
+}
+
+/** A pipeline stage that holds the pipeline for `ms` on the clock, then declines. */
+function slowStage(h: Harness, ms: number): PipelineStage {
+  return {
+    pipelineId: 'slow_stage',
+    match: (req) =>
+      new Promise((resolve) => {
+        const t = h.clock.setTimeout(() => resolve(null), ms);
+        req.signal.addEventListener('abort', () => h.clock.clearTimeout(t));
+      }),
+    intents: () => [],
+  };
+}
+
+function entry(utterance: string, session: JsonObject, utteranceId: string): Message {
+  return createMessage('ovos.utterance.handle', { utterances: [utterance] }, { source: 'test', destination: 'orchestrator', session, utterance_id: utteranceId });
+}
+
+/** Call the plugin's match directly; `settled()` says whether it resolved yet. */
+function startMatch(h: Harness, message: Message, lang: string, session: SessionView) {
+  const utterances = message.data['utterances'];
+  const list = Array.isArray(utterances) ? utterances.filter((u): u is string => typeof u === 'string') : [];
+  let settled = false;
+  const promise = h.system.commonQuery
+    .match({ utterances: list, lang, session, message, signal: new AbortController().signal })
+    .finally(() => {
+      settled = true;
+    });
+  return { promise, settled: (): boolean => settled };
+}
+
+describe('OVOS-COMMON-QUERY-1 §4.1 question gate', () => {
+  it('§4.1: a gate reject sends no ovos.common_query.ping at all, and fallback runs', async () => {
+    const h = createHarness(config());
+    const wiki = cqSkill(h, 'wiki');
+    fallbackSkill(h, 'fb', 10);
+    await h.settle();
+    h.utter('play music');
+    await h.advance(50);
+    expect(pings(h)).toEqual([]);
+    expect(wiki.pings).toEqual([]);
+    expect(h.of('wiki:common_query')).toEqual([]);
+    expect(h.of('ovos.intent.matched').map((m) => [m.data['skill_id'], m.data['intent_name']])).toEqual([['fb', 'fallback']]);
+    expect(spoken(h)).toEqual(['fb says hi']);
+    expectOneHandledEach(h);
+  });
+
+  it('§4.1: with the gate disabled the ping is sent for "play music" (the confidence filter stays the quality gate)', async () => {
+    const h = createHarness(config((cq) => ({ ...cq, gate: { ...cq.gate, enabled: false } })));
+    const wiki = cqSkill(h, 'wiki', { claim: 'silent' });
+    fallbackSkill(h, 'fb', 10);
+    await h.settle();
+    h.utter('play music');
+    await h.advance(POLL + 50);
+    expect(pings(h).map((m) => m.data)).toEqual([{ utterance: 'play music' }]);
+    expect(wiki.pings).toHaveLength(1);
+    expect(spoken(h)).toEqual(['fb says hi']);
+    expectOneHandledEach(h);
+  });
+});
+
+describe('OVOS-COMMON-QUERY-1 §5 early start', () => {
+  const SESSION = { session_id: 's1', pipeline: ['slow_stage', ...PIPELINE] };
+
+  it('§5: the ping goes out at utterance entry, the match joins that one contest, and common_query holds the pipeline 0 ms', async () => {
+    const h = createHarness(config());
+    const wire = timedWire(h);
+    h.system.orchestrator.register(slowStage(h, 300));
+    cqSkill(h, 'wiki', { answer: 'Paris is the capital of France.', conf: 0.8, responseDelayMs: 50 });
+    await h.settle();
+    const t0 = h.clock.now();
+    h.utter(FRANCE, { session: SESSION });
+    await h.advance(400);
+
+    const at = (type: string): number[] => wire.filter((w) => w.message.type === type).map((w) => w.at - t0);
+    expect(at('ovos.utterance.handle')).toEqual([0]);
+    expect(at('ovos.common_query.ping')).toEqual([0]); // same clock time as the entry: one ping only
+    expect(at('wiki:common_query')).toEqual([QUIET]);
+    expect(at('ovos.utterance.speak')).toEqual([300]);
+    expect(spoken(h)).toEqual(['Paris is the capital of France.']);
+    const stages = logsWith(h, 'stage matched').map((l) => [l['stage'], l['match_ms'], l['matched']]);
+    expect(stages).toEqual([
+      ['slow_stage', 300, false],
+      ['common_query', 0, true],
+    ]);
+    expect(h.system.commonQuery.cacheSize).toBe(0);
+    expectOneHandledEach(h);
+  });
+
+  it('§5: without early start (earlyStart false) the ping goes out only after the slow stage (t=300) and common_query match_ms > 0', async () => {
+    const h = createHarness(config((cq) => ({ ...cq, earlyStart: false })));
+    const wire = timedWire(h);
+    h.system.orchestrator.register(slowStage(h, 300));
+    cqSkill(h, 'wiki', { answer: 'Paris is the capital of France.', conf: 0.8, responseDelayMs: 50 });
+    await h.settle();
+    const t0 = h.clock.now();
+    h.utter(FRANCE, { session: SESSION });
+    await h.advance(500);
+
+    const at = (type: string): number[] => wire.filter((w) => w.message.type === type).map((w) => w.at - t0);
+    expect(at('ovos.common_query.ping')).toEqual([300]);
+    expect(at('ovos.utterance.speak')).toEqual([300 + QUIET + 50]);
+    expect(spoken(h)).toEqual(['Paris is the capital of France.']);
+    const cq = logsWith(h, 'stage matched').find((l) => l['stage'] === 'common_query');
+    expect(cq?.['match_ms']).toBeGreaterThan(0);
+    expect(cq?.['match_ms']).toBe(QUIET + 50); // quiet period + the skill's answer time
+    expect(h.system.commonQuery.cacheSize).toBe(0);
+    expectOneHandledEach(h);
+  });
+
+  it('§5: a match that arrives while the early contest is still in flight joins it (one ping, one request)', async () => {
+    const h = createHarness(config());
+    h.system.orchestrator.register(slowStage(h, 10));
+    const wiki = cqSkill(h, 'wiki', { answer: 'Paris', conf: 0.8, responseDelayMs: 200 });
+    await h.settle();
+    h.utter(FRANCE, { session: SESSION });
+    await h.advance(300);
+    expect(pings(h)).toHaveLength(1);
+    expect(wiki.requests).toHaveLength(1);
+    expect(spoken(h)).toEqual(['Paris']);
+    const cq = logsWith(h, 'stage matched').find((l) => l['stage'] === 'common_query');
+    expect(cq?.['match_ms']).toBe(QUIET + 200 - 10);
+    expectOneHandledEach(h);
+  });
+
+  it('§5.2: an early start whose utterance was handled upstream is evicted and stopped — no contest, cache entry or timer left', async () => {
+    const h = createHarness(config());
+    const upstream: PipelineStage = {
+      pipelineId: 'upstream',
+      match: async (req): Promise<Match> => ({ skill_id: 'upstream', intent_name: 'hello', lang: req.lang, utterance: req.utterances[0] ?? '', slots: {} }),
+      intents: () => [],
+      handle: async () => {},
+    };
+    h.system.orchestrator.register(upstream);
+    const wiki = cqSkill(h, 'wiki', { claim: 'silent' });
+    await h.settle();
+    h.utter(FRANCE, { session: { session_id: 's1', pipeline: ['upstream', ...PIPELINE] } });
+    await h.advance(5);
+    expect(wiki.pings).toHaveLength(1); // the early start did run
+    expect(h.of('ovos.intent.matched').map((m) => m.data['skill_id'])).toEqual(['upstream']);
+    expect(h.system.commonQuery.cacheSize).toBe(0);
+    expect(h.system.supervisor.size).toBe(0);
+    expect(h.clock.pending).toBe(0);
+    expectOneHandledEach(h);
+  });
+});
+
+describe('OVOS-COMMON-QUERY-1 §5.1 live session at match time (plugin level)', () => {
+  const EN = sessionFromObject({ session_id: 's1', lang: 'en-US' });
+
+  it('§5.1: the blacklist is applied from the LIVE session after an early start — the blacklisted skill’s answer is not selected', async () => {
+    const h = createHarness(config());
+    cqSkill(h, 'a', { answer: 'A says Paris', conf: 0.8, responseDelayMs: 30 });
+    cqSkill(h, 'b', { answer: 'B says Paris', conf: 0.7, responseDelayMs: 40 });
+    await h.settle();
+    const message = entry(FRANCE, { session_id: 's1', lang: 'en-US' }, 'u1');
+    h.system.commonQuery.onUtterance(message, 'en-US', EN);
+    await h.advance(5);
+    const live = sessionFromObject({ session_id: 's1', lang: 'en-US', blacklisted_skills: ['a'] });
+    const m = startMatch(h, message, 'en-US', live);
+    await h.advance(100);
+    expect(m.settled()).toBe(true);
+    const match = await m.promise;
+    expect(match?.slots).toEqual({ answer: 'B says Paris' });
+    expect(match?.updated_session).toBe(live.raw);
+    expect(pings(h)).toHaveLength(1);
+  });
+
+  it('§5.1 / §8 step 3: an early fast-win candidate that the live session blacklists neither closes the window nor wins', async () => {
+    const h = createHarness(config());
+    cqSkill(h, 'a', { answer: 'A says Paris', conf: 0.95, responseDelayMs: 10 });
+    cqSkill(h, 'b', { answer: 'B says Paris', conf: 0.6, responseDelayMs: 150 });
+    await h.settle();
+    const message = entry(FRANCE, { session_id: 's1' }, 'u1');
+    h.system.commonQuery.onUtterance(message, 'en-US', sessionFromObject({ session_id: 's1' }));
+    await h.advance(QUIET + 50); // a's 0.95 is in; no policy yet, so the window stays open
+    expect(h.system.supervisor.size).toBe(1);
+    const m = startMatch(h, message, 'en-US', sessionFromObject({ session_id: 's1', blacklisted_skills: ['a'] }));
+    await h.advance(50);
+    expect(m.settled()).toBe(false); // JOIN did not fast-win on a blacklisted response
+    await h.advance(100);
+    expect(m.settled()).toBe(true);
+    expect((await m.promise)?.slots).toEqual({ answer: 'B says Paris' });
+    expect(logsWith(h, 'common query decided').map((l) => [l['closed_by'], l['winner']])).toEqual([['all_answered', 'b']]);
+  });
+
+  it('§5.1 / §8 step 3: without a blacklist the same early 0.95 response fast-wins the moment match joins', async () => {
+    const h = createHarness(config());
+    cqSkill(h, 'a', { answer: 'A says Paris', conf: 0.95, responseDelayMs: 10 });
+    cqSkill(h, 'b', { answer: 'B says Paris', conf: 0.6, responseDelayMs: 150 });
+    await h.settle();
+    const message = entry(FRANCE, { session_id: 's1' }, 'u1');
+    const view = sessionFromObject({ session_id: 's1' });
+    h.system.commonQuery.onUtterance(message, 'en-US', view);
+    await h.advance(QUIET + 50);
+    const m = startMatch(h, message, 'en-US', view);
+    await h.settle();
+    expect(m.settled()).toBe(true);
+    expect((await m.promise)?.slots).toEqual({ answer: 'A says Paris' });
+    expect(logsWith(h, 'common query decided').map((l) => l['closed_by'])).toEqual(['fast_win']);
+  });
+
+  it('§5.1: a live lang that differs from the early start’s discards the cached contest and re-runs it (second ping, reason lang_changed)', async () => {
+    const h = createHarness(config());
+    const wiki = cqSkill(h, 'wiki', { answer: 'Paris', conf: 0.8 });
+    await h.settle();
+    const q = 'what is the capital of france?'; // "?": accepted by the gate in en and pt alike
+    const message = entry(q, { session_id: 's1', lang: 'en-US' }, 'u1');
+    h.system.commonQuery.onUtterance(message, 'en-US', EN);
+    await h.advance(5); // early contest in collection
+    expect(wiki.pings).toHaveLength(1);
+    const m = startMatch(h, message, 'pt-PT', sessionFromObject({ session_id: 's1', lang: 'pt-PT' }));
+    await h.advance(100);
+    const match = await m.promise;
+    expect(wiki.pings).toHaveLength(2); // the contest was re-run
+    expect(h.system.commonQuery.cacheSize).toBe(0);
+    const discarded = logsWith(h, 'early-start cache discarded');
+    expect(discarded).toHaveLength(1);
+    expect(discarded[0]).toMatchObject({ reason: 'lang_changed', cached_lang: 'en-US', lang: 'pt-PT' });
+    expect(logsWith(h, 'contest stopped').map((l) => l['reason'])).toEqual(['lang_changed']);
+    expect(match?.lang).toBe('pt-PT');
+    expect(match?.slots).toEqual({ answer: 'Paris' });
+  });
+
+  it('§5.1 / §6.1: the re-run contest runs under the live language — its ping and request carry pt-PT for the skill to read', async () => {
+    // A skill reads the language from context.session.lang (§6.1, §7.1; SESSION-1 §3.2.7 for data.lang).
+    const h = createHarness(config());
+    const wiki = cqSkill(h, 'wiki', {
+      answer: (_u, request) => (langSeenBySkill(request) === 'pt-PT' ? 'Paris é a capital' : 'Paris is the capital'),
+      conf: 0.8,
+    });
+    await h.settle();
+    const q = 'what is the capital of france?';
+    const message = entry(q, { session_id: 's1', lang: 'en-US' }, 'u1');
+    h.system.commonQuery.onUtterance(message, 'en-US', EN);
+    await h.advance(QUIET + 5); // the early start finished, in English
+    const m = startMatch(h, message, 'pt-PT', sessionFromObject({ session_id: 's1', lang: 'pt-PT' }));
+    await h.advance(100);
+    const match = await m.promise;
+    expect(wiki.pings.map((p) => langSeenBySkill(p.message))).toEqual(['en-US', 'pt-PT']);
+    expect(wiki.requests.map((r) => langSeenBySkill(r.message))).toEqual(['en-US', 'pt-PT']);
+    expect(match?.slots).toEqual({ answer: 'Paris é a capital' });
+  });
+});
+
+describe('OVOS-COMMON-QUERY-1 §5.2 early-start cache (plugin level)', () => {
+  const S1 = { session_id: 's1' };
+  const VIEW = sessionFromObject(S1);
+
+  it('§5.2: the cache is keyed by (session_id, utterance) — a match for another utterance string does not use it', async () => {
+    const h = createHarness(config());
+    const wiki = cqSkill(h, 'wiki', { answer: (u) => `answer to ${u}` });
+    await h.settle();
+    h.system.commonQuery.onUtterance(entry(FRANCE, S1, 'u1'), 'en-US', VIEW);
+    expect(h.system.commonQuery.cacheSize).toBe(1);
+    const m = startMatch(h, entry(ELECTRICITY, S1, 'u1'), 'en-US', VIEW);
+    await h.advance(50);
+    const match = await m.promise;
+    expect(wiki.pings.map((p) => p.message.data['utterance'])).toEqual([FRANCE, ELECTRICITY]);
+    expect(match?.slots).toEqual({ answer: `answer to ${ELECTRICITY}` });
+    expect(match?.utterance).toBe(ELECTRICITY);
+    expect(h.system.commonQuery.cacheSize).toBe(1); // the FRANCE entry is untouched
+  });
+
+  it('§5.2: the cache is keyed by session — the same utterance in another session does not use it', async () => {
+    const h = createHarness(config());
+    const wiki = cqSkill(h, 'wiki', { answer: (_u, r) => `answer for ${sessionOf(r).sessionId}` });
+    await h.settle();
+    h.system.commonQuery.onUtterance(entry(FRANCE, S1, 'u1'), 'en-US', VIEW);
+    const m = startMatch(h, entry(FRANCE, { session_id: 's2' }, 'u2'), 'en-US', sessionFromObject({ session_id: 's2' }));
+    await h.advance(50);
+    expect((await m.promise)?.slots).toEqual({ answer: 'answer for s2' });
+    expect(wiki.pings).toHaveLength(2);
+    expect(h.system.commonQuery.cacheSize).toBe(1);
+  });
+
+  it('§5.2: an entry is consumed on read — cacheSize goes to 0 as match takes it, and no second ping is sent', async () => {
+    const h = createHarness(config());
+    const wiki = cqSkill(h, 'wiki', { answer: 'Paris', responseDelayMs: 30 });
+    await h.settle();
+    const message = entry(FRANCE, S1, 'u1');
+    h.system.commonQuery.onUtterance(message, 'en-US', VIEW);
+    expect(h.system.commonQuery.cacheSize).toBe(1);
+    const m = startMatch(h, message, 'en-US', VIEW);
+    expect(h.system.commonQuery.cacheSize).toBe(0);
+    await h.advance(100);
+    expect((await m.promise)?.slots).toEqual({ answer: 'Paris' });
+    expect(wiki.pings).toHaveLength(1);
+    expect(wiki.requests).toHaveLength(1);
+    // A second match for the same utterance finds nothing cached: it runs its own contest.
+    const again = startMatch(h, message, 'en-US', VIEW);
+    await h.advance(100);
+    expect((await again.promise)?.slots).toEqual({ answer: 'Paris' });
+    expect(wiki.pings).toHaveLength(2);
+  });
+
+  it('§5.2: an entry is evicted when a new utterance arrives in the same session — cacheSize 1, the first contest stopped', async () => {
+    const h = createHarness(config());
+    const wiki = cqSkill(h, 'wiki', { answer: (u) => `answer to ${u}`, responseDelayMs: 30 });
+    await h.settle();
+    h.system.commonQuery.onUtterance(entry(FRANCE, S1, 'u1'), 'en-US', VIEW);
+    h.system.commonQuery.onUtterance(entry(ELECTRICITY, S1, 'u2'), 'en-US', VIEW);
+    expect(h.system.commonQuery.cacheSize).toBe(1);
+    expect(logsWith(h, 'contest stopped').map((l) => [l['reason'], l['utterance_id']])).toEqual([['new_utterance', 'u1']]);
+    expect(h.system.supervisor.size).toBe(1);
+    await h.advance(100);
+    // The stopped contest collected nothing: its pong found no contest of its own and no request went out for it.
+    expect(wiki.requests.map((r) => r.message.data['utterance'])).toEqual([ELECTRICITY]);
+    expect(drops(h, 'wrong_utterance_id').map((l) => l['type'])).toEqual(['ovos.common_query.pong']);
+  });
+
+  it('§5.2: a new utterance in another session does not evict', () => {
+    const h = createHarness(config());
+    h.system.commonQuery.onUtterance(entry(FRANCE, S1, 'u1'), 'en-US', VIEW);
+    h.system.commonQuery.onUtterance(entry(FRANCE, { session_id: 's2' }, 'u2'), 'en-US', sessionFromObject({ session_id: 's2' }));
+    expect(h.system.commonQuery.cacheSize).toBe(2);
+    expect(logsWith(h, 'contest stopped')).toEqual([]);
+  });
+});
+
+describe('OVOS-COMMON-QUERY-1 §8 filtering and selection (whole system)', () => {
+  it('§8 step 1: conf 0.49 is below the minimum 0.5 → match returns None → fallback answers', async () => {
+    const h = createHarness(config());
+    cqSkill(h, 'wiki', { answer: 'Maybe Lyon', conf: 0.49 });
+    fallbackSkill(h, 'fb', 10);
+    await h.settle();
+    h.utter(FRANCE);
+    await h.advance(100);
+    expect(h.of('wiki:common_query')).toHaveLength(1);
+    expect(h.of('ovos.intent.matched').map((m) => [m.data['skill_id'], m.data['intent_name']])).toEqual([['fb', 'fallback']]);
+    expect(spoken(h)).toEqual(['fb says hi']);
+    expect(h.of('common_query:common_query')).toEqual([]);
+    expectOneHandledEach(h);
+  });
+
+  it('§8 step 1: conf exactly 0.5 survives', async () => {
+    const h = createHarness(config());
+    cqSkill(h, 'wiki', { answer: 'Paris', conf: 0.5 });
+    fallbackSkill(h, 'fb', 10);
+    await h.settle();
+    h.utter(FRANCE);
+    await h.advance(100);
+    expect(spoken(h)).toEqual(['Paris']);
+    expectOneHandledEach(h);
+  });
+
+  it('§8 step 4: the highest conf wins', async () => {
+    const h = createHarness(config());
+    cqSkill(h, 'a', { answer: 'A', conf: 0.6, responseDelayMs: 5 });
+    cqSkill(h, 'b', { answer: 'B', conf: 0.85, responseDelayMs: 30 });
+    cqSkill(h, 'c', { answer: 'C', conf: 0.7, responseDelayMs: 10 });
+    await h.settle();
+    h.utter(FRANCE);
+    await h.advance(100);
+    expect(spoken(h)).toEqual(['B']);
+    expectOneHandledEach(h);
+  });
+
+  it('§8 step 4: ties are broken deterministically (earlier arrival first), whichever skill that is', async () => {
+    const run = async (aDelay: number, bDelay: number): Promise<string[]> => {
+      const h = createHarness(config());
+      cqSkill(h, 'a', { answer: 'A', conf: 0.8, responseDelayMs: aDelay });
+      cqSkill(h, 'b', { answer: 'B', conf: 0.8, responseDelayMs: bDelay });
+      await h.settle();
+      h.utter(FRANCE);
+      await h.advance(100);
+      expectOneHandledEach(h);
+      return spoken(h);
+    };
+    expect(await run(30, 10)).toEqual(['B']);
+    expect(await run(30, 10)).toEqual(['B']);
+    expect(await run(10, 30)).toEqual(['A']);
+    // Same instant: bus order decides, and it is the same every run.
+    const first = await run(10, 10);
+    expect(await run(10, 10)).toEqual(first);
+  });
+
+  it('§8 step 2: the session’s blacklisted_skills removes a skill’s answer (and its fast win)', async () => {
+    const h = createHarness(config());
+    cqSkill(h, 'a', { answer: 'A', conf: 0.99, responseDelayMs: 5 });
+    cqSkill(h, 'b', { answer: 'B', conf: 0.6, responseDelayMs: 60 });
+    await h.settle();
+    h.utter(FRANCE, { session: { session_id: 's1', blacklisted_skills: ['a'] } });
+    await h.advance(120);
+    expect(spoken(h)).toEqual(['B']);
+    expect(logsWith(h, 'common query decided').map((l) => [l['closed_by'], l['winner']])).toEqual([['all_answered', 'b']]);
+    expectOneHandledEach(h);
+  });
+
+  it('§8 step 3: a fast win stops waiting for slower claimants', async () => {
+    const h = createHarness(config());
+    const wire = timedWire(h);
+    cqSkill(h, 'a', { answer: 'A', conf: 0.95, responseDelayMs: 40 });
+    cqSkill(h, 'b', { answer: 'B', conf: 0.99, responseDelayMs: 2_000 });
+    await h.settle();
+    const t0 = h.clock.now();
+    h.utter(FRANCE);
+    await h.advance(100);
+    expect(spoken(h)).toEqual(['A']);
+    expect(wire.filter((w) => w.message.type === 'ovos.utterance.speak').map((w) => w.at - t0)).toEqual([QUIET + 40]);
+    expectOneHandledEach(h);
+  });
+});
+
+describe('OVOS-COMMON-QUERY-1 §9 Match and §10 handler', () => {
+  it('§9: the Match points at the plugin itself — skill_id common_query, intent_name common_query, slots {answer}; dispatched as common_query:common_query', async () => {
+    const h = createHarness(config());
+    cqSkill(h, 'wiki', { answer: 'Paris is the capital of France.', conf: 0.8 });
+    await h.settle();
+    h.utter(FRANCE, { session: { session_id: 's1' }, utteranceId: 'u1' });
+    await h.advance(50);
+    expect(h.of('ovos.intent.matched').map((m) => m.data)).toEqual([
+      {
+        skill_id: 'common_query',
+        intent_name: 'common_query',
+        lang: 'en-US',
+        utterance: FRANCE,
+        slots: { answer: 'Paris is the capital of France.' },
+        pipeline_id: 'common_query',
+      },
+    ]);
+    const dispatch = h.of('common_query:common_query');
+    expect(dispatch).toHaveLength(1);
+    expect(dispatch[0]?.data).toEqual({ lang: 'en-US', utterance: FRANCE, slots: { answer: 'Paris is the capital of France.' } });
+    expect(dispatch[0]?.context).toMatchObject({ skill_id: 'common_query', pipeline_id: 'common_query', utterance_id: 'u1' });
+    expectOneHandledEach(h);
+  });
+
+  it('§9: match() returns the Match with lang, utterance and updated_session = the inbound session, unmodified', async () => {
+    const h = createHarness(config());
+    cqSkill(h, 'wiki', { answer: 'Paris', conf: 0.8 });
+    await h.settle();
+    const raw: JsonObject = { session_id: 's1', lang: 'en-US', site_id: 'kitchen', active_handlers: [{ skill_id: 'x', activated_at: 5 }] };
+    const before = structuredClone(raw);
+    const session = sessionFromObject(raw);
+    const m = startMatch(h, entry(FRANCE, raw, 'u1'), 'en-US', session);
+    await h.advance(50);
+    const match = await m.promise;
+    expect(match).toEqual({
+      skill_id: 'common_query',
+      intent_name: 'common_query',
+      lang: 'en-US',
+      utterance: FRANCE,
+      slots: { answer: 'Paris' },
+      updated_session: before,
+    });
+    expect(match?.updated_session).toBe(raw);
+    expect(raw).toEqual(before);
+  });
+
+  it('§9: no response survives → match returns None (here: nobody claims, decided at the poll ceiling)', async () => {
+    const h = createHarness(config());
+    cqSkill(h, 'wiki', { claim: 'silent' });
+    await h.settle();
+    const m = startMatch(h, entry(FRANCE, { session_id: 's1' }, 'u1'), 'en-US', sessionFromObject({ session_id: 's1' }));
+    await h.advance(POLL - 1);
+    expect(m.settled()).toBe(false);
+    await h.advance(1);
+    expect(m.settled()).toBe(true);
+    expect(await m.promise).toBeNull();
+    expect(h.of('wiki:common_query')).toEqual([]);
+  });
+
+  it('§10: the handler speaks slots.answer via ovos.utterance.speak inside the trio, then ovos.utterance.handled; no <skill>:common_query after the match', async () => {
+    const h = createHarness(config());
+    cqSkill(h, 'wiki', { answer: 'Paris is the capital of France.', conf: 0.8 });
+    cqSkill(h, 'other', { answer: 'It is Paris.', conf: 0.6 });
+    await h.settle();
+    h.utter(FRANCE, { session: { session_id: 's1' } });
+    await h.advance(50);
+    expect(after(h, 's1', 'ovos.intent.matched')).toEqual([
+      'ovos.intent.matched',
+      'common_query:common_query',
+      'ovos.intent.handler.start',
+      'ovos.utterance.speak',
+      'ovos.intent.handler.complete',
+      'ovos.utterance.handled',
+    ]);
+    const speak = h.of('ovos.utterance.speak');
+    expect(speak.map((m) => m.data)).toEqual([{ utterance: 'Paris is the capital of France.', lang: 'en-US' }]);
+    expect(sessionOf(speak[0]!).sessionId).toBe('s1');
+    // The only <skill>:common_query messages are the §7.1 requests, one per claimant, before the match.
+    expect(h.of('wiki:common_query')).toHaveLength(1);
+    expect(h.of('other:common_query')).toHaveLength(1);
+    expect(h.of('ovos.intent.handler.complete').map((m) => m.data)).toEqual([{ skill_id: 'common_query', intent_name: 'common_query' }]);
+    expect(h.of('ovos.intent.handler.error')).toEqual([]);
+    expectOneHandledEach(h);
+  });
+
+  it('§10 / PIPELINE-1 §7.3: the common_query dispatch does not activate — its session has NO new active_handlers entry', async () => {
+    const h = createHarness(config());
+    cqSkill(h, 'wiki', { answer: 'Paris', conf: 0.8 });
+    await h.settle();
+    const session: JsonObject = { session_id: 's1', active_handlers: [{ skill_id: 'x', activated_at: 5 }], custom_key: 'kept' };
+    h.utter(FRANCE, { session });
+    await h.advance(50);
+    const dispatch = h.of('common_query:common_query');
+    expect(dispatch).toHaveLength(1);
+    expect(dispatch[0]?.context['session']).toEqual(session);
+    // And none without prior handlers either.
+    const h2 = createHarness(config());
+    cqSkill(h2, 'wiki', { answer: 'Paris', conf: 0.8 });
+    await h2.settle();
+    h2.utter(FRANCE, { session: { session_id: 's2' } });
+    await h2.advance(50);
+    expect(h2.of('common_query:common_query')[0]?.context['session']).toEqual({ session_id: 's2' });
+    expectOneHandledEach(h);
+    expectOneHandledEach(h2);
+  });
+
+  it('§10 / PIPELINE-1 §9: the speak is broadcast (or addressed to the utterance’s source), never sent back to the orchestrator', async () => {
+    const h = createHarness(config());
+    cqSkill(h, 'wiki', { answer: 'Paris', conf: 0.8 });
+    await h.settle();
+    h.utter(FRANCE); // context.source "test", context.destination "orchestrator"
+    await h.advance(50);
+    const speak = h.of('ovos.utterance.speak');
+    expect(speak).toHaveLength(1);
+    const destination = speak[0]?.context['destination'];
+    const broadcast = destination === undefined || destination === null || (Array.isArray(destination) && destination.length === 0);
+    // Broadcast (MSG-1: absent or empty destination) — or, as ovos-workshop's forward() does, addressed to the client.
+    expect(['(broadcast)', 'test']).toContain(broadcast ? '(broadcast)' : destination);
+    expect(speak[0]?.context['source']).not.toBe('test'); // the client did not say this
+    expectOneHandledEach(h);
+  });
+
+  it('PIPELINE-1 §6: an utterance answered by common query is recorded as completed, not unmatched', async () => {
+    const h = createHarness(config());
+    cqSkill(h, 'wiki', { answer: 'Paris', conf: 0.8 });
+    await h.settle();
+    const record = h.system.orchestrator.handle(entry(FRANCE, { session_id: 's1' }, 'u1'), [FRANCE]);
+    await h.advance(50);
+    const output = await record?.done;
+    expect(output?.stage).toBe('common_query');
+    expect(output?.outcome).toBe('completed');
+    expect(logsWith(h, 'utterance handled').map((l) => l['outcome'])).toEqual(['completed']);
+  });
+});
+
+describe('OVOS-COMMON-QUERY-1 §13 / §6.2 / §7.1 input validation', () => {
+  it('§13: a response whose payload skill_id differs from the topic prefix is dropped (skill_id_mismatch) and cannot win', async () => {
+    const h = createHarness(config());
+    // "evil" claims, then answers on its own topic in wiki's name, with a would-be fast win.
+    cqSkill(h, 'evil', { latencyMs: 200, answer: 'Berlin', conf: 0.99, responseData: (d) => ({ ...d, skill_id: 'wiki' }) });
+    cqSkill(h, 'wiki', { latencyMs: 200, answer: 'Paris', conf: 0.6, responseDelayMs: 50 });
+    await h.settle();
+    h.utter(FRANCE);
+    await h.advance(300);
+    expect(drops(h, 'skill_id_mismatch').map((l) => l['type'])).toEqual(['evil.common_query.response']);
+    expect(spoken(h)).toEqual(['Paris']);
+    expect(logsWith(h, 'common query decided').map((l) => [l['closed_by'], l['winner'], l['responses']])).toEqual([['window', 'wiki', 1]]);
+    expectOneHandledEach(h);
+  });
+
+  it('§13: an answer published on another skill’s response topic is dropped (skill_id_mismatch)', async () => {
+    const h = createHarness(config());
+    cqSkill(h, 'evil', { latencyMs: 200, answer: 'Berlin', conf: 0.99, responseTopic: 'wiki.common_query.response' });
+    cqSkill(h, 'wiki', { latencyMs: 200, answer: 'Paris', conf: 0.6, responseDelayMs: 50 });
+    await h.settle();
+    h.utter(FRANCE);
+    await h.advance(300);
+    expect(drops(h, 'skill_id_mismatch').map((l) => l['type'])).toEqual(['wiki.common_query.response']);
+    expect(spoken(h)).toEqual(['Paris']);
+    expectOneHandledEach(h);
+  });
+
+  type Malformed = { readonly name: string; readonly reason: DropReason; readonly pong?: (d: JsonObject) => JsonObject; readonly response?: (d: JsonObject) => JsonObject };
+  const without = (key: string) => (d: JsonObject): JsonObject => {
+    const copy = { ...d };
+    delete copy[key];
+    return copy;
+  };
+  const cases: readonly Malformed[] = [
+    { name: 'pong can_answer "yes"', reason: 'can_answer_invalid', pong: (d) => ({ ...d, can_answer: 'yes' }) },
+    { name: 'pong latency_ms -1', reason: 'latency_invalid', pong: (d) => ({ ...d, latency_ms: -1 }) },
+    { name: 'pong utterance missing', reason: 'utterance_missing', pong: without('utterance') },
+    { name: 'response conf 1.5', reason: 'conf_invalid', response: (d) => ({ ...d, conf: 1.5 }) },
+    { name: 'response conf "high"', reason: 'conf_invalid', response: (d) => ({ ...d, conf: 'high' }) },
+    { name: 'response conf missing with answer', reason: 'conf_missing', response: without('conf') },
+    { name: 'response utterance missing', reason: 'utterance_missing', response: without('utterance') },
+  ];
+
+  it.each(cases)('§6.2 / §7.1: a malformed $name is dropped ($reason) and the contest still completes', async (c) => {
+    const h = createHarness(config());
+    const bad = cqSkill(h, 'bad', {
+      latencyMs: 100,
+      answer: 'Berlin',
+      conf: 0.99,
+      ...(c.pong === undefined ? {} : { pongData: c.pong }),
+      ...(c.response === undefined ? {} : { responseData: c.response }),
+    });
+    cqSkill(h, 'good', { latencyMs: 100, answer: 'Paris', conf: 0.7, responseDelayMs: 10 });
+    await h.settle();
+    h.utter(FRANCE);
+    await h.advance(200);
+    const type = c.pong === undefined ? 'bad.common_query.response' : 'ovos.common_query.pong';
+    expect(drops(h, c.reason).map((l) => l['type'])).toEqual([type]);
+    // A dropped pong makes no claimant; a dropped response leaves a silent claimant.
+    expect(bad.requests).toHaveLength(c.pong === undefined ? 1 : 0);
+    expect(spoken(h)).toEqual(['Paris']);
+    expect(h.system.supervisor.size).toBe(0);
+    expectOneHandledEach(h);
+  });
+});
+
+describe('OVOS-COMMON-QUERY-1 §6.3 / §7.1 correlation', () => {
+  it('§6.3: a pong for another utterance text is discarded (wrong_utterance); the skill is never asked', async () => {
+    const h = createHarness(config());
+    const confused = cqSkill(h, 'confused', { pongData: (d) => ({ ...d, utterance: 'what is the capital of spain' }) });
+    fallbackSkill(h, 'fb', 10);
+    await h.settle();
+    h.utter(FRANCE);
+    await h.advance(POLL + 50);
+    expect(drops(h, 'wrong_utterance').map((l) => l['type'])).toEqual(['ovos.common_query.pong']);
+    expect(confused.requests).toEqual([]);
+    expect(spoken(h)).toEqual(['fb says hi']);
+    expectOneHandledEach(h);
+  });
+
+  it('§7.1: a response for another utterance text is discarded (wrong_utterance) and cannot win', async () => {
+    const h = createHarness(config());
+    cqSkill(h, 'confused', { latencyMs: 100, answer: 'Madrid', conf: 0.99, responseData: (d) => ({ ...d, utterance: 'what is the capital of spain' }) });
+    cqSkill(h, 'wiki', { latencyMs: 100, answer: 'Paris', conf: 0.6 });
+    await h.settle();
+    h.utter(FRANCE);
+    await h.advance(200);
+    expect(drops(h, 'wrong_utterance').map((l) => l['type'])).toEqual(['confused.common_query.response']);
+    expect(spoken(h)).toEqual(['Paris']);
+    expectOneHandledEach(h);
+  });
+
+  it('§6.3: a pong carrying another session is discarded (no_live_contest); the skill is never asked', async () => {
+    const h = createHarness(config());
+    const requests: Message[] = [];
+    h.bus.subscribe((m) => {
+      if (m.type === 'ovos.common_query.ping') {
+        h.bus.publish(createMessage('ovos.common_query.pong', { utterance: FRANCE, skill_id: 'stray', can_answer: true }, { ...m.context, session: { session_id: 'elsewhere' } }));
+      } else if (m.type === 'stray:common_query') requests.push(m);
+    });
+    fallbackSkill(h, 'fb', 10);
+    await h.settle();
+    h.utter(FRANCE, { session: { session_id: 's1' } });
+    await h.advance(POLL + 50);
+    expect(drops(h, 'no_live_contest').map((l) => [l['type'], l['session_id']])).toEqual([['ovos.common_query.pong', 'elsewhere']]);
+    expect(requests).toEqual([]);
+    expect(spoken(h)).toEqual(['fb says hi']);
+    expectOneHandledEach(h);
+  });
+
+  it('§6.3: two sessions asking different questions at once each get their own answer (no cross-talk)', async () => {
+    const h = createHarness(config());
+    const answers: Record<string, string> = { [FRANCE]: 'Paris', [ELECTRICITY]: 'Benjamin Franklin, roughly' };
+    const wiki = cqSkill(h, 'wiki', { answer: (u) => answers[u] ?? 'no idea', conf: 0.8, responseDelayMs: 30 });
+    await h.settle();
+    h.utter(FRANCE, { session: { session_id: 's1' } });
+    h.utter(ELECTRICITY, { session: { session_id: 's2' } });
+    await h.advance(100);
+    expect(spoken(h, 's1')).toEqual(['Paris']);
+    expect(spoken(h, 's2')).toEqual(['Benjamin Franklin, roughly']);
+    expect(wiki.requests.map((r) => [sessionOf(r.message).sessionId, r.message.data['utterance']])).toEqual([
+      ['s1', FRANCE],
+      ['s2', ELECTRICITY],
+    ]);
+    expect(h.timeline('s1').filter((t) => t === 'ovos.utterance.handled')).toHaveLength(1);
+    expect(h.timeline('s2').filter((t) => t === 'ovos.utterance.handled')).toHaveLength(1);
+    expectOneHandledEach(h);
+  });
+
+  it('§6.3: two sessions asking the same question at once each get their own session’s answer (state keyed by session_id)', async () => {
+    const h = createHarness(config());
+    cqSkill(h, 'wiki', { answer: (_u, r) => `Paris, for ${sessionOf(r).sessionId}`, conf: 0.8, responseDelayMs: 30 });
+    cqSkill(h, 'slow', { answer: (_u, r) => `slow, for ${sessionOf(r).sessionId}`, conf: 0.6, responseDelayMs: 60 });
+    await h.settle();
+    h.utter(FRANCE, { session: { session_id: 's1' } });
+    h.utter(FRANCE, { session: { session_id: 's2' } });
+    await h.advance(150);
+    expect(spoken(h, 's1')).toEqual(['Paris, for s1']);
+    expect(spoken(h, 's2')).toEqual(['Paris, for s2']);
+    expect(logsWith(h, 'common query decided').map((l) => [l['session_id'], l['claimants'], l['responses']])).toEqual([
+      ['s1', 2, 2],
+      ['s2', 2, 2],
+    ]);
+    expect(drops(h, 'ambiguous_correlation')).toEqual([]);
+    expectOneHandledEach(h);
+  });
+
+  it('§6.1 / SESSION-1 §3.2.7: the ping and requests carry the utterance’s resolved language for the skill to read', async () => {
+    const h = createHarness(config());
+    const wiki = cqSkill(h, 'wiki', { answer: 'Paris', conf: 0.8 });
+    await h.settle();
+    h.utter('what is the capital of france?', { session: { session_id: 's1' }, lang: 'pt-PT' });
+    await h.advance(50);
+    expect(h.of('ovos.intent.matched').map((m) => m.data['lang'])).toEqual(['pt-PT']);
+    expect(wiki.pings.map((p) => langSeenBySkill(p.message))).toEqual(['pt-PT']);
+    expect(wiki.requests.map((r) => langSeenBySkill(r.message))).toEqual(['pt-PT']);
+    expectOneHandledEach(h);
+  });
+});
