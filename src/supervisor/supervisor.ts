@@ -11,10 +11,10 @@
  */
 import { createActor, type AnyActorLogic, type AnyActorRef, type EventFromLogic, type InputFrom, type InspectionEvent, type OutputFrom } from 'xstate';
 import type { Bus, Unsubscribe } from '../bus/bus.js';
-import { utteranceIdOf, type Message } from '../bus/message.js';
+import { reply, utteranceIdOf, type Message } from '../bus/message.js';
 import { sessionIdOf } from '../bus/session.js';
 import type { Clock } from '../clock/clock.js';
-import { classify, type DropReason, type Inbound, type InboundKind, type InboundOf } from '../dialect/spec-dialect.js';
+import { classify, topics, type DropReason, type Inbound, type InboundKind, type InboundOf } from '../dialect/spec-dialect.js';
 import type { Logger } from '../log/logger.js';
 
 export type InspectionHook = (event: InspectionEvent) => void;
@@ -129,7 +129,10 @@ export class Supervisor {
     const { inbound } = classified;
     const sessionId = sessionIdOf(message);
     if (sessionId === undefined) {
-      this.#drop('malformed_carrier', message); // OVOS-SESSION-1 §2.5: never substitute the default session
+      // OVOS-SESSION-1 §2.5: never substitute the default session; tell the sender why its message went nowhere.
+      this.#drop('malformed_carrier', message);
+      const { session: _malformed, ...context } = reply(message, topics.sessionRejected).context;
+      this.bus.publish({ type: topics.sessionRejected, data: { msg_type: message.type, reason: 'malformed_carrier' }, context });
       return;
     }
     if (CONTEST_KINDS.has(inbound.kind)) {

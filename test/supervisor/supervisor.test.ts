@@ -127,12 +127,16 @@ describe('Supervisor routing', () => {
     expect(t.clock.pending).toBe(0);
   });
 
-  it('OVOS-SESSION-1 §2.5: a reply whose session is not an object is dropped as malformed_carrier', () => {
+  it('OVOS-SESSION-1 §2.5: a reply whose session is not an object is dropped as malformed_carrier and ovos.session.rejected says so', async () => {
     const t = setupSupervisor();
     const contest = t.spawn('default', undefined);
     t.supervisor.receive(createMessage('a.skill.fallback.pong', { skill_id: 'a.skill', can_handle: true }, { session: 'default' }));
     expect(t.reasons()).toEqual(['malformed_carrier']);
     expect(contest.actor.getSnapshot().status).toBe('active');
+    const rejected: Message[] = [];
+    t.bus.subscribe((m) => rejected.push(m));
+    await t.bus.idle();
+    expect(rejected.map((m) => [m.type, m.data])).toEqual([['ovos.session.rejected', { msg_type: 'a.skill.fallback.pong', reason: 'malformed_carrier' }]]);
     contest.stop('test_over');
   });
 
