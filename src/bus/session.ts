@@ -25,7 +25,11 @@ export interface SessionView {
   /** OVOS-FALLBACK-1 §4: absent when not set (or not a list of strings). */
   readonly fallbackHandlers?: readonly string[];
   readonly activeHandlers: readonly ActiveHandler[];
-  /** The carrier exactly as received, unknown keys included (OVOS-SESSION-1 §2.4). */
+  /**
+   * The carrier to propagate: every key as received, unknown keys included (OVOS-SESSION-1 §2.4), except
+   * top-level `null` fields — a consumer reads them as omitted and a producer MUST NOT emit `null` (§2), so they
+   * are omitted on the way out too.
+   */
   readonly raw: JsonObject;
 }
 
@@ -52,7 +56,14 @@ function activeHandlers(value: Json | undefined): ActiveHandler[] {
 }
 
 /** Parse a session object (already known to be an object). */
-export function sessionFromObject(raw: JsonObject): SessionView {
+export function sessionFromObject(received: JsonObject): SessionView {
+  let raw = received;
+  for (const key in received) {
+    if (received[key] === null) {
+      raw = Object.fromEntries(Object.entries(received).filter(([, value]) => value !== null));
+      break;
+    }
+  }
   const id = raw['session_id'];
   const lang = raw['lang'];
   const view: {

@@ -178,7 +178,9 @@ export class BusClient implements Bus {
       this.#downReason ??= 'error';
       // Aborting a handshake in `close` raises an error that is ours, not news.
       if (this.#closed) return;
-      this.#logger.warn({ reason: 'error', url: this.#options.url, code: error.code, err: error }, 'bus socket error');
+      // A failed (re)connect attempt is expected while the bus is away: one info line, no stack.
+      if (!this.#up) this.#logger.info({ reason: 'connect_failed', url: this.#options.url, code: error.code, detail: error.message }, 'bus not reachable');
+      else this.#logger.warn({ reason: 'error', url: this.#options.url, code: error.code, err: error }, 'bus socket error');
     });
     socket.on('close', (code: number) => this.#onClose(socket, code));
   }
@@ -202,7 +204,7 @@ export class BusClient implements Bus {
     const wasUp = this.#up;
     this.#up = false;
     if (wasUp) {
-      this.#logger.warn({ reason, code, url: this.#options.url }, 'bus disconnected');
+      this.#logger[reason === 'client_closed' ? 'info' : 'warn']({ reason, code, url: this.#options.url }, 'bus disconnected');
       this.#notify({ up: false, reason });
     }
     if (!this.#closed) this.#scheduleReconnect();

@@ -24,6 +24,10 @@ export interface BusServerOptions {
   readonly route: string;
   readonly maxFrameBytes: number;
   readonly logger: Logger;
+  /** Ping every client this often; one that has not answered the previous ping is dropped. 0 = off. */
+  readonly heartbeatMs?: number;
+  /** A client with more than this queued and unsent is stalled and dropped (default 4 × maxFrameBytes). */
+  readonly maxBufferedBytes?: number;
 }
 
 /** Exactly what ovos-messagebus sends on connect. */
@@ -35,6 +39,7 @@ const FRAME_LOG_CHARS = 200;
 interface Client {
   readonly id: string;
   readonly socket: WebSocket;
+  alive: boolean;
 }
 
 export class BusServer implements Bus {
@@ -51,12 +56,20 @@ export class BusServer implements Bus {
   readonly #sockets = new Set<Socket>();
   #nextClientId = 1;
   #closing: Promise<void> | undefined;
+  readonly #maxBufferedBytes: number;
+  readonly #heartbeat: ReturnType<typeof setInterval> | undefined;
 
   private constructor(http: Server, port: number, options: BusServerOptions) {
     this.#http = http;
     this.port = port;
     this.#route = options.route;
     this.#logger = options.logger;
+    this.#maxBufferedBytes = options.maxBufferedBytes ?? 4 * options.maxFrameBytes;
+    // A half-open or frozen client must not keep its buffers (and a place in every broadcast) for ever.
+    this.#heartbeat =
+      options.heartbeatMs !== undefined && options.heartbeatMs > 0
+        ? setInterval(() => this.#pingClients(), options.heartbeatMs).unref()
+        : undefined;
     const host = options.host.includes(':') ? `[${options.host}]` : options.host;
     this.url = `ws://${host}:${port}${options.route}`;
     this.#local = new LocalBus({
@@ -127,6 +140,7 @@ export class BusServer implements Bus {
   }
 
   async #close(): Promise<void> {
+    if (this.#heartbeat !== undefined) clearInterval(this.#heartbeat);
     for (const client of this.#clients) client.socket.terminate();
     this.#clients.clear();
     const httpClosed = new Promise<void>((resolve) => this.#http.close(() => resolve()));
@@ -153,7 +167,10 @@ export class BusServer implements Bus {
   }
 
   #onConnection(ws: WebSocket, request: IncomingMessage): void {
-    const client: Client = { id: `${this.#nextClientId++}@${remoteOf(request)}`, socket: ws };
+    const client: Client = { id: `${this.#nextClientId++}@${remoteOf(request)}`, socket: ws, alive: true };
+    ws.on('pong', () => {
+      client.alive = true;
+    });
     this.#clients.add(client);
     this.#logger.debug({ client: client.id }, 'bus client connected');
 
@@ -194,9 +211,32 @@ export class BusServer implements Bus {
   }
 
   #broadcast(frame: Buffer): void {
-    for (const { socket } of this.#clients) {
-      if (socket.readyState === WebSocket.OPEN) socket.send(frame, { binary: false });
+    for (const client of this.#clients) {
+      const { socket } = client;
+      if (socket.readyState !== WebSocket.OPEN) continue;
+      if (socket.bufferedAmount > this.#maxBufferedBytes) {
+        this.#dropClient(client, 'slow_consumer', { buffered_bytes: socket.bufferedAmount });
+        continue;
+      }
+      socket.send(frame, { binary: false });
     }
+  }
+
+  #pingClients(): void {
+    for (const client of this.#clients) {
+      if (!client.alive) {
+        this.#dropClient(client, 'heartbeat_timeout', {});
+        continue;
+      }
+      client.alive = false;
+      client.socket.ping();
+    }
+  }
+
+  #dropClient(client: Client, reason: string, detail: Record<string, number>): void {
+    this.#logger.warn({ reason, client: client.id, ...detail }, 'bus client dropped');
+    this.#clients.delete(client);
+    client.socket.terminate();
   }
 }
 

@@ -30,7 +30,10 @@ function parse(argv: readonly string[]): SayOptions {
     if (flag === '--session') options.session = value();
     else if (flag === '--lang') options.lang = value();
     else if (flag === '--bus') options.bus = value();
-    else if (flag === '--timeout') options.timeoutMs = Number(value());
+    else if (flag === '--timeout') {
+      options.timeoutMs = Number(value());
+      if (!Number.isInteger(options.timeoutMs) || options.timeoutMs <= 0) throw new Error('--timeout takes a whole number of milliseconds > 0');
+    }
     else if (flag.startsWith('--')) throw new Error(`unknown flag ${flag}`);
     else words.push(arg);
   }

@@ -2,7 +2,6 @@
  * The ready daemon: the embedded OVOS-compatible bus (or a client of an existing messagebus), the actor system on
  * it, and — unless switched off — the example skills as real websocket clients of that bus.
  */
-import type { Bus } from '../bus/bus.js';
 import { BusClient } from '../bus/ws-client.js';
 import { BusServer } from '../bus/ws-server.js';
 import type { Config } from '../config/defaults.js';
@@ -31,24 +30,26 @@ function clientOf(url: string, config: Config, logger: Logger): BusClient {
 }
 
 export async function startDaemon(config: Config, logger: Logger): Promise<Daemon> {
-  let bus: Bus;
-  let url: string;
   const closers: Array<() => Promise<void>> = [];
+  let url: string;
+  let system: ContestSystem;
   if (config.bus.url !== null) {
     const client = clientOf(config.bus.url, config, logger.child({ component: 'bus-client' }));
-    client.connect();
-    bus = client;
     url = config.bus.url;
+    // The system subscribes before the first connection so it sees that first "up" too.
+    system = createContestSystem({ bus: client, config, logger });
     closers.push(() => client.close());
     logger.info({ url }, 'connecting to an existing OVOS messagebus');
+    client.connect();
+    // Serve as soon as the bus is there; an unreachable bus is retried for ever (with backoff), and said so.
+    await client.waitUntilUp(5_000).catch(() => logger.warn({ url, reason: 'bus_unreachable' }, 'bus not reachable yet; still retrying'));
   } else {
-    const server = await BusServer.start({ ...config.bus, logger: logger.child({ component: 'bus' }) });
-    bus = server;
+    const server = await BusServer.start({ ...config.bus, logger: logger.child({ component: 'bus' }) }); // heartbeatMs included
     url = server.url;
+    system = createContestSystem({ bus: server, config, logger });
     closers.push(() => server.close());
     logger.info({ url }, 'OVOS bus listening');
   }
-  const system = createContestSystem({ bus, config, logger });
   logger.info({ pipeline: config.pipeline, stages: system.orchestrator.stages.map((s) => s.pipelineId) }, 'pipeline ready');
 
   if (config.exampleSkills) {

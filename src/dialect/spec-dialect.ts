@@ -22,6 +22,11 @@ export const topics = {
   sessionRejected: 'ovos.session.rejected',
   fallbackRegister: 'ovos.fallback.register',
   fallbackDeregister: 'ovos.fallback.deregister',
+  /**
+   * Project extension (no spec topic exists): the plugin asks fallback skills to register again after it
+   * (re)connects to an existing bus, since its registry lives in memory. Skills that ignore it lose nothing.
+   */
+  fallbackReregister: 'ovos.fallback.reregister',
   fallbackPing: (skillId: string) => `${skillId}.fallback.ping`,
   dispatch: (skillId: string, intentName: string) => `${skillId}:${intentName}`,
   commonQueryPing: 'ovos.common_query.ping',

@@ -76,7 +76,8 @@ export class Orchestrator {
       log.warn({ reason: 'duplicate_utterance_id', session_id: session.sessionId, utterance_id: utteranceId }, 'message dropped');
       return null;
     }
-    const stamped = given === utteranceId ? entry : withContext(entry, { utterance_id: utteranceId });
+    // Everything derived from the utterance carries its session without null fields (OVOS-SESSION-1 §2).
+    const stamped = withContext(entry, { utterance_id: utteranceId, session: { ...session.raw, session_id: session.sessionId } });
     const lang = resolveLang(stamped, session, this.#config.lang);
     const stages = this.effectivePipeline(session);
 
@@ -117,7 +118,10 @@ export class Orchestrator {
           bus.publish(reply(stamped, topics.intentUnmatched, { utterances: [...utterances], lang }));
         },
         handled: () => {
-          bus.publish(reply(stamped, topics.utteranceHandled, {}));
+          // The last message of the lifecycle carries the session as it now is (with any activation pushed).
+          const handled = reply(stamped, topics.utteranceHandled, {});
+          const session = dispatchMessage?.context['session'];
+          bus.publish(session === undefined ? handled : withContext(handled, { session }));
         },
       },
     });

@@ -27,6 +27,8 @@ export function runFallbackSkill(bus: Bus, spec: FallbackSkillSpec): Unsubscribe
       const lang = typeof message.data['lang'] === 'string' ? message.data['lang'] : 'en-US';
       const canHandle = spec.canHandle(utterances, lang);
       bus.publish(reply(message, `${spec.skillId}.fallback.pong`, { skill_id: spec.skillId, can_handle: canHandle }));
+    } else if (message.type === topics.fallbackReregister) {
+      register();
     } else if (message.type === dispatchTopic) {
       const utterance = typeof message.data['utterance'] === 'string' ? message.data['utterance'] : '';
       const lang = typeof message.data['lang'] === 'string' ? message.data['lang'] : 'en-US';

@@ -284,7 +284,9 @@ export class Supervisor {
 
   /** End every live contest (bus connection lost, shutdown); each resolves as stopped with the reason. */
   stopAll(reason: string): void {
-    for (const live of [...this.#live.values()]) live.stop(reason);
+    // Newest first: a plugin's contest ends with this reason before the utterance that awaited it is stopped
+    // (which would otherwise abort the plugin's match and log `match_aborted` instead).
+    for (const live of [...this.#live.values()].reverse()) live.stop(reason);
   }
 
   close(): void {

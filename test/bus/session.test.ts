@@ -359,3 +359,11 @@ describe('pushActiveHandler', () => {
     expect(view.activeHandlers.map((h) => h.skill_id)).toEqual(['c', 'a', 'b']);
   });
 });
+
+describe('OVOS-SESSION-1 §2: null fields are not propagated', () => {
+  it('§2: a producer MUST NOT emit null — raw omits top-level null fields and keeps every other key', () => {
+    const view = sessionFromObject({ session_id: 's', blacklisted_skills: null, persona_id: null, site_id: 'lab' } as unknown as JsonObject);
+    expect(view.raw).toEqual({ session_id: 's', site_id: 'lab' });
+    expect(view.blacklistedSkills).toEqual([]);
+  });
+});

@@ -274,3 +274,42 @@ describe('BusServer (ovos-messagebus compatible)', () => {
     await again.close();
   });
 });
+
+describe('BusServer protects everyone else from one bad client', () => {
+  it('heartbeat: a client that never answers pings is dropped (heartbeat_timeout); one that answers stays', async () => {
+    const logs = captureLogs();
+    const server = await BusServer.start({ host: '127.0.0.1', port: 0, route: '/core', maxFrameBytes: 1024 * 1024, logger: logs.logger, heartbeatMs: 30 });
+    cleanups.push(() => server.close());
+    const healthy = await connect(server.url);
+    const frozen = new WebSocket(server.url, { autoPong: false });
+    cleanups.push(() => frozen.terminate());
+    await once(frozen, 'open');
+    await once(frozen, 'close');
+    const line = await logs.lines.waitFor((l) => l.reason === 'heartbeat_timeout', 'the heartbeat drop');
+    expect(line.level).toBe(WARN);
+    expect(healthy.ws.readyState).toBe(WebSocket.OPEN);
+    expect(server.clientCount).toBe(1);
+  });
+
+  it('a client that stops reading is dropped once its unsent backlog passes the limit (slow_consumer); the others keep receiving', async () => {
+    const logs = captureLogs();
+    const server = await BusServer.start({ host: '127.0.0.1', port: 0, route: '/core', maxFrameBytes: 64 * 1024, maxBufferedBytes: 256 * 1024, logger: logs.logger });
+    cleanups.push(() => server.close());
+    const reader = await connect(server.url);
+    const stalled = new WebSocket(server.url);
+    cleanups.push(() => stalled.terminate());
+    stalled.on('upgrade', (response) => response.socket.pause()); // never reads a byte: a frozen peer
+    await once(stalled, 'open');
+    const payload = { blob: 'x'.repeat(32 * 1024) };
+    // Batches, yielding to the event loop in between, so a client that does read keeps draining.
+    for (let i = 0; i < 2_000 && server.clientCount === 2; i++) {
+      server.publish(createMessage('bulk.test', payload));
+      if (i % 4 === 3) await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    const line = await logs.lines.waitFor((l) => l.reason === 'slow_consumer', 'the slow-consumer drop');
+    expect(line.level).toBe(WARN);
+    expect(server.clientCount).toBe(1);
+    server.publish(createMessage('after.drop'));
+    await reader.frames.waitFor((frame) => typeOf(frame) === 'after.drop', 'delivery to the healthy client');
+  });
+});

@@ -653,3 +653,31 @@ describe('orchestrator reporting', () => {
     expect(await record?.done).toEqual({ outcome: 'unmatched', match: null, stage: null });
   });
 });
+
+describe('OVOS-SESSION-1 §2 on the way out', () => {
+  it('§2: null session fields received are never emitted again (dispatch, ping, handled), other keys kept', async () => {
+    const h = createHarness(CONFIG);
+    fallbackSkill(h, 'a.skill', 10);
+    await h.settle();
+    h.utter('anything', { session: session('s-null', { blacklisted_skills: null, persona_id: null, site_id: 'lab' }), utteranceId: 'u-null' });
+    await h.advance(10);
+    const outgoing = h.wire.filter((m) => m.context['utterance_id'] === 'u-null' && m.type !== 'ovos.utterance.handle');
+    expect(outgoing.map((m) => m.type)).toContain('a.skill:fallback');
+    for (const m of outgoing) {
+      const carried = m.context['session'] as JsonObject;
+      expect(Object.values(carried)).not.toContain(null);
+      expect(carried['site_id']).toBe('lab');
+    }
+  });
+
+  it('PIPELINE-1 §7: ovos.utterance.handled carries the session with the activation pushed by the dispatch', async () => {
+    const h = createHarness(CONFIG);
+    fallbackSkill(h, 'a.skill', 10);
+    await h.settle();
+    h.utter('anything', { session: session('s-act'), utteranceId: 'u-act' });
+    await h.advance(10);
+    const handled = only(h.of('ovos.utterance.handled'));
+    const carried = handled.context['session'] as JsonObject;
+    expect(carried['active_handlers']).toEqual([{ skill_id: 'a.skill', activated_at: expect.any(Number) as number }]);
+  });
+});

@@ -3,7 +3,7 @@
  * `PipelineStage` whose `match` builds the pool (§5) and runs one contest actor (§6) through the supervisor.
  */
 import type { Config, PriorityRange } from '../../config/defaults.js';
-import { reply } from '../../bus/message.js';
+import { createMessage, reply } from '../../bus/message.js';
 import { sessionIdOf } from '../../bus/session.js';
 import { topics } from '../../dialect/spec-dialect.js';
 import type { Supervisor } from '../../supervisor/supervisor.js';
@@ -46,6 +46,10 @@ export class FallbackPlugin {
       if (!ranges.some(([min, max]) => priority >= min && priority <= max)) {
         supervisor.logger.warn({ skill_id: inbound.skill_id, priority, reason: 'priority_outside_stages', stages: this.#settings.stages }, 'fallback skill will never be asked: no stage covers its priority');
       }
+    });
+    // After (re)connecting to an existing bus the registry may be empty while skills stay connected: ask them.
+    supervisor.bus.onStatus((status) => {
+      if (status.up) bus.publish(createMessage(topics.fallbackReregister, {}, { source: 'fallback', session: { session_id: 'default' } }));
     });
     supervisor.on('fallback.deregister', (inbound, message) => {
       const sessionId = sessionIdOf(message)!;
