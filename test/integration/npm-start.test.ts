@@ -1,8 +1,7 @@
 /**
  * The README's commands, run the way a user runs them: `npm start -- --port P --no-example-skills` in its own
  * process group (it builds with tsc first, so allow for that), a bad flag value, and the `say` CLI against a
- * daemon with the example skills. The only retry loop waits for the spawned bus to accept a connection; it is
- * bounded, and its pause paces connection attempts, it asserts nothing.
+ * daemon with the example skills. The spawned daemon is connected to once its own log says the bus listens.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -23,6 +22,8 @@ interface Spawned {
   readonly child: ChildProcess;
   readonly output: () => string;
   readonly exited: Promise<number | null>;
+  /** Resolves when the output first contains `text`. */
+  readonly printed: (text: string) => Promise<void>;
 }
 
 function npmStart(args: readonly string[]): Spawned {
@@ -34,10 +35,20 @@ function npmStart(args: readonly string[]): Spawned {
     env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' },
   });
   let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  const waiters: Array<{ text: string; resolve: () => void }> = [];
+  const append = (chunk: Buffer): void => {
+    output += chunk.toString('utf8');
+    for (const waiter of waiters.filter((w) => output.includes(w.text))) {
+      waiters.splice(waiters.indexOf(waiter), 1);
+      waiter.resolve();
+    }
+  };
+  child.stdout?.on('data', append);
+  child.stderr?.on('data', append);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, output: () => output, exited };
+  const printed = (text: string): Promise<void> =>
+    output.includes(text) ? Promise.resolve() : new Promise((resolve) => waiters.push({ text, resolve }));
+  return { child, output: () => output, exited, printed };
 }
 
 async function killGroup(spawned: Spawned): Promise<void> {
@@ -59,20 +70,17 @@ async function killGroup(spawned: Spawned): Promise<void> {
   clearTimeout(guard);
 }
 
-/** Connect attempts until the bus answers, the process dies, or the budget runs out. */
+/** Connect once the daemon says its bus listens — or fail when it exits first or the budget runs out. */
 async function connectWhenUp(url: string, spawned: Spawned): Promise<Probe> {
-  const deadline = Date.now() + START_BUDGET_MS;
-  let lastError = 'no attempt yet';
-  while (Date.now() < deadline) {
-    if (spawned.child.exitCode !== null) throw new Error(`npm start exited (${spawned.child.exitCode}): ${spawned.output()}`);
-    try {
-      return await Probe.connect(url, 1_000);
-    } catch (error) {
-      lastError = error instanceof Error ? error.message : String(error);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  throw new Error(`no bus at ${url} within ${START_BUDGET_MS} ms (${lastError}): ${spawned.output()}`);
+  let guard: ReturnType<typeof setTimeout> | undefined;
+  const outcome = await Promise.race([
+    spawned.printed('OVOS bus listening').then(() => 'up' as const),
+    spawned.exited.then((code) => `npm start exited (${String(code)})`),
+    new Promise<string>((resolve) => (guard = setTimeout(() => resolve(`no bus at ${url} within ${START_BUDGET_MS} ms`), START_BUDGET_MS))),
+  ]);
+  clearTimeout(guard);
+  if (outcome !== 'up') throw new Error(`${outcome}: ${spawned.output()}`);
+  return Probe.connect(url);
 }
 
 describe('npm start (README)', () => {
