@@ -12,47 +12,12 @@ import { createMessage, type Message } from '../../src/bus/message.js';
 import { BusClient, BusClientError, type BusClientOptions } from '../../src/bus/ws-client.js';
 import { BusServer } from '../../src/bus/ws-server.js';
 import type { Logger } from '../../src/log/logger.js';
+import { GUARD_MS, Recorder } from '../support/recorder.js';
 
-const GUARD_MS = 5000;
 const WARN = 40;
 const ERROR = 50;
 const INFO = 30;
 
-/** Everything seen so far, plus promises that resolve on the first matching item (already seen or yet to come). */
-class Recorder<T> {
-  readonly items: T[] = [];
-  #waiters = new Set<{ predicate: (item: T) => boolean; resolve: (item: T) => void }>();
-
-  push(item: T): void {
-    this.items.push(item);
-    for (const waiter of [...this.#waiters]) {
-      if (waiter.predicate(item)) {
-        this.#waiters.delete(waiter);
-        waiter.resolve(item);
-      }
-    }
-  }
-
-  /** `since`: only items recorded at or after this index count. */
-  waitFor(predicate: (item: T) => boolean, label: string, since = 0): Promise<T> {
-    const seen = this.items.slice(since).find(predicate);
-    if (seen !== undefined) return Promise.resolve(seen);
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#waiters.delete(waiter);
-        reject(new Error(`timed out waiting for ${label}`));
-      }, GUARD_MS);
-      const waiter = {
-        predicate,
-        resolve: (item: T) => {
-          clearTimeout(timer);
-          resolve(item);
-        },
-      };
-      this.#waiters.add(waiter);
-    });
-  }
-}
 
 type LogLine = Record<string, unknown> & { level: number; msg?: string; reason?: string; delay_ms?: number };
 

@@ -14,43 +14,8 @@ import { mergeConfig, validateConfig } from '../../src/config/config.js';
 import type { Logger } from '../../src/log/logger.js';
 
 /** How long any single wait may take before the test fails (never a pacing device). */
-export const GUARD_MS = 10_000;
-
-/** Everything seen so far, plus promises that resolve on the first matching item (already seen or yet to come). */
-export class Recorder<T> {
-  readonly items: T[] = [];
-  readonly #waiters = new Set<{ readonly predicate: (item: T) => boolean; readonly resolve: (item: T) => void }>();
-
-  push(item: T): void {
-    this.items.push(item);
-    for (const waiter of [...this.#waiters]) {
-      if (waiter.predicate(item)) {
-        this.#waiters.delete(waiter);
-        waiter.resolve(item);
-      }
-    }
-  }
-
-  /** Resolves with the first item at or after index `since` matching `predicate`; rejects after `timeoutMs`. */
-  waitFor(predicate: (item: T) => boolean, label: string, since = 0, timeoutMs = GUARD_MS): Promise<T> {
-    const seen = this.items.slice(since).find(predicate);
-    if (seen !== undefined) return Promise.resolve(seen);
-    return new Promise<T>((resolve, reject) => {
-      const waiter = {
-        predicate,
-        resolve: (item: T) => {
-          clearTimeout(timer);
-          resolve(item);
-        },
-      };
-      const timer = setTimeout(() => {
-        this.#waiters.delete(waiter);
-        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${label}`));
-      }, timeoutMs);
-      this.#waiters.add(waiter);
-    });
-  }
-}
+export { GUARD_MS, Recorder } from '../support/recorder.js';
+import { GUARD_MS, Recorder } from '../support/recorder.js';
 
 /** Rejects if `promise` has not settled within `ms`. */
 export async function within<T>(promise: Promise<T>, ms: number, label: string): Promise<T> {
