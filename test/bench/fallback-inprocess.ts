@@ -1,0 +1,89 @@
+/**
+ * Benchmark 1 — fallback contests in-process: `LocalBus` + the system clock, three fallback skills registered
+ * in-process (priorities 10/20/30 in one stage; the first two decline, the third is willing; all answer at once),
+ * driven through the real orchestrator by `ovos.utterance.handle` and timed to the `<skill>:fallback` dispatch and
+ * to `ovos.utterance.handled`.
+ *
+ * Two loads: 100 sessions in flight (throughput; its latency is mostly queueing — Little's law: in flight ÷
+ * throughput) and one at a time (the cost of one contest through the machinery, no queue).
+ */
+import { utteranceMachine } from '../../machines/utterance/utterance.machine.js';
+import { runLoad } from './load-driver.js';
+import { loadColumns, loadRow, type Section } from './report.js';
+import { collectGarbage, fallbackConfig, fallbackPlan, isFallbackDispatch, startInProcess } from './rig.js';
+
+const SKILLS = 3;
+const CONCURRENCY = 100;
+const TOTAL = 20_000;
+const WARMUP = 2_000;
+const SEQUENTIAL = 2_000;
+const UTTERANCE = 'tell me something nobody else can';
+const MARKS = { dispatch: (m: { type: string }) => isFallbackDispatch(m.type) };
+
+/**
+ * What `Orchestrator.handle` pays per utterance before any contest runs: it builds its utterance machine with
+ * `utteranceMachine.provide(…)`, a fresh machine (state-node tree and all) per utterance. Measured alone, in µs.
+ */
+function provideCostUs(): number {
+  const calls = 2_000;
+  const noop = (): void => {};
+  for (let i = 0; i < 200; i++) utteranceMachine.provide({ actions: { handled: noop } });
+  const started = performance.now();
+  for (let i = 0; i < calls; i++) utteranceMachine.provide({ actions: { handled: noop } });
+  return ((performance.now() - started) / calls) * 1000;
+}
+
+export async function benchFallbackInProcess(): Promise<Section> {
+  const config = fallbackConfig();
+  const rig = await startInProcess(config, fallbackPlan(SKILLS));
+  try {
+    const load = (runId: string, concurrency: number, total: number) =>
+      runLoad({ bus: rig.bus, total, concurrency, utterance: UTTERANCE, runId, marks: MARKS, timeoutMs: 120_000 });
+
+    await load('warmup', CONCURRENCY, WARMUP);
+    await collectGarbage();
+    const concurrent = await load('concurrent', CONCURRENCY, TOTAL);
+    await collectGarbage();
+    const sequential = await load('sequential', 1, SEQUENTIAL);
+
+    const queueingMs = (CONCURRENCY / concurrent.perSecond) * 1000;
+    const provideUs = provideCostUs();
+    const perUtteranceUs = (1000 / concurrent.perSecond) * 1000;
+    return {
+      id: 'fallback-inprocess',
+      title: `1. Fallback contests in-process (LocalBus, ${SKILLS} skills 10/20/30: decline, decline, willing)`,
+      params: {
+        skills: SKILLS,
+        concurrency: CONCURRENCY,
+        total: TOTAL,
+        warmup: WARMUP,
+        sequential: SEQUENTIAL,
+        pipeline: config.pipeline,
+        stages: config.fallback.stages,
+        pingTimeoutMs: config.fallback.pingTimeoutMs,
+        clock: 'systemClock',
+        provideCostUs: provideUs,
+      },
+      columns: loadColumns([['dispatch', 'dispatch'], ['handled', 'handled']]),
+      rows: [
+        loadRow(`${CONCURRENCY} sessions in flight`, CONCURRENCY, concurrent, ['dispatch', 'handled']),
+        loadRow('one at a time', 1, sequential, ['dispatch', 'handled']),
+      ],
+      notes: [
+        `latency at ${CONCURRENCY} in flight is queueing: ${CONCURRENCY} ÷ ${Math.round(concurrent.perSecond)}/s = ${queueingMs.toFixed(1)} ms per utterance in the queue (Little's law); the one-at-a-time row is the machinery`,
+        'contests/s = utterances from ovos.utterance.handle to ovos.utterance.handled per second (1 utterance actor + 1 fallback contest + 3 ping/pong round trips + dispatch + handler completion each)',
+        `of the ${perUtteranceUs.toFixed(0)} µs each utterance costs at ${CONCURRENCY} in flight, ~${provideUs.toFixed(0)} µs (measured alone) is Orchestrator.handle building a fresh machine with utteranceMachine.provide(…) per utterance, before GC of what it allocates`,
+      ],
+      checks: [
+        {
+          name: 'every utterance dispatched to the willing skill',
+          ok: concurrent.missed['dispatch'] === 0 && sequential.missed['dispatch'] === 0,
+          detail: `missed ${concurrent.missed['dispatch']} + ${sequential.missed['dispatch']}`,
+        },
+        { name: 'no contest left alive', ok: rig.system.supervisor.size === 0, detail: `supervisor.size = ${rig.system.supervisor.size}` },
+      ],
+    };
+  } finally {
+    rig.close();
+  }
+}

@@ -1,0 +1,155 @@
+/**
+ * What the benchmarks set up and tear down: configs derived from DEFAULT_CONFIG, the in-process system with
+ * in-process skills, the websocket system (server + contest system here, skills in a child process, a driver
+ * client), and the small waits and GC helpers. Every `start…` returns a `close` that releases every socket,
+ * child process and timer it made, so the suite exits on its own.
+ */
+import { setImmediate as nextMacrotask } from 'node:timers/promises';
+import { LocalBus } from '../../src/bus/local-bus.js';
+import { BusClient } from '../../src/bus/ws-client.js';
+import { BusServer } from '../../src/bus/ws-server.js';
+import type { Clock } from '../../src/clock/clock.js';
+import { DEFAULT_CONFIG, type Config } from '../../src/config/defaults.js';
+import { silentLogger, type Logger } from '../../src/log/logger.js';
+import { runFallbackSkill } from '../../src/skills/fallback-skill.js';
+import { createContestSystem, type ContestSystem } from '../../src/system.js';
+import { startRemoteSkills, type CommonQuerySkillPlan, type FallbackSkillPlan } from './remote-skills.js';
+
+/** A deep copy of the defaults, so a benchmark can never alter what another one reads. */
+function defaults(): Config {
+  return structuredClone(DEFAULT_CONFIG) as Config;
+}
+
+/** One fallback stage covering every priority, so a single contest sees the whole pool. */
+export function fallbackConfig(pingTimeoutMs = DEFAULT_CONFIG.fallback.pingTimeoutMs): Config {
+  const base = defaults();
+  return {
+    ...base,
+    pipeline: ['fallback_high'],
+    fallback: { ...base.fallback, pingTimeoutMs, stages: { fallback_high: [0, 100] } },
+  };
+}
+
+/** Common query only (the fallback stages stay configured but are not in the pipeline). */
+export function commonQueryConfig(pollQuietMs: number): Config {
+  const base = defaults();
+  return { ...base, pipeline: ['common_query'], commonQuery: { ...base.commonQuery, pollQuietMs } };
+}
+
+/** `n` fallback skills with priorities 10, 20, …: all decline except the last (the worst case: n round trips). */
+export function fallbackPlan(n: number): FallbackSkillPlan[] {
+  return Array.from({ length: n }, (_, i) => ({ skillId: `fb-${(i + 1) * 10}`, priority: (i + 1) * 10, willing: i === n - 1 }));
+}
+
+export const isFallbackDispatch = (type: string): boolean => type.endsWith(':fallback');
+
+export interface InProcessRig {
+  readonly bus: LocalBus;
+  readonly system: ContestSystem;
+  close(): void;
+}
+
+/** The system on a `LocalBus` with the fallback skills registered in-process (they answer at once). */
+export async function startInProcess(config: Config, skills: readonly FallbackSkillPlan[], options: { clock?: Clock; logger?: Logger } = {}): Promise<InProcessRig> {
+  const bus = new LocalBus();
+  const system = createContestSystem({
+    bus,
+    config,
+    logger: options.logger ?? silentLogger(),
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
+  });
+  const stops = skills.map((skill) =>
+    runFallbackSkill(bus, {
+      skillId: skill.skillId,
+      priority: skill.priority,
+      canHandle: () => skill.willing,
+      answer: () => `${skill.skillId} handled it`,
+    }),
+  );
+  await waitForRegistrations(system, skills.length);
+  return {
+    bus,
+    system,
+    close: () => {
+      for (const stop of stops) stop();
+      system.close();
+    },
+  };
+}
+
+export interface WsRig {
+  readonly server: BusServer;
+  readonly system: ContestSystem;
+  /** The front end's own connection: it publishes utterances and observes everything. */
+  readonly driver: BusClient;
+  readonly skillsPid: number;
+  close(): Promise<void>;
+}
+
+/** Bus server + contest system in this process, skills in a child process, a driver client here. */
+export async function startWsRig(config: Config, skills: { fallback?: readonly FallbackSkillPlan[]; commonQuery?: readonly CommonQuerySkillPlan[] }): Promise<WsRig> {
+  const logger = silentLogger();
+  const server = await BusServer.start({ host: '127.0.0.1', port: 0, route: config.bus.route, maxFrameBytes: config.bus.maxFrameBytes, logger });
+  const system = createContestSystem({ bus: server, config, logger });
+  const closers: Array<() => Promise<void> | void> = [() => server.close(), () => system.close()];
+  const close = async (): Promise<void> => {
+    for (const closer of [...closers].reverse()) await closer();
+  };
+  try {
+    const fallback = skills.fallback ?? [];
+    const remote = await startRemoteSkills({ url: server.url, fallback, commonQuery: skills.commonQuery ?? [] });
+    closers.push(() => remote.stop());
+    await waitForRegistrations(system, fallback.length);
+    const driver = new BusClient({
+      url: server.url,
+      heartbeatMs: config.bus.heartbeatMs,
+      reconnectInitialMs: config.bus.reconnectInitialMs,
+      reconnectMaxMs: config.bus.reconnectMaxMs,
+      maxFrameBytes: config.bus.maxFrameBytes,
+      logger,
+    });
+    closers.push(() => driver.close());
+    driver.connect();
+    await driver.waitUntilUp(5_000);
+    return { server, system, driver, skillsPid: remote.pid, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+async function waitForRegistrations(system: ContestSystem, count: number): Promise<void> {
+  await waitUntil(() => system.fallback.registry.availableFor('default').size === count, 5_000, `${count} fallback registrations`);
+}
+
+/** Poll `condition` between macrotasks (so I/O and timers run) until it holds. */
+export async function waitUntil(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!condition()) {
+    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise<void>((resolve) => setTimeout(resolve, 1));
+  }
+}
+
+/** Let queued microtasks, immediates and I/O callbacks run. */
+export async function settle(rounds = 5): Promise<void> {
+  for (let i = 0; i < rounds; i++) await nextMacrotask();
+}
+
+const gcFunction = (globalThis as { gc?: () => void }).gc;
+
+/** True when the process runs with --expose-gc. */
+export const canCollectGarbage = typeof gcFunction === 'function';
+
+/** Full GC, repeated (3 by default) so weak callbacks and finalizers queued by one pass are collected by the next. */
+export async function collectGarbage(passes = 3): Promise<void> {
+  if (gcFunction === undefined) return;
+  for (let i = 0; i < passes; i++) {
+    gcFunction();
+    await nextMacrotask();
+  }
+}
+
+export function heapUsed(): number {
+  return process.memoryUsage().heapUsed;
+}

@@ -1,0 +1,74 @@
+/**
+ * `npm run bench`: every benchmark in turn, each printed as a table as it finishes, then the whole run written to
+ * test/bench/results/latest.json with the machine it ran on. A benchmark that throws is reported and the others
+ * still run; the exit code says whether everything ran and every check held.
+ *
+ * Run with --expose-gc (the npm script does): the memory benchmark needs `global.gc`, and the others collect
+ * between phases so one phase's garbage is not billed to the next.
+ */
+import { performance } from 'node:perf_hooks';
+import { benchCommonQueryWs } from './common-query-ws.js';
+import { benchFallbackInProcess } from './fallback-inprocess.js';
+import { benchFallbackWs } from './fallback-ws.js';
+import { benchMemory } from './memory.js';
+import { machineInfo, renderMachine, renderSection, writeResults, type Section } from './report.js';
+import { canCollectGarbage, collectGarbage, settle } from './rig.js';
+import { benchRouting } from './routing.js';
+
+const RESULTS = new URL('../../../test/bench/results/latest.json', import.meta.url);
+
+const BENCHMARKS: ReadonlyArray<readonly [name: string, run: () => Promise<Section>]> = [
+  ['fallback in-process', benchFallbackInProcess],
+  ['fallback over websocket', benchFallbackWs],
+  ['common query over websocket', benchCommonQueryWs],
+  ['memory', benchMemory],
+  ['routing', benchRouting],
+];
+
+const machine = machineInfo();
+const started = performance.now();
+// Handles open before any benchmark (stdio pipes, the terminal) are not theirs to close. Node opens stdout and
+// stderr lazily, on first use: touch both so they are counted here rather than reported as left open at the end.
+void process.stdout.writable;
+void process.stderr.writable;
+const openAtStart = process.getActiveResourcesInfo();
+console.log(`ovos-contests benchmarks — ${renderMachine(machine)}`);
+if (!canCollectGarbage) console.log('warning: global.gc unavailable (run node with --expose-gc); the memory benchmark is skipped');
+
+const sections: Section[] = [];
+const failures: string[] = [];
+for (const [name, run] of BENCHMARKS) {
+  const benchStarted = performance.now();
+  try {
+    await collectGarbage();
+    const section = await run();
+    sections.push(section);
+    console.log(`\n${renderSection(section)}`);
+    console.log(`  (${((performance.now() - benchStarted) / 1000).toFixed(1)} s)`);
+    for (const check of section.checks) if (!check.ok) failures.push(`${section.id}: ${check.name} — ${check.detail}`);
+  } catch (error) {
+    failures.push(`${name}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    console.error(`\n${name} FAILED:`, error);
+  }
+}
+
+const wallSeconds = (performance.now() - started) / 1000;
+writeResults(RESULTS, {
+  machine,
+  command: `node ${process.execArgv.join(' ')} dist/test/bench/run.js (npm run bench)`.replace(/\s+/g, ' '),
+  wallSeconds,
+  sections,
+  failures,
+});
+console.log(`\n${failures.length === 0 ? 'all checks OK' : `${failures.length} failure(s):\n  ${failures.join('\n  ')}`}`);
+console.log(`results: test/bench/results/latest.json — ${wallSeconds.toFixed(0)} s in all`);
+
+// Everything each benchmark opened must be closed by now, or the process would not exit on its own.
+await settle();
+const open = process.getActiveResourcesInfo();
+for (const kind of openAtStart) {
+  const at = open.indexOf(kind);
+  if (at >= 0) open.splice(at, 1);
+}
+console.log(open.length === 0 ? 'no handle left open: the process exits on its own' : `WARNING still open after the run: ${open.join(', ')}`);
+if (failures.length > 0) process.exitCode = 1;
