@@ -7,9 +7,23 @@
  * Effects (bus messages) and the match/handler actors are provided by the orchestrator.
  */
 import { and, assign, emit, fromPromise, setup } from 'xstate';
-import type { Match } from '../../src/pipeline/plugin.js';
+import type { Message } from '../../src/bus/message.js';
+import type { SessionView } from '../../src/bus/session.js';
+import { rejectionOf, type Match } from '../../src/pipeline/plugin.js';
+
+/** The utterance as the orchestrator accepted it: stamped entry message, candidates, resolved lang, session. */
+export interface UtteranceRequest {
+  readonly entry: Message;
+  readonly utterances: readonly string[];
+  readonly lang: string;
+  readonly session: SessionView;
+}
+
+/** Why the orchestrator's re-check refused a Match (OVOS-PIPELINE-1 §4.1, §5). */
+export type MatchRejection = NonNullable<ReturnType<typeof rejectionOf>>;
 
 export interface UtteranceInput {
+  readonly request: UtteranceRequest;
   /** The effective pipeline: loaded, not blacklisted, in preference order (§5). */
   readonly stages: readonly string[];
   /** Stages whose plugin runs the handler in-process (common query); others dispatch to a bus skill. */
@@ -25,6 +39,8 @@ export interface UtteranceContext extends UtteranceInput {
   readonly index: number;
   readonly match: Match | null;
   readonly matchedStage: string | null;
+  /** The dispatch message, once sent: the handler trio is derived from it (PIPELINE-1 §8). */
+  readonly dispatched: Message | null;
   readonly declined: ReadonlyArray<{ readonly stage: string; readonly why: 'no_match' | 'timeout' | 'error' | 'rejected' }>;
 }
 
@@ -36,7 +52,9 @@ export type UtteranceEvent = {
   readonly exception?: string;
 };
 
-export type UtteranceEmitted = { readonly type: 'handler_done.ignored'; readonly skill_id: string; readonly reason: 'not_awaited' };
+export type UtteranceEmitted =
+  | { readonly type: 'handler_done.ignored'; readonly skill_id: string; readonly reason: 'not_awaited' }
+  | { readonly type: 'match.rejected'; readonly stage: string; readonly skill_id: string; readonly reason: MatchRejection };
 
 export type UtteranceOutput = {
   readonly outcome: UtteranceOutcome;
@@ -56,11 +74,13 @@ export const utteranceMachine = setup({
   },
   actors: {
     /** Provided: `match` of the stage named by `pipelineId`. */
-    matchStage: fromPromise<Match | null, { pipelineId: string }>(async () => null),
+    matchStage: fromPromise<Match | null, { pipelineId: string; request: UtteranceRequest }>(async () => null),
     /** Provided: the in-process handler of the matched stage. */
-    runHandler: fromPromise<void, { pipelineId: string; match: Match }>(async () => {}),
+    runHandler: fromPromise<void, { pipelineId: string; match: Match; dispatched: Message }>(async () => {}),
   },
   actions: {
+    /** Provided (an assign): build the dispatch message for the accepted Match (PIPELINE-1 §7). */
+    prepareDispatch: assign({ dispatched: ({ context }: { context: UtteranceContext }) => context.dispatched }),
     /** Provided: ovos.intent.matched, the dispatch, ovos.intent.handler.start. */
     dispatch: (_args: { context: UtteranceContext }) => {},
     /** Provided: ovos.intent.handler.complete. */
@@ -68,9 +88,15 @@ export const utteranceMachine = setup({
     /** Provided: ovos.intent.handler.error. */
     handlerError: (_args: { context: UtteranceContext }, _params: { exception: string }) => {},
     /** Provided: ovos.intent.unmatched. */
-    unmatched: () => {},
+    unmatched: (_args: { context: UtteranceContext }) => {},
     /** Provided: ovos.utterance.handled, exactly once. */
-    handled: () => {},
+    handled: (_args: { context: UtteranceContext }) => {},
+    reportRejected: emit(({ context }, params: { match: Match | null }) => ({
+      type: 'match.rejected' as const,
+      stage: stageOf(context),
+      skill_id: typeof params.match?.skill_id === 'string' ? params.match.skill_id : '',
+      reason: rejectionOf(params.match, context.request.session) ?? 'malformed_match',
+    })),
     decline: assign({
       declined: ({ context }, params: { why: 'no_match' | 'timeout' | 'error' | 'rejected' }) => [
         ...context.declined,
@@ -86,8 +112,9 @@ export const utteranceMachine = setup({
     }),
   },
   guards: {
-    /** Provided: the orchestrator's re-check of every Match (§4.1 well-formed, §5 denylists). */
-    acceptable: (_args, _params: { match: Match | null }) => false,
+    /** The orchestrator's re-check of every Match against the live session (§4.1 well-formed, §5 denylists). */
+    acceptable: ({ context }, params: { match: Match | null }) => params.match !== null && rejectionOf(params.match, context.request.session) === null,
+    isMatch: (_args, params: { match: Match | null }) => params.match !== null,
     hasNext: ({ context }) => context.index + 1 < context.stages.length,
     noStages: ({ context }) => context.stages.length === 0,
     fromDispatchedSkill: ({ context, event }) => event.skill_id === context.match?.skill_id,
@@ -100,7 +127,7 @@ export const utteranceMachine = setup({
   },
 }).createMachine({
   id: 'utterance',
-  context: ({ input }) => ({ ...input, outcome: null, index: 0, match: null, matchedStage: null, declined: [] }),
+  context: ({ input }) => ({ ...input, outcome: null, index: 0, match: null, matchedStage: null, dispatched: null, declined: [] }),
   initial: 'start',
   // A completion signal outside `handling.awaitingSkill` (still matching, or from another skill) is reported.
   on: { HANDLER_DONE: { actions: 'reportIgnored' } },
@@ -111,12 +138,20 @@ export const utteranceMachine = setup({
     matching: {
       invoke: {
         src: 'matchStage',
-        input: ({ context }) => ({ pipelineId: stageOf(context) }),
+        input: ({ context }) => ({ pipelineId: stageOf(context), request: context.request }),
         onDone: [
           {
             guard: { type: 'acceptable', params: ({ event }) => ({ match: event.output }) },
             target: 'handling',
             actions: { type: 'acceptMatch', params: ({ event }) => ({ match: event.output! }) },
+          },
+          {
+            guard: { type: 'isMatch', params: ({ event }) => ({ match: event.output }) },
+            target: 'rejected',
+            actions: [
+              { type: 'reportRejected', params: ({ event }) => ({ match: event.output }) },
+              { type: 'decline', params: { why: 'rejected' } },
+            ],
           },
           { guard: 'hasNext', target: 'matching', reenter: true, actions: [{ type: 'decline', params: { why: 'no_match' } }, 'advance'] },
           { target: 'unmatched', actions: { type: 'decline', params: { why: 'no_match' } } },
@@ -134,8 +169,11 @@ export const utteranceMachine = setup({
         ],
       },
     },
+    rejected: {
+      always: [{ guard: 'hasNext', target: 'matching', actions: 'advance' }, { target: 'unmatched' }],
+    },
     handling: {
-      entry: 'dispatch',
+      entry: ['prepareDispatch', 'dispatch'],
       initial: 'choose',
       states: {
         choose: {
@@ -144,7 +182,7 @@ export const utteranceMachine = setup({
         inProcess: {
           invoke: {
             src: 'runHandler',
-            input: ({ context }) => ({ pipelineId: context.matchedStage ?? '', match: context.match! }),
+            input: ({ context }) => ({ pipelineId: context.matchedStage ?? '', match: context.match!, dispatched: context.dispatched! }),
             onDone: { target: '#utterance.completed', actions: 'handlerComplete' },
             onError: {
               target: '#utterance.failed',

@@ -10,14 +10,20 @@
  * `handlerTimeoutMs` → `ovos.intent.handler.error` (timeout) then `ovos.utterance.handled`.
  */
 import { randomUUID } from 'node:crypto';
-import { fromPromise } from 'xstate';
+import { assign, fromPromise } from 'xstate';
 import { forward, reply, withContext, type JsonObject, type Message } from '../bus/message.js';
 import { pushActiveHandler, readSession, resolveLang, sessionFromObject, type SessionView } from '../bus/session.js';
 import { canonicalPipelineId, type Config } from '../config/defaults.js';
 import { topics } from '../dialect/spec-dialect.js';
-import { isWellFormedMatch, type Match, type PipelineStage } from '../pipeline/plugin.js';
+import type { Match, PipelineStage } from '../pipeline/plugin.js';
 import type { Supervisor } from '../supervisor/supervisor.js';
-import { utteranceMachine, type UtteranceEvent, type UtteranceOutput } from '../../machines/utterance/utterance.machine.js';
+import {
+  utteranceMachine,
+  type UtteranceContext,
+  type UtteranceEvent,
+  type UtteranceOutput,
+  type UtteranceRequest,
+} from '../../machines/utterance/utterance.machine.js';
 
 /** OVOS-PIPELINE-1 §7.3: reserved intent names whose dispatch does not push `active_handlers`. */
 const NON_ACTIVATING = new Set(['common_query']);
@@ -33,10 +39,12 @@ export class Orchestrator {
   readonly #config: Config;
   readonly #stages = new Map<string, PipelineStage>();
   readonly #inFlight = new Set<string>();
+  readonly #machine;
 
   constructor(supervisor: Supervisor, config: Config) {
     this.#supervisor = supervisor;
     this.#config = config;
+    this.#machine = this.#provide();
     supervisor.on('utterance.handle', (inbound, message) => {
       this.handle(message, inbound.utterances);
     });
@@ -80,51 +88,9 @@ export class Orchestrator {
     const stamped = withContext(entry, { utterance_id: utteranceId, session: { ...session.raw, session_id: session.sessionId } });
     const lang = resolveLang(stamped, session, this.#config.lang);
     const stages = this.effectivePipeline(session);
+    const request: UtteranceRequest = { entry: stamped, utterances, lang, session };
 
     for (const stage of new Set(stages.map((id) => this.#stages.get(id)!))) stage.onUtterance?.(stamped, lang, session);
-
-    const bus = this.#supervisor.bus;
-    const resolveStage = (id: string): PipelineStage => this.#stages.get(id)!;
-    let dispatchMessage: Message | null = null;
-    const machine = utteranceMachine.provide({
-      actors: {
-        matchStage: fromPromise(async ({ input, signal }) => {
-          const clock = this.#supervisor.clock;
-          const started = clock.now();
-          const match = await resolveStage(input.pipelineId).match({ utterances, lang, session, message: stamped, signal });
-          // The time this stage held the pipeline: what early start (OVOS-COMMON-QUERY-1 §5) exists to shrink.
-          contest.logger.info({ stage: input.pipelineId, match_ms: clock.now() - started, matched: match !== null, aborted: signal.aborted }, 'stage matched');
-          return match;
-        }),
-        runHandler: fromPromise(async ({ input }) => {
-          await resolveStage(input.pipelineId).handle!(dispatchMessage!, input.match);
-        }),
-      },
-      guards: {
-        acceptable: ({ context }, { match }) => this.#acceptable(match, session, context.stages[context.index] ?? '', contest.logger),
-      },
-      actions: {
-        dispatch: ({ context }) => {
-          const match = context.match!;
-          dispatchMessage = this.#dispatch(stamped, session, match, context.matchedStage!);
-        },
-        handlerComplete: ({ context }) => {
-          bus.publish(forward(dispatchMessage!, topics.handlerComplete, { skill_id: context.match!.skill_id, intent_name: context.match!.intent_name }));
-        },
-        handlerError: ({ context }, { exception }) => {
-          bus.publish(forward(dispatchMessage!, topics.handlerError, { skill_id: context.match!.skill_id, intent_name: context.match!.intent_name, exception }));
-        },
-        unmatched: () => {
-          bus.publish(reply(stamped, topics.intentUnmatched, { utterances: [...utterances], lang }));
-        },
-        handled: () => {
-          // The last message of the lifecycle carries the session as it now is (with any activation pushed).
-          const handled = reply(stamped, topics.utteranceHandled, {});
-          const session = dispatchMessage?.context['session'];
-          bus.publish(session === undefined ? handled : withContext(handled, { session }));
-        },
-      },
-    });
 
     this.#inFlight.add(key);
     const contest = this.#supervisor.spawn({
@@ -132,8 +98,9 @@ export class Orchestrator {
       label: 'pipeline',
       sessionId: session.sessionId,
       utteranceId,
-      logic: machine,
+      logic: this.#machine,
       input: {
+        request,
         stages,
         inProcessHandlers: stages.filter((id) => this.#stages.get(id)?.handle !== undefined),
         matchTimeoutMs: this.#config.orchestrator.matchTimeoutMs,
@@ -162,6 +129,68 @@ export class Orchestrator {
     return { utteranceId, sessionId: session.sessionId, done };
   }
 
+  /** The utterance machine with the orchestrator's effects, built once (a `provide` per utterance costs ~19 KB). */
+  #provide() {
+    const bus = this.#supervisor.bus;
+    const clock = this.#supervisor.clock;
+    const stage = (id: string): PipelineStage => this.#stages.get(id)!;
+    const trio = (context: UtteranceContext, type: string, extra: JsonObject = {}): void => {
+      const match = context.match!;
+      bus.publish(forward(context.dispatched!, type, { skill_id: match.skill_id, intent_name: match.intent_name, ...extra }));
+    };
+    return utteranceMachine.provide({
+      actors: {
+        matchStage: fromPromise(async ({ input, signal }) => {
+          const { request } = input;
+          const started = clock.now();
+          const match = await stage(input.pipelineId).match({ ...request, message: request.entry, signal });
+          // The time this stage held the pipeline: what early start (OVOS-COMMON-QUERY-1 §5) exists to shrink.
+          this.#supervisor.logger.info(
+            { session_id: request.session.sessionId, utterance_id: request.entry.context['utterance_id'], contest: 'utterance/pipeline', stage: input.pipelineId, match_ms: clock.now() - started, matched: match !== null, aborted: signal.aborted },
+            'stage matched',
+          );
+          return match;
+        }),
+        runHandler: fromPromise(async ({ input }) => {
+          await stage(input.pipelineId).handle!(input.dispatched, input.match);
+        }),
+      },
+      actions: {
+        prepareDispatch: assign({
+          dispatched: ({ context }: { context: UtteranceContext }) => this.#dispatchMessage(context.request, context.match!, context.matchedStage!),
+        }),
+        dispatch: ({ context }) => {
+          const match = context.match!;
+          // PIPELINE-1 §6: ovos.intent.matched, the dispatch (§7), ovos.intent.handler.start (§8).
+          bus.publish(
+            reply(context.request.entry, topics.intentMatched, {
+              skill_id: match.skill_id,
+              intent_name: match.intent_name,
+              lang: match.lang,
+              utterance: match.utterance,
+              slots: { ...match.slots },
+              pipeline_id: context.matchedStage!,
+            }),
+          );
+          bus.publish(context.dispatched!);
+          trio(context, topics.handlerStart);
+        },
+        handlerComplete: ({ context }) => trio(context, topics.handlerComplete),
+        handlerError: ({ context }, { exception }) => trio(context, topics.handlerError, { exception }),
+        unmatched: ({ context }) => {
+          const { entry, utterances, lang } = context.request;
+          bus.publish(reply(entry, topics.intentUnmatched, { utterances: [...utterances], lang }));
+        },
+        handled: ({ context }) => {
+          // The last message of the lifecycle carries the session as it now is (with any activation pushed).
+          const handled = reply(context.request.entry, topics.utteranceHandled, {});
+          const session = context.dispatched?.context['session'];
+          bus.publish(session === undefined ? handled : withContext(handled, { session }));
+        },
+      },
+    });
+  }
+
   /** OVOS-PIPELINE-1 §5: preference (session, else the default-session config) → loaded → not blacklisted. */
   effectivePipeline(session: SessionView): string[] {
     const preference = session.pipeline ?? this.#config.pipeline;
@@ -179,50 +208,18 @@ export class Orchestrator {
     return effective;
   }
 
-  /** §4.1 well-formedness and the §5 re-check of the session denylists on every Match. */
-  #acceptable(match: Match | null, session: SessionView, stage: string, log: { info: (o: object, m: string) => void }): boolean {
-    if (match === null) return false;
-    if (!isWellFormedMatch(match)) {
-      log.info({ reason: 'malformed_match', stage }, 'match rejected');
-      return false;
-    }
-    if (session.blacklistedSkills.includes(match.skill_id)) {
-      log.info({ reason: 'blacklisted_skill', stage, skill_id: match.skill_id }, 'match rejected');
-      return false;
-    }
-    if (session.blacklistedIntents.includes(`${match.skill_id}:${match.intent_name}`)) {
-      log.info({ reason: 'blacklisted_intent', stage, skill_id: match.skill_id }, 'match rejected');
-      return false;
-    }
-    return true;
-  }
-
-  /** §6 ovos.intent.matched, §7 dispatch (reply-derived, ids stamped, activation), §8 handler.start. */
-  #dispatch(entry: Message, session: SessionView, match: Match, pipelineId: string): Message {
-    const bus = this.#supervisor.bus;
-    bus.publish(
-      reply(entry, topics.intentMatched, {
-        skill_id: match.skill_id,
-        intent_name: match.intent_name,
-        lang: match.lang,
-        utterance: match.utterance,
-        slots: { ...match.slots },
-        pipeline_id: pipelineId,
-      }),
-    );
-    let sessionOut: JsonObject = match.updated_session ?? session.raw;
+  /** PIPELINE-1 §7: reply-derived from the utterance, ids stamped, activation pushed unless suppressed (§7.3). */
+  #dispatchMessage(request: UtteranceRequest, match: Match, pipelineId: string): Message {
+    let session: JsonObject = match.updated_session ?? request.session.raw;
     if (!NON_ACTIVATING.has(match.intent_name)) {
-      const base = match.updated_session === undefined ? session : sessionFromObject(match.updated_session);
-      sessionOut = pushActiveHandler(base, match.skill_id, Math.floor(this.#supervisor.clock.now() / 1000));
+      const base = match.updated_session === undefined ? request.session : sessionFromObject(match.updated_session);
+      session = pushActiveHandler(base, match.skill_id, Math.floor(this.#supervisor.clock.now() / 1000));
     }
-    const dispatched = reply(entry, topics.dispatch(match.skill_id, match.intent_name), {
+    const dispatched = reply(request.entry, topics.dispatch(match.skill_id, match.intent_name), {
       lang: match.lang,
       utterance: match.utterance,
       slots: { ...match.slots },
     });
-    const message = withContext(dispatched, { session: sessionOut, skill_id: match.skill_id, pipeline_id: pipelineId });
-    bus.publish(message);
-    bus.publish(forward(message, topics.handlerStart, { skill_id: match.skill_id, intent_name: match.intent_name }));
-    return message;
+    return withContext(dispatched, { session, skill_id: match.skill_id, pipeline_id: pipelineId });
   }
 }

@@ -60,3 +60,17 @@ export function isWellFormedMatch(value: unknown): value is Match {
   if (typeof slots !== 'object' || slots === null || Array.isArray(slots)) return false;
   return Object.values(slots).every((v) => typeof v === 'string');
 }
+
+/**
+ * The orchestrator's re-check of every candidate Match (OVOS-PIPELINE-1 §4.1 well-formed, §5 denylists of the
+ * live session): null when it survives, else why not.
+ */
+export function rejectionOf(
+  match: unknown,
+  session: { readonly blacklistedSkills: readonly string[]; readonly blacklistedIntents: readonly string[] },
+): 'malformed_match' | 'blacklisted_skill' | 'blacklisted_intent' | null {
+  if (!isWellFormedMatch(match)) return 'malformed_match';
+  if (session.blacklistedSkills.includes(match.skill_id)) return 'blacklisted_skill';
+  if (session.blacklistedIntents.includes(`${match.skill_id}:${match.intent_name}`)) return 'blacklisted_intent';
+  return null;
+}

@@ -237,10 +237,11 @@ export class Supervisor {
     };
 
     // Machines report notable moments with emit(); the edge turns them into log lines.
-    // A machine that ignores an event says why (`reason`): that is a drop, logged like the supervisor's own.
+    // A machine that ignores an event says why (`*.ignored` with a `reason`): a drop, logged like the supervisor's
+    // own. Other reported moments with a reason (a rejected Match) are logged under their own name.
     actor.on('*', (emitted: { type: string; reason?: string }) => {
-      if (emitted.reason !== undefined) logger.info(emitted, 'message dropped');
-      else logger.debug(emitted, emitted.type);
+      if (emitted.reason === undefined) logger.debug(emitted, emitted.type);
+      else logger.info(emitted, emitted.type.endsWith('.ignored') ? 'message dropped' : emitted.type);
     });
     actor.subscribe({
       complete: () => end({ status: 'done', output: (actor.getSnapshot() as { output: OutputFrom<TLogic> }).output }),

@@ -681,3 +681,31 @@ describe('OVOS-SESSION-1 §2 on the way out', () => {
     expect(carried['active_handlers']).toEqual([{ skill_id: 'a.skill', activated_at: expect.any(Number) as number }]);
   });
 });
+
+describe('OVOS-PIPELINE-1 §4.1 / §5: the orchestrator re-checks every Match', () => {
+  const fixedStage = (pipelineId: string, match: Record<string, unknown>) => ({
+    pipelineId,
+    match: async () => match as never,
+    intents: () => [],
+  });
+
+  it.each([
+    ['blacklisted_skill', { blacklisted_skills: ['evil.skill'] }, { skill_id: 'evil.skill', intent_name: 'x', lang: 'en-US', utterance: 'u', slots: {} }],
+    ['blacklisted_intent', { blacklisted_intents: ['evil.skill:x'] }, { skill_id: 'evil.skill', intent_name: 'x', lang: 'en-US', utterance: 'u', slots: {} }],
+    ['malformed_match', {}, { skill_id: 'bad:id', intent_name: 'x', lang: 'en-US', utterance: 'u', slots: {} }],
+    ['malformed_match', {}, { skill_id: 'evil.skill', intent_name: 'x', lang: 'en-US', utterance: 'u', slots: { n: 5 } }],
+  ])('a Match refused as %s is never dispatched; the next stage runs', async (reason, sessionExtra, match) => {
+    const h = createHarness(CONFIG);
+    h.system.orchestrator.register(fixedStage('rogue_stage', match));
+    fallbackSkill(h, 'a.skill', 10);
+    await h.settle();
+    h.utter('anything', { session: session('s-recheck', { pipeline: ['rogue_stage', 'fallback_high'], ...sessionExtra }), utteranceId: 'u-recheck' });
+    await h.advance(10);
+    expect(h.wire.some((m) => m.type.startsWith('evil.skill:') || m.type.startsWith('bad:id'))).toBe(false);
+    expect(only(dispatches(h)).type).toBe('a.skill:fallback');
+    const rejected = only(h.logs.filter((l) => l['msg'] === 'match.rejected'));
+    expect(rejected['reason']).toBe(reason);
+    expect(rejected['stage']).toBe('rogue_stage');
+    expectOneHandledEach(h, ['u-recheck']);
+  });
+});
