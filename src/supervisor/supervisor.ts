@@ -106,6 +106,11 @@ export class Supervisor {
     return this.#live.size;
   }
 
+  /** Keys in the routing index right now ((inbound kind, session) pairs with a live contest): 0 when idle. */
+  get routeKeys(): number {
+    return this.#routes.size;
+  }
+
   /** Register the owner of a service message kind (registrations, utterances, introspection). */
   on<K extends InboundKind>(kind: K, handler: ServiceHandler<K>): Unsubscribe {
     const list = this.#services.get(kind) ?? [];

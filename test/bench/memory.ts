@@ -6,14 +6,12 @@
  *
  * "While live" is read in the same macrotask that spawned them: the bus delivers from microtasks and timers only
  * fire between macrotasks, so no contest can time out before the reading, however long spawning 10k takes here.
- * Afterwards the supervisor must be empty: its live count (public) and its routing index (private: read through the
- * inspector protocol), and behaviourally — a reply for any of the 10k sessions is dropped as `no_live_contest`.
+ * Afterwards the supervisor must be empty: its live count and its routing index (its public counters), and behaviourally — a reply for any of the 10k sessions is dropped as `no_live_contest`.
  *
  * The burst runs twice. What the first leaves behind can be a high-water mark (a table that grew to hold 10k entries
  * and keeps its capacity) or a leak; a second identical burst tells them apart: a leak grows again, a high-water
  * mark does not.
  */
-import { Session } from 'node:inspector/promises';
 import { pino } from 'pino';
 import { createMessage } from '../../src/bus/message.js';
 import type { Supervisor } from '../../src/supervisor/supervisor.js';
@@ -28,27 +26,9 @@ const SILENT_SKILL = 'never-answers';
 const UTTERANCE = 'tell me something nobody else can';
 const ROUNDS = 2;
 
-/** Sizes of the Maps held in an object's `#private` fields, read through the inspector (tests only, never prod). */
-async function privateMapSizes(object: object): Promise<Record<string, number>> {
-  const session = new Session();
-  session.connect();
-  const key = '__benchIntrospect';
-  (globalThis as Record<string, unknown>)[key] = object;
-  try {
-    const { result } = await session.post('Runtime.evaluate', { expression: `globalThis.${key}` });
-    const properties = (await session.post('Runtime.getProperties', { objectId: result.objectId!, ownProperties: true })) as {
-      privateProperties?: Array<{ name: string; value?: { description?: string } }>;
-    };
-    const sizes: Record<string, number> = {};
-    for (const property of properties.privateProperties ?? []) {
-      const match = /^(?:Map|Set)\((\d+)\)$/.exec(property.value?.description ?? '');
-      if (match !== null) sizes[property.name] = Number(match[1]);
-    }
-    return sizes;
-  } finally {
-    delete (globalThis as Record<string, unknown>)[key];
-    session.disconnect();
-  }
+/** The supervisor's routing index and live-contest table sizes. */
+function indexSizes(supervisor: { readonly routeKeys: number; readonly size: number }): Record<string, number> {
+  return { '#routes': supervisor.routeKeys, '#live': supervisor.size };
 }
 
 interface BurstResult {
@@ -121,7 +101,7 @@ export async function benchMemory(): Promise<Section> {
     const live = heapUsed();
     const stillLive = supervisor.size;
     // Only now may a macrotask run (and the first timers fire).
-    const liveRoutes = await privateMapSizes(supervisor);
+    const liveRoutes = indexSizes(supervisor);
     const spawnGcActivity = await spawnGc.stop(spawnStarted + spawnMs);
 
     await waitUntil(() => handled === CONTESTS, 60_000, `${CONTESTS} utterances handled`);
@@ -130,7 +110,7 @@ export async function benchMemory(): Promise<Section> {
     await collectGarbage();
     const after = heapUsed();
     const afterSize = supervisor.size;
-    const routes = await privateMapSizes(supervisor);
+    const routes = indexSizes(supervisor);
 
     // Behavioural probe: a late pong and a late handler signal for every session find no contest.
     logger.level = 'info';
@@ -226,9 +206,9 @@ export async function benchMemory(): Promise<Section> {
       notes: [
         'the 10k arrive in one burst and are spawned from microtasks, so the "live" reading is taken before any timer can fire; spawning takes longer than the ping timeout, so every timer is already due when the event loop next runs timers',
         'each utterance is two live actors: the orchestrator\'s utterance actor (waiting on the stage) and the fallback contest (waiting on the pong)',
-        'ENGINEERING-NOTES measured a bare contest actor at ~5 KB; the utterance actor here is built from a per-utterance utteranceMachine.provide(…) copy (~19 KB measured alone)',
+        'ENGINEERING-NOTES measured a bare contest actor at ~5 KB; both machines here are provided once, so each live actor holds only its own snapshot, context and timers',
         growthAfterFirst < 1024 * 1024
-          ? `what burst 1 leaves is a high-water mark, not a leak (burst 2 adds ${formatBytes(growthAfterFirst)}); a heap snapshot taken when this benchmark was written showed it is chiefly the backing table of XState's module-level memo WeakMap, grown to hold the state nodes of 10k per-utterance machine copies`
+          ? `what burst 1 leaves is a high-water mark, not a leak (burst 2 adds ${formatBytes(growthAfterFirst)}); tables that grew to hold 10k entries keep their capacity`
           : `burst 2 left ${formatBytes(growthAfterFirst)} more than burst 1: memory grows with every burst — a leak to investigate (heap snapshots before and after a burst)`,
       ],
       checks,
