@@ -6,6 +6,7 @@ import { LocalBus } from '../../src/bus/local-bus.js';
 import { createMessage, forward, reply, type JsonObject, type Message } from '../../src/bus/message.js';
 import { ManualClock } from '../../src/clock/manual-clock.js';
 import { DEFAULT_CONFIG, type Config } from '../../src/config/defaults.js';
+import type { Reranker } from '../../src/plugins/common-query/selection.js';
 import { createContestSystem, type ContestSystem } from '../../src/system.js';
 import { pino } from 'pino';
 import { Writable } from 'node:stream';
@@ -31,7 +32,7 @@ export function withConfig(patch: (config: Config) => Config): Config {
   return patch(structuredClone(DEFAULT_CONFIG) as Config);
 }
 
-export function createHarness(config: Config = DEFAULT_CONFIG): Harness {
+export function createHarness(config: Config = DEFAULT_CONFIG, options: { reranker?: Reranker } = {}): Harness {
   const bus = new LocalBus();
   const clock = new ManualClock();
   const wire: Message[] = [];
@@ -44,7 +45,7 @@ export function createHarness(config: Config = DEFAULT_CONFIG): Harness {
     },
   });
   const logger = pino({ level: 'debug' }, sink);
-  const system = createContestSystem({ bus, clock, config, logger });
+  const system = createContestSystem({ bus, clock, config, logger, ...(options.reranker ? { reranker: options.reranker } : {}) });
   const settle = async (): Promise<void> => {
     for (let i = 0; i < 10; i++) await new Promise<void>((resolve) => setImmediate(resolve));
   };

@@ -751,3 +751,40 @@ describe('OVOS-COMMON-QUERY-1 §6.3 / §7.1 correlation', () => {
     expectOneHandledEach(h);
   });
 });
+
+describe('OVOS-COMMON-QUERY-1 §8 step 4: a configured reranker replaces raw conf ordering', () => {
+  it('§8 step 4: the reranker receives every survivor and its first choice is spoken', async () => {
+    const seen: string[][] = [];
+    const h = createHarness(config(), {
+      reranker: (_utterance, _lang, survivors) => {
+        seen.push(survivors.map((s) => s.skill_id));
+        return [...survivors].sort((a, b) => a.conf - b.conf); // prefers the least confident, to be visible
+      },
+    });
+    cqSkill(h, 'sure', { answer: 'sure answer', conf: 0.85 });
+    cqSkill(h, 'modest', { answer: 'modest answer', conf: 0.6 });
+    cqSkill(h, 'weak', { answer: 'weak answer', conf: 0.3 }); // below minimum: never reaches the reranker
+    await h.settle();
+    h.utter(FRANCE, { session: { session_id: 'rr', pipeline: PIPELINE }, utteranceId: 'rr-1' });
+    await h.advance(100);
+    expect(seen).toEqual([['sure', 'modest']]);
+    expect(spoken(h)).toEqual(['modest answer']);
+    expectOneHandledEach(h);
+  });
+
+  it('§8 step 4: a reranker that throws is ignored (logged as reranker_failed) and conf ordering decides', async () => {
+    const h = createHarness(config(), {
+      reranker: () => {
+        throw new Error('model offline');
+      },
+    });
+    cqSkill(h, 'sure', { answer: 'sure answer', conf: 0.85 });
+    cqSkill(h, 'modest', { answer: 'modest answer', conf: 0.6 });
+    await h.settle();
+    h.utter(FRANCE, { session: { session_id: 'rr', pipeline: PIPELINE }, utteranceId: 'rr-2' });
+    await h.advance(100);
+    expect(spoken(h)).toEqual(['sure answer']);
+    expect(h.logs.some((l) => l['reason'] === 'reranker_failed')).toBe(true);
+    expectOneHandledEach(h);
+  });
+});
