@@ -11,7 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { assign, fromPromise } from 'xstate';
-import { forward, reply, withContext, type JsonObject, type Message } from '../bus/message.js';
+import { forward, reply, response, withContext, type JsonObject, type Message } from '../bus/message.js';
 import { pushActiveHandler, readSession, resolveLang, sessionFromObject, type SessionView } from '../bus/session.js';
 import { canonicalPipelineId, type Config } from '../config/defaults.js';
 import { topics } from '../dialect/spec-dialect.js';
@@ -55,7 +55,7 @@ export class Orchestrator {
       const session = readSession(message);
       const sessionId = session.ok ? session.session.sessionId : 'default';
       const intents = stage.intents(sessionId).map((i) => ({ ...i }));
-      supervisor.bus.publish(reply(message, `${message.type}.response`, { pipeline_id: stage.pipelineId, intents }));
+      supervisor.bus.publish(response(message, { pipeline_id: stage.pipelineId, intents }));
     });
   }
 
