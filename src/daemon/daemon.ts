@@ -53,24 +53,19 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   logger.info({ pipeline: config.pipeline, stages: system.orchestrator.stages.map((s) => s.pipelineId) }, 'pipeline ready');
 
   if (config.exampleSkills) {
-    for (const skill of [meaningOfLifeSkill, dontKnowSkill]) {
-      const client = clientOf(url, config, logger.child({ component: 'skill', skill_id: skill.skillId }));
+    // Each example skill is its own websocket client of the bus, as a skill in another process would be.
+    const connectSkill = async (skillId: string, run: (client: BusClient) => () => void): Promise<void> => {
+      const client = clientOf(url, config, logger.child({ component: 'skill', skill_id: skillId }));
       client.connect();
       await client.waitUntilUp(5_000);
-      const stop = runFallbackSkill(client, skill);
+      const stop = run(client);
       closers.unshift(async () => {
         stop();
         await client.close();
       });
-    }
-    const client = clientOf(url, config, logger.child({ component: 'skill', skill_id: localKnowledgeSkill.skillId }));
-    client.connect();
-    await client.waitUntilUp(5_000);
-    const stop = runCommonQuerySkill(client, localKnowledgeSkill);
-    closers.unshift(async () => {
-      stop();
-      await client.close();
-    });
+    };
+    for (const skill of [meaningOfLifeSkill, dontKnowSkill]) await connectSkill(skill.skillId, (client) => runFallbackSkill(client, skill));
+    await connectSkill(localKnowledgeSkill.skillId, (client) => runCommonQuerySkill(client, localKnowledgeSkill));
     logger.info({ skills: [meaningOfLifeSkill.skillId, dontKnowSkill.skillId, localKnowledgeSkill.skillId] }, 'example skills connected');
   }
 
