@@ -11,7 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { assign, fromPromise } from 'xstate';
-import { forward, reply, response, withContext, type JsonObject, type Message } from '../bus/message.js';
+import { forward, reply, response, utteranceIdOf, withContext, type JsonObject, type Message } from '../bus/message.js';
 import { pushActiveHandler, readSession, resolveLang, sessionFromObject, type SessionView } from '../bus/session.js';
 import { canonicalPipelineId, type Config } from '../config/defaults.js';
 import { topics } from '../dialect/spec-dialect.js';
@@ -77,8 +77,7 @@ export class Orchestrator {
       return null;
     }
     const session = parsed.session;
-    const given = entry.context['utterance_id'];
-    const utteranceId = typeof given === 'string' && given !== '' ? given : randomUUID();
+    const utteranceId = utteranceIdOf(entry) ?? randomUUID(); // MSG-1 §4.2: stamped once, never overwritten
     const key = `${session.sessionId}\u0000${utteranceId}`;
     if (this.#inFlight.has(key)) {
       log.warn({ reason: 'duplicate_utterance_id', session_id: session.sessionId, utterance_id: utteranceId }, 'message dropped');
@@ -146,7 +145,7 @@ export class Orchestrator {
           const match = await stage(input.pipelineId).match({ ...request, message: request.entry, signal });
           // The time this stage held the pipeline: what early start (OVOS-COMMON-QUERY-1 §5) exists to shrink.
           this.#supervisor.logger.info(
-            { session_id: request.session.sessionId, utterance_id: request.entry.context['utterance_id'], contest: 'utterance/pipeline', stage: input.pipelineId, match_ms: clock.now() - started, matched: match !== null, aborted: signal.aborted },
+            { session_id: request.session.sessionId, utterance_id: utteranceIdOf(request.entry), contest: 'utterance/pipeline', stage: input.pipelineId, match_ms: clock.now() - started, matched: match !== null, aborted: signal.aborted },
             'stage matched',
           );
           return match;

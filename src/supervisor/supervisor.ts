@@ -53,6 +53,8 @@ export interface Contest<TLogic extends AnyActorLogic> {
   readonly actor: AnyActorRef;
   readonly logger: Logger;
   readonly done: Promise<ContestResult<OutputFrom<TLogic>>>;
+  /** `done`, stopping the contest ('match_aborted') if `signal` aborts first (the orchestrator's match bound). */
+  until(signal: AbortSignal): Promise<ContestResult<OutputFrom<TLogic>>>;
   send(event: EventFromLogic<TLogic>): void;
   stop(reason: string): void;
 }
@@ -123,8 +125,16 @@ export class Supervisor {
     };
   }
 
-  /** Every bus message passes here exactly once. Never throws. */
+  /** Every bus message passes here exactly once. Never throws: a fault routing one message is logged, not raised. */
   receive(message: Message): void {
+    try {
+      this.#receive(message);
+    } catch (error) {
+      this.logger.error({ err: error, reason: 'routing_threw', type: message.type }, 'message dropped');
+    }
+  }
+
+  #receive(message: Message): void {
     const classified = classify(message);
     if (classified === null) return; // not a topic we consume
     if (!classified.ok) {
@@ -270,6 +280,16 @@ export class Supervisor {
       actor,
       logger,
       done,
+      until: async (signal) => {
+        const abort = (): void => live.stop('match_aborted');
+        if (signal.aborted) abort();
+        signal.addEventListener('abort', abort, { once: true });
+        try {
+          return await done;
+        } finally {
+          signal.removeEventListener('abort', abort);
+        }
+      },
       send: (event) => {
         if (!ended) actor.send(event);
       },

@@ -9,7 +9,7 @@ import { WebSocket } from 'ws';
 import { BusServer } from '../../src/bus/ws-server.js';
 import { createMessage, encodeMessage, type Message } from '../../src/bus/message.js';
 import type { Logger } from '../../src/log/logger.js';
-import { GUARD_MS, Recorder } from '../support/recorder.js';
+import { Recorder } from '../support/recorder.js';
 
 const GREETING = '{"type":"connected","data":{},"context":{"session":{"session_id":"default"}}}';
 

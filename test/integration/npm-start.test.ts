@@ -4,13 +4,12 @@
  * daemon with the example skills. The spawned daemon is connected to once its own log says the bus listens.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon } from '../../src/daemon/daemon.js';
 import { silentLogger } from '../../src/log/logger.js';
-import { Probe, configWith, freePort } from './probe.js';
+import { BARREL_ROLL_TIMELINE, Probe, configWith, freePort } from './probe.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const START_BUDGET_MS = 30_000;
@@ -132,20 +131,7 @@ describe('npm start (README)', () => {
         .split('\n')
         .map((line) => /^\s*\d+\.\d ms {2}(\S+)/.exec(line)?.[1])
         .filter((type): type is string => type !== undefined);
-      expect(timeline).toEqual([
-        'ovos.utterance.handle',
-        'meaning-of-life.example.fallback.ping',
-        'meaning-of-life.example.fallback.pong',
-        'dont-know.example.fallback.ping',
-        'dont-know.example.fallback.pong',
-        'ovos.intent.matched',
-        'dont-know.example:fallback',
-        'ovos.intent.handler.start',
-        'ovos.utterance.speak',
-        'mycroft.skill.handler.complete',
-        'ovos.intent.handler.complete',
-        'ovos.utterance.handled',
-      ]);
+      expect(timeline).toEqual(BARREL_ROLL_TIMELINE);
       expect(stdout).toMatch(/ovos\.intent\.matched\s+skill_id="dont-know\.example" intent_name="fallback" pipeline_id="fallback_low"/);
       expect(stdout).toContain("spoken: I don't know how to answer that");
     } finally {

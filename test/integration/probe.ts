@@ -183,3 +183,22 @@ function rawText(data: RawData): string {
   if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
   return Buffer.from(data).toString('utf8');
 }
+
+/**
+ * "do a barrel roll" with the example skills, as every client sees it: the gate keeps common query out, the
+ * high-tier skill declines, the catch-all in fallback_low answers (OVOS-FALLBACK-1 §3.3, §8.2; PIPELINE-1 §6–§8).
+ */
+export const BARREL_ROLL_TIMELINE: readonly string[] = [
+  'ovos.utterance.handle',
+  'meaning-of-life.example.fallback.ping',
+  'meaning-of-life.example.fallback.pong',
+  'dont-know.example.fallback.ping',
+  'dont-know.example.fallback.pong',
+  'ovos.intent.matched',
+  'dont-know.example:fallback',
+  'ovos.intent.handler.start',
+  'ovos.utterance.speak',
+  'mycroft.skill.handler.complete',
+  'ovos.intent.handler.complete',
+  'ovos.utterance.handled',
+];

@@ -172,3 +172,44 @@ describe('Supervisor routing', () => {
     contest.stop('test_over');
   });
 });
+
+describe('Supervisor contract edges', () => {
+  it('PIPELINE-1 §4.4: until(signal) ends the contest as match_aborted when the match bound fires, and clears its timers', async () => {
+    const t = setupSupervisor();
+    const contest = t.spawn('s1', 'u1');
+    const bound = new AbortController();
+    const result = contest.until(bound.signal);
+    bound.abort();
+    expect(await result).toEqual({ status: 'stopped', reason: 'match_aborted' });
+    expect(t.supervisor.size).toBe(0);
+    expect(t.clock.pending).toBe(0);
+  });
+
+  it('PIPELINE-1 §4.4: until(signal) with a signal already aborted stops at once (a result after the bound is never used)', async () => {
+    const t = setupSupervisor();
+    const contest = t.spawn('s1', 'u1');
+    expect(await contest.until(AbortSignal.abort())).toEqual({ status: 'stopped', reason: 'match_aborted' });
+  });
+
+  it('OVOS-MSG-1 §6.1: a correlate step that throws drops that one message (routing_threw) and routing goes on', async () => {
+    const t = setupSupervisor();
+    t.supervisor.spawn({
+      kind: 'test',
+      label: 'broken',
+      sessionId: 's-broken',
+      utteranceId: 'u-broken',
+      logic: counter,
+      input: undefined,
+      routes: ['fallback.pong'],
+      correlate: () => {
+        throw new Error('plugin bug');
+      },
+    });
+    const healthy = t.spawn('s2', 'u2');
+    expect(() => t.supervisor.receive(t.pong('s-broken', true, 'u-broken'))).not.toThrow();
+    expect(t.logs.some((l) => l['reason'] === 'routing_threw')).toBe(true);
+    t.supervisor.receive(t.pong('s2', true, 'u2'));
+    expect(await healthy.done).toEqual({ status: 'done', output: { pongs: 1 } });
+    t.supervisor.stopAll('test_over');
+  });
+});

@@ -9,15 +9,14 @@
  * Entries are evicted when a new utterance arrives in the session and once the utterance they served is handled.
  */
 import type { Config } from '../../config/defaults.js';
-import { forward, reply, withContext, type Message } from '../../bus/message.js';
+import { forward, reply, utteranceIdOf, withContext, type Message } from '../../bus/message.js';
 import type { SessionView } from '../../bus/session.js';
 import { topics } from '../../dialect/spec-dialect.js';
 import type { IntentListing, Match, MatchRequest, PipelineStage } from '../../pipeline/plugin.js';
-import type { Contest, ContestResult, Supervisor } from '../../supervisor/supervisor.js';
+import type { Contest, Supervisor } from '../../supervisor/supervisor.js';
 import {
   commonQueryMachine,
   type CommonQueryEvent,
-  type CommonQueryOutput,
 } from '../../../machines/common-query/common-query.machine.js';
 import { classifyQuestion } from './gate.js';
 import { selectWithReranker, type Reranker, type SelectionPolicy } from './selection.js';
@@ -77,8 +76,7 @@ export class CommonQueryPlugin implements PipelineStage {
     const contest = this.#start(entry, utterance, lang, session, null);
     let bySession = this.#cache.get(session.sessionId);
     if (bySession === undefined) this.#cache.set(session.sessionId, (bySession = new Map()));
-    const utteranceId = entry.context['utterance_id'];
-    bySession.set(utterance, { utterance, lang, utteranceId: typeof utteranceId === 'string' ? utteranceId : undefined, contest, joined: false });
+    bySession.set(utterance, { utterance, lang, utteranceId: utteranceIdOf(entry), contest, joined: false });
   }
 
   /** The utterance this entry served is over: whatever is left of its early start goes. */
@@ -86,7 +84,7 @@ export class CommonQueryPlugin implements PipelineStage {
     const bySession = this.#cache.get(session.sessionId);
     if (bySession === undefined) return;
     for (const [utterance, cached] of bySession) {
-      if (cached.utteranceId !== undefined && cached.utteranceId === entry.context['utterance_id']) {
+      if (cached.utteranceId !== undefined && cached.utteranceId === utteranceIdOf(entry)) {
         bySession.delete(utterance);
         if (!cached.joined) cached.contest.stop('utterance_handled');
       }
@@ -118,10 +116,7 @@ export class CommonQueryPlugin implements PipelineStage {
     }
     contest ??= this.#start(request.message, utterance, request.lang, request.session, policy);
 
-    const abort = (): void => contest.stop('match_aborted');
-    request.signal.addEventListener('abort', abort, { once: true });
-    const result: ContestResult<CommonQueryOutput> = await contest.done;
-    request.signal.removeEventListener('abort', abort);
+    const result = await contest.until(request.signal);
     if (result.status !== 'done') return null;
 
     // §8 against the live session, then §9.
@@ -162,7 +157,6 @@ export class CommonQueryPlugin implements PipelineStage {
   }
 
   #start(entry: Message, utterance: string, lang: string, session: SessionView, policy: SelectionPolicy | null): Contest<Machine> {
-    const utteranceId = entry.context['utterance_id'];
     // §6.1 / §7.1: skills read the language from context.session.lang — so every message of this contest carries
     // the session it runs for, with the resolved language (the live one when `match` re-runs it, §5.1).
     const origin = withContext(entry, { session: { ...session.raw, session_id: session.sessionId, lang } });
@@ -171,7 +165,7 @@ export class CommonQueryPlugin implements PipelineStage {
       kind: 'common_query',
       label: this.pipelineId,
       sessionId: session.sessionId,
-      utteranceId: typeof utteranceId === 'string' ? utteranceId : undefined,
+      utteranceId: utteranceIdOf(entry),
       logic: this.#machine,
       input: {
         origin,

@@ -3,8 +3,8 @@
  * `PipelineStage` whose `match` builds the pool (§5) and runs one contest actor (§6) through the supervisor.
  */
 import type { Config, PriorityRange } from '../../config/defaults.js';
-import { createMessage, reply } from '../../bus/message.js';
-import { sessionIdOf } from '../../bus/session.js';
+import { createMessage, reply, utteranceIdOf } from '../../bus/message.js';
+import { sessionIdOf, type SessionView } from '../../bus/session.js';
 import { topics } from '../../dialect/spec-dialect.js';
 import type { Supervisor } from '../../supervisor/supervisor.js';
 import type { IntentListing, Match, MatchRequest, PipelineStage } from '../../pipeline/plugin.js';
@@ -73,8 +73,7 @@ export class FallbackPlugin {
   }
 
   /** The effective pool for a session and stage (§5). */
-  pool(request: Pick<MatchRequest, 'session'>, range?: PriorityRange): string[] {
-    const { session } = request;
+  pool(session: Pick<SessionView, 'sessionId' | 'blacklistedSkills' | 'fallbackHandlers'>, range?: PriorityRange): string[] {
     const input = {
       available: this.registry.availableFor(session.sessionId),
       priorityOverrides: this.#settings.priorities,
@@ -89,24 +88,20 @@ export class FallbackPlugin {
   }
 
   async #match(pipelineId: string, range: PriorityRange | undefined, request: MatchRequest): Promise<Match | null> {
-    const pool = this.pool(request, range);
+    const pool = this.pool(request.session, range);
     if (pool.length === 0) return null; // §5: an empty pool returns None immediately
-    const utteranceId = request.message.context['utterance_id'];
     const contest = this.#supervisor.spawn({
       kind: 'fallback',
       label: pipelineId,
       sessionId: request.session.sessionId,
-      utteranceId: typeof utteranceId === 'string' ? utteranceId : undefined,
+      utteranceId: utteranceIdOf(request.message),
       logic: this.#machine,
       input: { pool, pingTimeoutMs: this.#settings.pingTimeoutMs, query: { origin: request.message, utterances: request.utterances, lang: request.lang } },
       routes: ['fallback.pong'],
       correlate: (inbound): FallbackEvent | 'not_awaited' =>
         inbound.kind === 'fallback.pong' ? { type: 'PONG', skill_id: inbound.skill_id, can_handle: inbound.can_handle } : 'not_awaited',
     });
-    const abort = (): void => contest.stop('match_aborted');
-    request.signal.addEventListener('abort', abort, { once: true });
-    const result = await contest.done;
-    request.signal.removeEventListener('abort', abort);
+    const result = await contest.until(request.signal);
     if (result.status !== 'done' || result.output === null) return null;
     // §6.3 Match shape: the selected skill, reserved intent_name "fallback", empty slots.
     return {
@@ -118,9 +113,8 @@ export class FallbackPlugin {
     };
   }
 
+  /** PIPELINE-1 §10: what this stage could dispatch to for the session (its pool without session preferences). */
   #intents(sessionId: string, range: PriorityRange | undefined): IntentListing[] {
-    const available = this.registry.availableFor(sessionId);
-    const pool = buildPool({ available, priorityOverrides: this.#settings.priorities, blacklistedSkills: [], mode: this.#settings.mode, whitelist: this.#settings.whitelist, blacklist: this.#settings.blacklist, ...(range === undefined ? {} : { range }) });
-    return pool.map((entry) => ({ intent_name: 'fallback', skill_id: entry.skill_id, lang: '*' }));
+    return this.pool({ sessionId, blacklistedSkills: [] }, range).map((skill_id) => ({ intent_name: 'fallback', skill_id, lang: '*' }));
   }
 }

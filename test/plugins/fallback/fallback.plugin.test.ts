@@ -91,8 +91,8 @@ describe('OVOS-FALLBACK-1 §3 registration over the bus', () => {
     // Asked once (by fallback_low), not twice: the old priority-10 entry is gone.
     expect(pingOrder(h)).toEqual(['a']);
     const view = sessionFromObject(session('s1'));
-    expect(h.system.fallback.pool({ session: view }, [0, 49])).toEqual([]);
-    expect(h.system.fallback.pool({ session: view }, [75, 100])).toEqual(['a']);
+    expect(h.system.fallback.pool(view, [0, 49])).toEqual([]);
+    expect(h.system.fallback.pool(view, [75, 100])).toEqual(['a']);
   });
 
   it('§3.2: ovos.fallback.deregister removes the skill; an unknown skill_id is a no-op', async () => {
