@@ -16,4 +16,15 @@ export interface Bus {
   subscribe(listener: (message: Message) => void): Unsubscribe;
   /** Connection changes (a client's socket dropping); in-process buses never go down. */
   onStatus(listener: (status: BusStatus) => void): Unsubscribe;
+  /**
+   * Connection identity, where the bus has it (the embedded server; `LocalBus` for tests): the id of the client
+   * connection a delivered message arrived on, or undefined (published in-process, or a foreign bus, which shows
+   * no identity). Absent on buses that never know.
+   */
+  connectionOf?(message: Message): string | undefined;
+  /**
+   * A client connection closed. Reported after every message that arrived on it has been delivered, so a listener
+   * never sees a message from a connection it was already told is gone.
+   */
+  onConnectionClosed?(listener: (connection: string) => void): Unsubscribe;
 }

@@ -6,13 +6,21 @@
  * listener sees the first message before the second. This keeps the in-process bus as asynchronous as a socket,
  * so an in-process skill answering at once cannot overtake the messages its trigger was published with.
  * A listener that throws is reported through `onListenerError` and never stops delivery to the others.
+ *
+ * It also carries connection identity for the embedded server (and for tests that play skills on connections):
+ * `publish(message, connection)` marks where a message came from, `closeConnection` queues the close behind every
+ * message already published, so listeners learn of it in order.
  */
 import type { Bus, BusStatus, Unsubscribe } from './bus.js';
 import type { Message } from './message.js';
 
+type Queued = Message | { readonly closed: string };
+
 export class LocalBus implements Bus {
   #listeners: Array<(message: Message) => void> = [];
-  #queue: Message[] = [];
+  #closedListeners: Array<(connection: string) => void> = [];
+  #queue: Queued[] = [];
+  readonly #connections = new WeakMap<Message, string>();
   #scheduled = false;
   #idle: Array<() => void> = [];
   readonly #onListenerError: (error: unknown, message: Message) => void;
@@ -21,8 +29,30 @@ export class LocalBus implements Bus {
     this.#onListenerError = options.onListenerError ?? (() => {});
   }
 
-  publish(message: Message): void {
-    this.#queue.push(message);
+  /** `connection`: the client connection the message arrived on (the embedded server sets it). */
+  publish(message: Message, connection?: string): void {
+    if (connection !== undefined) this.#connections.set(message, connection);
+    this.#enqueue(message);
+  }
+
+  connectionOf(message: Message): string | undefined {
+    return this.#connections.get(message);
+  }
+
+  /** The client connection `connection` is gone: listeners hear it after everything it sent. */
+  closeConnection(connection: string): void {
+    this.#enqueue({ closed: connection });
+  }
+
+  onConnectionClosed(listener: (connection: string) => void): Unsubscribe {
+    this.#closedListeners = [...this.#closedListeners, listener];
+    return () => {
+      this.#closedListeners = this.#closedListeners.filter((l) => l !== listener);
+    };
+  }
+
+  #enqueue(item: Queued): void {
+    this.#queue.push(item);
     if (this.#scheduled) return;
     this.#scheduled = true;
     queueMicrotask(() => this.#drain());
@@ -37,6 +67,10 @@ export class LocalBus implements Bus {
   #drain(): void {
     for (let i = 0; i < this.#queue.length; i++) {
       const next = this.#queue[i]!;
+      if ('closed' in next) {
+        this.#notifyClosed(next.closed);
+        continue;
+      }
       for (const listener of this.#listeners) {
         try {
           listener(next);
@@ -54,6 +88,20 @@ export class LocalBus implements Bus {
     const waiting = this.#idle;
     this.#idle = [];
     for (const resolve of waiting) resolve();
+  }
+
+  #notifyClosed(connection: string): void {
+    for (const listener of this.#closedListeners) {
+      try {
+        listener(connection);
+      } catch (error) {
+        try {
+          this.#onListenerError(error, { type: 'bus.connection.closed', data: { connection }, context: {} });
+        } catch {
+          // as above
+        }
+      }
+    }
   }
 
   subscribe(listener: (message: Message) => void): Unsubscribe {

@@ -40,6 +40,7 @@ interface Client {
   readonly id: string;
   readonly socket: WebSocket;
   alive: boolean;
+  gone: boolean;
 }
 
 export class BusServer implements Bus {
@@ -128,6 +129,16 @@ export class BusServer implements Bus {
     return this.#local.subscribe(listener);
   }
 
+  /** The client connection a delivered message arrived on (undefined for in-process publications). */
+  connectionOf(message: Message): string | undefined {
+    return this.#local.connectionOf(message);
+  }
+
+  /** A client connection closed (any cause: its close, an error, a heartbeat or slow-consumer drop). */
+  onConnectionClosed(listener: (connection: string) => void): Unsubscribe {
+    return this.#local.onConnectionClosed(listener);
+  }
+
   /** The server itself never goes down while it runs; there is nothing to report. */
   onStatus(_listener: (status: BusStatus) => void): Unsubscribe {
     return () => {};
@@ -141,7 +152,10 @@ export class BusServer implements Bus {
 
   async #close(): Promise<void> {
     if (this.#heartbeat !== undefined) clearInterval(this.#heartbeat);
-    for (const client of this.#clients) client.socket.terminate();
+    for (const client of this.#clients) {
+      client.gone = true; // shutting down: nothing is left to tell
+      client.socket.terminate();
+    }
     this.#clients.clear();
     const httpClosed = new Promise<void>((resolve) => this.#http.close(() => resolve()));
     // Upgraded sockets are no longer the http server's to close; handshakes in flight and idle keep-alive
@@ -167,7 +181,7 @@ export class BusServer implements Bus {
   }
 
   #onConnection(ws: WebSocket, request: IncomingMessage): void {
-    const client: Client = { id: `${this.#nextClientId++}@${remoteOf(request)}`, socket: ws, alive: true };
+    const client: Client = { id: `${this.#nextClientId++}@${remoteOf(request)}`, socket: ws, alive: true, gone: false };
     ws.on('pong', () => {
       client.alive = true;
     });
@@ -179,11 +193,11 @@ export class BusServer implements Bus {
       const reason = error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' ? 'frame_too_large' : 'client_error';
       // ws closes the connection itself after a protocol error (1009 for an oversized frame).
       this.#logger.warn({ reason, client: client.id, code: error.code, err: error }, 'bus client dropped');
-      this.#clients.delete(client);
+      this.#gone(client);
     });
     ws.on('close', (code: number) => {
-      this.#clients.delete(client);
       this.#logger.debug({ client: client.id, code }, 'bus client disconnected');
+      this.#gone(client);
     });
     ws.send(GREETING);
   }
@@ -203,7 +217,15 @@ export class BusServer implements Bus {
     }
     // Verbatim: the sender's bytes, to everyone including the sender (as ovos-messagebus does).
     this.#broadcast(bytes);
-    this.#local.publish(decoded.message);
+    this.#local.publish(decoded.message, client.id);
+  }
+
+  /** Once per client, whatever ended it: no more broadcasts to it, and in-process listeners are told. */
+  #gone(client: Client): void {
+    this.#clients.delete(client);
+    if (client.gone) return;
+    client.gone = true;
+    this.#local.closeConnection(client.id);
   }
 
   #drop(client: Client, reason: FrameDropReason, frame: string): void {
@@ -235,7 +257,7 @@ export class BusServer implements Bus {
 
   #dropClient(client: Client, reason: string, detail: Record<string, number>): void {
     this.#logger.warn({ reason, client: client.id, ...detail }, 'bus client dropped');
-    this.#clients.delete(client);
+    this.#gone(client);
     client.socket.terminate();
   }
 }

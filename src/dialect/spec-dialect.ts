@@ -83,6 +83,7 @@ export type DropReason =
   | 'no_live_contest'
   | 'wrong_utterance'
   | 'wrong_utterance_id'
+  | 'wrong_contest'
   | 'wrong_session'
   | 'ambiguous_correlation'
   | 'not_awaited'

@@ -9,9 +9,10 @@
  * error observer; it is forgotten (routes removed) the moment it finishes, so a late reply finds no contest and is
  * dropped here with a reason — it never reaches an actor that is gone.
  */
+import { randomBytes } from 'node:crypto';
 import { createActor, type AnyActorLogic, type AnyActorRef, type EventFromLogic, type InputFrom, type InspectionEvent, type OutputFrom } from 'xstate';
 import type { Bus, Unsubscribe } from '../bus/bus.js';
-import { reply, utteranceIdOf, type Message } from '../bus/message.js';
+import { reply, stringField, utteranceIdOf, type Message } from '../bus/message.js';
 import { sessionIdOf } from '../bus/session.js';
 import type { Clock } from '../clock/clock.js';
 import { classify, topics, type DropReason, type Inbound, type InboundKind, type InboundOf } from '../dialect/spec-dialect.js';
@@ -21,6 +22,11 @@ export type InspectionHook = (event: InspectionEvent) => void;
 
 /** What a contest reports for inspection besides XState's own events: its identity. */
 export interface ContestInfo {
+  /**
+   * Unique per contest run, daemon-wide. Every message a contest sends carries it as `context.contest_id`, and a
+   * reply derived from it (`reply` keeps context keys) names the run it answers: a reply to a discarded run (a
+   * §5.1 re-run, the same question asked twice) never reaches another run.
+   */
   readonly id: string;
   readonly kind: string;
   readonly label: string;
@@ -84,6 +90,12 @@ const CONTEST_KINDS: ReadonlySet<InboundKind> = new Set<InboundKind>([
 
 type ServiceHandler<K extends InboundKind> = (inbound: InboundOf<K>, message: Message) => void;
 
+/** A client connection closed; `skills` are the skill_ids that spoke over it. */
+export type ConnectionClosedHandler = (connection: string, skills: readonly string[]) => void;
+
+/** At most this many skill_ids are remembered per connection (one client may host several skills). */
+const MAX_SKILLS_PER_CONNECTION = 256;
+
 export class Supervisor {
   readonly bus: Bus;
   readonly clock: Clock;
@@ -93,6 +105,12 @@ export class Supervisor {
   readonly #live = new Map<string, Live>();
   readonly #services = new Map<InboundKind, Array<(inbound: Inbound, message: Message) => void>>();
   readonly #unsubscribe: Unsubscribe;
+  readonly #unsubscribeClosed: Unsubscribe;
+  /** connection → skill_ids seen speaking over it (only on a bus with connection identity). */
+  readonly #peers = new Map<string, Set<string>>();
+  #closedHandlers: ConnectionClosedHandler[] = [];
+  /** Distinguishes this daemon's contest ids from another's on a shared bus. */
+  readonly #prefix = randomBytes(3).toString('hex');
   #seq = 0;
 
   constructor(options: SupervisorOptions) {
@@ -101,6 +119,47 @@ export class Supervisor {
     this.logger = options.logger;
     this.#inspect = options.inspect;
     this.#unsubscribe = this.bus.subscribe((message) => this.receive(message));
+    this.#unsubscribeClosed = this.bus.onConnectionClosed?.((connection) => this.#connectionClosed(connection)) ?? (() => {});
+  }
+
+  /** The client connection a message arrived on, when the bus knows (the embedded server). */
+  connectionOf(message: Message): string | undefined {
+    return this.bus.connectionOf?.(message);
+  }
+
+  /** Hear about closed client connections (embedded bus only: a foreign bus shows no connection identity). */
+  onConnectionClosed(handler: ConnectionClosedHandler): Unsubscribe {
+    this.#closedHandlers = [...this.#closedHandlers, handler];
+    return () => {
+      this.#closedHandlers = this.#closedHandlers.filter((h) => h !== handler);
+    };
+  }
+
+  /** skill_ids seen speaking over `connection`. */
+  skillsOn(connection: string): readonly string[] {
+    return [...(this.#peers.get(connection) ?? [])];
+  }
+
+  #learnPeer(inbound: Inbound, message: Message): void {
+    if (!('skill_id' in inbound)) return;
+    const connection = this.connectionOf(message);
+    if (connection === undefined) return;
+    let skills = this.#peers.get(connection);
+    if (skills === undefined) this.#peers.set(connection, (skills = new Set()));
+    if (skills.size < MAX_SKILLS_PER_CONNECTION) skills.add(inbound.skill_id);
+  }
+
+  #connectionClosed(connection: string): void {
+    const skills = this.skillsOn(connection);
+    this.#peers.delete(connection);
+    if (skills.length > 0) this.logger.info({ connection, skills }, 'skill connection closed');
+    for (const handler of this.#closedHandlers) {
+      try {
+        handler(connection, skills);
+      } catch (error) {
+        this.logger.error({ err: error, reason: 'service_threw', connection }, 'connection-closed handler threw');
+      }
+    }
   }
 
   /** Live contests right now. */
@@ -142,6 +201,7 @@ export class Supervisor {
       return;
     }
     const { inbound } = classified;
+    this.#learnPeer(inbound, message);
     const sessionId = sessionIdOf(message);
     if (sessionId === undefined) {
       // OVOS-SESSION-1 §2.5: never substitute the default session; tell the sender why its message went nowhere.
@@ -170,6 +230,7 @@ export class Supervisor {
       return;
     }
     const utteranceId = utteranceIdOf(message);
+    const contestId = stringField(message.context, 'contest_id');
     let accepted: { live: Live; event: { readonly type: string } } | undefined;
     let acceptedCount = 0;
     let firstDrop: DropReason | undefined;
@@ -177,6 +238,11 @@ export class Supervisor {
       // MSG-1 §4.2: when both carry an utterance_id they must agree.
       if (utteranceId !== undefined && live.info.utteranceId !== undefined && utteranceId !== live.info.utteranceId) {
         firstDrop ??= 'wrong_utterance_id';
+        continue;
+      }
+      // A reply that names the run it answers goes to that run only (a discarded run's replies go nowhere).
+      if (contestId !== undefined && contestId !== live.info.id) {
+        firstDrop ??= 'wrong_contest';
         continue;
       }
       const outcome = live.correlate(inbound, message);
@@ -209,7 +275,7 @@ export class Supervisor {
 
   /** Spawn one contest actor, route its replies, forget it when it finishes. */
   spawn<TLogic extends AnyActorLogic>(options: ContestOptions<TLogic>): Contest<TLogic> {
-    const id = `${options.kind}:${options.label}:${options.sessionId}:${options.utteranceId ?? '-'}:${++this.#seq}`;
+    const id = `${options.kind}:${this.#prefix}.${++this.#seq}`;
     const info: ContestInfo = {
       id,
       kind: options.kind,
@@ -317,6 +383,7 @@ export class Supervisor {
 
   close(): void {
     this.#unsubscribe();
+    this.#unsubscribeClosed();
     this.stopAll('supervisor_closed');
   }
 }

@@ -353,7 +353,8 @@ describe('OVOS-PIPELINE-1 §4.4 match bound', () => {
     expect(m.pings).toHaveLength(1);
     h.bus.publish(reply(only(a.pings), 'a.fallback.pong', { skill_id: 'a', can_handle: true }));
     await h.settle();
-    expect(drops(h, 'not_awaited').map((l) => l['skill_id'])).toEqual(['a']);
+    // The pong names the fallback_high run it answers (context.contest_id): fallback_medium's run never takes it.
+    expect(drops(h, 'wrong_contest').map((l) => l['type'])).toEqual(['a.fallback.pong']);
     await h.advance(BOUND_MS);
     expect(dispatches(h)).toEqual([]);
     expect(h.timeline('s1').slice(-2)).toEqual(['ovos.intent.unmatched', 'ovos.utterance.handled']);

@@ -51,15 +51,16 @@ export class CommonQueryPlugin implements PipelineStage {
     this.#machine = commonQueryMachine.provide({
       actions: {
         // §6.1: broadcast, session in context (derived from the utterance so session and utterance_id ride along).
-        sendPing: ({ context }) => {
+        sendPing: ({ context, self }) => {
           const ping = reply(context.origin, topics.commonQueryPing, { utterance: context.utterance });
           const { destination: _broadcast, ...routing } = ping.context;
-          bus.publish({ ...ping, context: routing });
+          bus.publish({ ...ping, context: { ...routing, contest_id: self.id } });
         },
         // §7.1: every claimant in parallel.
-        sendRequests: ({ context }) => {
+        sendRequests: ({ context, self }) => {
           for (const claimant of context.claimants) {
-            bus.publish(reply(context.origin, topics.commonQueryRequest(claimant.skill_id), { utterance: context.utterance }));
+            const request = reply(context.origin, topics.commonQueryRequest(claimant.skill_id), { utterance: context.utterance });
+            bus.publish(withContext(request, { contest_id: self.id }));
           }
         },
       },

@@ -3,7 +3,7 @@
  * `PipelineStage` whose `match` builds the pool (§5) and runs one contest actor (§6) through the supervisor.
  */
 import type { Config, PriorityRange } from '../../config/defaults.js';
-import { createMessage, reply, utteranceIdOf } from '../../bus/message.js';
+import { createMessage, reply, utteranceIdOf, withContext } from '../../bus/message.js';
 import { sessionIdOf, type SessionView } from '../../bus/session.js';
 import { topics } from '../../dialect/spec-dialect.js';
 import type { Supervisor } from '../../supervisor/supervisor.js';
@@ -27,13 +27,10 @@ export class FallbackPlugin {
     // §6.1: `<skill_id>.fallback.ping`, derived via reply from the inbound utterance message, {utterances, lang}.
     this.#machine = fallbackMachine.provide({
       actions: {
-        sendPing: ({ context }, { skill_id }) =>
-          bus.publish(
-            reply(context.query.origin, topics.fallbackPing(skill_id), {
-              utterances: [...context.query.utterances],
-              lang: context.query.lang,
-            }),
-          ),
+        sendPing: ({ context, self }, { skill_id }) => {
+          const ping = reply(context.query.origin, topics.fallbackPing(skill_id), { utterances: [...context.query.utterances], lang: context.query.lang });
+          bus.publish(withContext(ping, { contest_id: self.id }));
+        },
       },
     });
     // §3.1 / §3.2 (the dialect already refused a payload skill_id ≠ context.skill_id).

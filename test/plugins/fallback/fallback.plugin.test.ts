@@ -135,7 +135,7 @@ describe('OVOS-FALLBACK-1 §6.1 ping derivation and pong validation', () => {
     const ping = only(a.pings);
     expect(ping.type).toBe('a.fallback.ping');
     expect(ping.data).toEqual({ utterances: ['what is the meaning of life'], lang: 'pt-PT' });
-    expect(ping.context).toEqual({ source: 'orchestrator', destination: 'test', session: carrier, utterance_id: 'utt-1' });
+    expect(ping.context).toEqual({ source: 'orchestrator', destination: 'test', session: carrier, utterance_id: 'utt-1', contest_id: expect.stringMatching(/^fallback:/) });
   });
 
   it('§6.1 (MSG-1 §4.2): an utterance without utterance_id gets one stamped, carried by the ping and the handled', async () => {
