@@ -90,7 +90,7 @@ const CONTEST_KINDS: ReadonlySet<InboundKind> = new Set<InboundKind>([
 
 type ServiceHandler<K extends InboundKind> = (inbound: InboundOf<K>, message: Message) => void;
 
-/** A client connection closed; `skills` are the skill_ids that spoke over it. */
+/** A client connection closed; `skills`: the skill_ids that spoke over it last (and are now unreachable). */
 export type ConnectionClosedHandler = (connection: string, skills: readonly string[]) => void;
 
 /** At most this many skill_ids are remembered per connection (one client may host several skills). */
@@ -108,6 +108,8 @@ export class Supervisor {
   readonly #unsubscribeClosed: Unsubscribe;
   /** connection → skill_ids seen speaking over it (only on a bus with connection identity). */
   readonly #peers = new Map<string, Set<string>>();
+  /** skill_id → the connection it spoke over most recently (a reconnected skill moves to its new one). */
+  readonly #latest = new Map<string, string>();
   #closedHandlers: ConnectionClosedHandler[] = [];
   /** Distinguishes this daemon's contest ids from another's on a shared bus. */
   readonly #prefix = randomBytes(3).toString('hex');
@@ -146,11 +148,18 @@ export class Supervisor {
     if (connection === undefined) return;
     let skills = this.#peers.get(connection);
     if (skills === undefined) this.#peers.set(connection, (skills = new Set()));
-    if (skills.size < MAX_SKILLS_PER_CONNECTION) skills.add(inbound.skill_id);
+    if (skills.size >= MAX_SKILLS_PER_CONNECTION && !skills.has(inbound.skill_id)) return;
+    skills.add(inbound.skill_id);
+    this.#latest.set(inbound.skill_id, connection);
   }
 
+  /**
+   * Reported as gone: the skills whose most recent connection this was. A skill that already spoke over a newer
+   * connection (it reconnected before the old one was noticed dead) is not gone.
+   */
   #connectionClosed(connection: string): void {
-    const skills = this.skillsOn(connection);
+    const skills = this.skillsOn(connection).filter((skill) => this.#latest.get(skill) === connection);
+    for (const skill of skills) this.#latest.delete(skill);
     this.#peers.delete(connection);
     if (skills.length > 0) this.logger.info({ connection, skills }, 'skill connection closed');
     for (const handler of this.#closedHandlers) {
