@@ -1,34 +1,56 @@
 /**
- * The common-query contest, OVOS-COMMON-QUERY-1 §6–§8: one actor per (session_id, utterance).
+ * The common-query contest, OVOS-COMMON-QUERY-1 §6–§8: one actor per contest run.
  *
- *   polling ──(pollWindow ceiling | pollQuiet after the latest claim)──▶ closing ──▶ collecting ──▶ done
- *                                                                          └─(no claimant)────────────▶ done
+ *   polling ──(every known skill answered | claim bound | ceiling)──▶ closingPoll ──▶ collecting ──▶ done
+ *                                                                          └─(no claimant)──────────▶ done
  *
- * - Poll (§6): `sendPing` broadcasts `ovos.common_query.ping`. Claims (`can_answer: true`) are collected until the
- *   poll-window ceiling (`pollWindow`, Appendix A 500 ms) or, early close (§6.3), until `pollQuiet` has passed
- *   since the most recent claim with no further claim. A claimant honouring the skill-side pong bound answers
- *   within a few ms of the others; the quiet period is how long one more is still worth waiting for.
- * - Collection (§7): `sendRequests` asks every claimant in parallel. The window (`collectionWindow`) is the
- *   largest claimant `latency_ms` (a claimant without one counts as the initial window), clamped to the ceiling:
- *   no skill can extend it past the ceiling (§7.2). It closes at once when every claimant has responded (a response
- *   without `answer` counts), or on a fast win (§8 step 3).
- * - Fast win is judged against the LIVE session (§5.1): only once `match` has joined with its policy. Before that
- *   (early start) collection keeps going, so an upstream stage that blacklists the fast winner still takes effect.
+ * Poll (§6): `sendPing` broadcasts `ovos.common_query.ping`. The poll closes at the first of (§6.3 early close):
+ *  1. every skill on the plugin's roster (`knownSkills`: every skill that has ever ponged) has answered this poll,
+ *     `can_answer` true or false — nobody the plugin knows of is left to hear from (`all_known_answered`);
+ *  2. the claim bound `pollClaimBound` (Appendix A's 100 ms skill-side pong bound plus a transport allowance):
+ *     a skill that honours the pong bound has answered by then, so silence means "no" — unless a skill known to
+ *     answer every poll (`answeringSkills`: it has said `can_answer: false` before) is still outstanding: it is
+ *     waited for until (3), so load on the bus never turns its late claim into a lost answer;
+ *  3. the poll-window ceiling `pollWindow` (Appendix A 500 ms). What is in hand then are the claimants (§6.2).
+ * A claim within the claim bound is never lost when it comes from a skill on the roster, or while nobody on the
+ * roster has answered yet; a skill unknown to the plugin that claims after every known skill has answered (rule 1
+ * closed the poll) is heard from its next question on.
  *
- * The output is the raw material only (§5.1): claimants and responses. Filtering and selection run in `match`.
+ * Collection (§7): `sendRequests` asks every claimant in parallel. §7.2 sizes the *initial* window from the
+ * claimants' `latency_ms` (`collectionWindow`: the largest, a claimant without one counting as the fixed initial
+ * window, clamped to the ceiling); a claimant is treated as declining only when it has not answered by the
+ * ceiling. So the window closes at the first of:
+ *  - every claimant has responded (a response without `answer` counts) — `all_answered`;
+ *  - a fast win under the live policy (§8 step 3) — `fast_win`;
+ *  - the initial window has passed and a surviving answer (§8 steps 1–2 under the live policy) is in hand —
+ *    at the window's end if one is already there, else the moment the first one arrives — `window`;
+ *  - the hard ceiling `collectionCeiling` (Appendix A 5 s) — `ceiling`.
+ * An answer arriving before the ceiling is therefore never lost while no other surviving answer is in hand.
+ *
+ * Survival and fast win are judged against the LIVE session only (§5.1): once `match` has joined with its policy.
+ * Before that (early start) collection keeps going, so an upstream stage that blacklists a skill still takes effect.
+ *
+ * The output is the raw material only (§5.1): claimants, responses, who answered the poll. Selection runs in
+ * `match`.
  */
 import { and, assign, emit, setup } from 'xstate';
 import type { Message } from '../../src/bus/message.js';
-import { fastWinner, type CandidateResponse, type SelectionPolicy } from '../../src/plugins/common-query/selection.js';
+import { fastWinner, survivors, type CandidateResponse, type SelectionPolicy } from '../../src/plugins/common-query/selection.js';
 
 export interface CommonQueryInput {
   readonly origin: Message;
   readonly utterance: string;
   readonly lang: string;
+  /** Appendix A poll-window ceiling. */
   readonly pollWindowMs: number;
-  readonly pollQuietMs: number;
+  /** Early close with no one known outstanding: the pong bound plus a transport allowance (≤ pollWindowMs). */
+  readonly pollClaimBoundMs: number;
   readonly collectionInitialMs: number;
   readonly collectionCeilingMs: number;
+  /** The roster when the contest started: every skill known to take part in common query. */
+  readonly knownSkills: readonly string[];
+  /** Of those, the skills known to answer every poll (true or false): worth waiting for past the claim bound. */
+  readonly answeringSkills: readonly string[];
   /** The live policy when `match` started the contest itself; null for an early start (joined later). */
   readonly policy: SelectionPolicy | null;
 }
@@ -38,10 +60,12 @@ export interface Claimant {
   readonly latency_ms?: number;
 }
 
-export type ClosedBy = 'no_claimant' | 'all_answered' | 'fast_win' | 'window';
+export type ClosedBy = 'no_claimant' | 'all_answered' | 'fast_win' | 'window' | 'ceiling';
 
 export interface CommonQueryContext extends CommonQueryInput {
   readonly claimants: readonly Claimant[];
+  /** Every skill that answered the poll in time, true or false. */
+  readonly polled: readonly string[];
   readonly responses: readonly CandidateResponse[];
   readonly closedBy: ClosedBy | null;
 }
@@ -52,18 +76,19 @@ export type CommonQueryEvent =
   | { readonly type: 'JOIN'; readonly policy: SelectionPolicy };
 
 export type CommonQueryEmitted =
-  | { readonly type: 'pong.ignored'; readonly skill_id: string; readonly reason: 'duplicate' | 'poll_closed' | 'not_claiming' }
+  | { readonly type: 'pong.ignored'; readonly skill_id: string; readonly reason: 'duplicate' | 'poll_closed' }
   | { readonly type: 'response.ignored'; readonly skill_id: string; readonly reason: 'not_a_claimant' | 'duplicate' | 'collection_closed' | 'not_requested_yet' };
 
 export interface CommonQueryOutput {
   readonly utterance: string;
   readonly lang: string;
   readonly claimants: readonly Claimant[];
+  readonly polled: readonly string[];
   readonly responses: readonly CandidateResponse[];
   readonly closedBy: ClosedBy;
 }
 
-/** §7.2: the largest claimant estimate (missing → the initial window), clamped to [0, ceiling]. */
+/** §7.2: the initial window — the largest claimant estimate (missing → the fixed initial window), in [0, ceiling]. */
 export function collectionWindowMs(context: Pick<CommonQueryContext, 'claimants' | 'collectionInitialMs' | 'collectionCeilingMs'>): number {
   let window = 0;
   for (const claimant of context.claimants) window = Math.max(window, claimant.latency_ms ?? context.collectionInitialMs);
@@ -77,6 +102,9 @@ const asCandidate = (event: Response, order: number): CandidateResponse => {
   return event.conf === undefined ? { ...base, answer: event.answer } : { ...base, answer: event.answer, conf: event.conf };
 };
 
+const responded = (context: CommonQueryContext, skillId: string): boolean => context.responses.some((r) => r.skill_id === skillId);
+const polledAll = (polled: readonly string[], skills: readonly string[]): boolean => skills.every((skill) => polled.includes(skill));
+
 export const commonQueryMachine = setup({
   types: {
     input: {} as CommonQueryInput,
@@ -87,15 +115,19 @@ export const commonQueryMachine = setup({
   },
   actions: {
     /** Provided: broadcast `ovos.common_query.ping {utterance}` (§6.1). */
-    sendPing: (_args: { context: CommonQueryContext }) => {},
+    sendPing: (_args: { context: CommonQueryContext }) => {
+      throw new Error('not provided: sendPing');
+    },
     /** Provided: `<skill_id>:common_query {utterance}` to every claimant (§7.1). */
-    sendRequests: (_args: { context: CommonQueryContext }) => {},
-    addClaimant: assign({
-      claimants: ({ context, event }) => {
-        if (event.type !== 'PONG') return context.claimants;
-        const claimant: Claimant = event.latency_ms === undefined ? { skill_id: event.skill_id } : { skill_id: event.skill_id, latency_ms: event.latency_ms };
-        return [...context.claimants, claimant];
-      },
+    sendRequests: (_args: { context: CommonQueryContext }) => {
+      throw new Error('not provided: sendRequests');
+    },
+    recordPong: assign(({ context, event }) => {
+      if (event.type !== 'PONG') return {};
+      const polled = [...context.polled, event.skill_id];
+      if (!event.can_answer) return { polled };
+      const claimant: Claimant = event.latency_ms === undefined ? { skill_id: event.skill_id } : { skill_id: event.skill_id, latency_ms: event.latency_ms };
+      return { polled, claimants: [...context.claimants, claimant] };
     }),
     addResponse: assign({
       responses: ({ context, event }) =>
@@ -103,29 +135,32 @@ export const commonQueryMachine = setup({
     }),
     join: assign({ policy: ({ context, event }) => (event.type === 'JOIN' ? event.policy : context.policy) }),
     closeBy: assign({ closedBy: (_, params: { by: ClosedBy }) => params.by }),
-    reportPongIgnored: emit((_, params: { skill_id: string; reason: 'duplicate' | 'poll_closed' | 'not_claiming' }) => ({
+    reportPongIgnored: emit(({ context, event }) => ({
       type: 'pong.ignored' as const,
-      ...params,
+      skill_id: event.type === 'PONG' ? event.skill_id : '',
+      reason: event.type === 'PONG' && context.polled.includes(event.skill_id) ? ('duplicate' as const) : ('poll_closed' as const),
     })),
     reportResponseIgnored: emit(({ context, event }) => {
       const skillId = event.type === 'RESPONSE' ? event.skill_id : '';
       const claimant = context.claimants.some((c) => c.skill_id === skillId);
-      const answered = context.responses.some((r) => r.skill_id === skillId);
       return {
         type: 'response.ignored' as const,
         skill_id: skillId,
-        reason: !claimant ? ('not_a_claimant' as const) : answered ? ('duplicate' as const) : ('collection_closed' as const),
+        reason: !claimant ? ('not_a_claimant' as const) : responded(context, skillId) ? ('duplicate' as const) : ('collection_closed' as const),
       };
     }),
   },
   guards: {
-    claims: ({ event }) => event.type === 'PONG' && event.can_answer,
-    alreadyClaimed: ({ context, event }) => event.type === 'PONG' && context.claimants.some((c) => c.skill_id === event.skill_id),
+    firstPong: ({ context, event }) => event.type === 'PONG' && !context.polled.includes(event.skill_id),
+    /** With this pong, every skill on the roster has answered the poll (rule 1). */
+    lastKnown: ({ context, event }) =>
+      event.type === 'PONG' && context.knownSkills.length > 0 && polledAll([...context.polled, event.skill_id], context.knownSkills),
+    /** With this pong, no skill known to answer every poll is outstanding (ends the wait past the claim bound). */
+    lastAnswering: ({ context, event }) => event.type === 'PONG' && polledAll([...context.polled, event.skill_id], context.answeringSkills),
+    answeringOutstanding: ({ context }) => !polledAll(context.polled, context.answeringSkills),
     hasClaimants: ({ context }) => context.claimants.length > 0,
     pendingClaimant: ({ context, event }) =>
-      event.type === 'RESPONSE' &&
-      context.claimants.some((c) => c.skill_id === event.skill_id) &&
-      !context.responses.some((r) => r.skill_id === event.skill_id),
+      event.type === 'RESPONSE' && context.claimants.some((c) => c.skill_id === event.skill_id) && !responded(context, event.skill_id),
     /** This response is the last one outstanding. */
     completes: ({ context }) => context.responses.length + 1 === context.claimants.length,
     /** This response is a fast win under the live policy (§8 step 3). */
@@ -133,21 +168,27 @@ export const commonQueryMachine = setup({
       event.type === 'RESPONSE' && context.policy !== null && fastWinner([asCandidate(event, context.responses.length)], context.policy) !== null,
     /** A response already in is a fast win under the policy `match` just joined with. */
     fastWinOnJoin: ({ context, event }) => event.type === 'JOIN' && fastWinner(context.responses, event.policy) !== null,
+    /** A surviving answer (§8 steps 1–2, live policy) is in hand. */
+    survivorInHand: ({ context }) => context.policy !== null && survivors(context.responses, context.policy).length > 0,
+    /** This response survives §8 steps 1–2 under the live policy. */
+    survives: ({ context, event }) =>
+      event.type === 'RESPONSE' && context.policy !== null && survivors([asCandidate(event, context.responses.length)], context.policy).length > 0,
+    /** A response already in survives under the policy `match` just joined with. */
+    survivorOnJoin: ({ context, event }) => event.type === 'JOIN' && survivors(context.responses, event.policy).length > 0,
   },
   delays: {
     pollWindow: ({ context }) => context.pollWindowMs,
-    pollQuiet: ({ context }) => context.pollQuietMs,
+    pollClaimBound: ({ context }) => Math.min(context.pollClaimBoundMs, context.pollWindowMs),
     collectionWindow: ({ context }) => collectionWindowMs(context),
+    collectionCeiling: ({ context }) => context.collectionCeilingMs,
   },
 }).createMachine({
   id: 'commonQuery',
-  context: ({ input }) => ({ ...input, claimants: [], responses: [], closedBy: null }),
+  context: ({ input }) => ({ ...input, claimants: [], polled: [], responses: [], closedBy: null }),
   initial: 'polling',
   on: {
     JOIN: { actions: 'join' },
-    PONG: {
-      actions: { type: 'reportPongIgnored', params: ({ event }) => ({ skill_id: event.skill_id, reason: 'poll_closed' as const }) },
-    },
+    PONG: { actions: 'reportPongIgnored' },
     RESPONSE: { actions: 'reportResponseIgnored' },
   },
   states: {
@@ -155,28 +196,29 @@ export const commonQueryMachine = setup({
       entry: 'sendPing',
       after: { pollWindow: { target: 'closingPoll' } },
       on: {
+        PONG: [
+          { guard: and(['firstPong', 'lastKnown']), target: 'closingPoll', actions: 'recordPong' },
+          { guard: 'firstPong', actions: 'recordPong' },
+          { actions: 'reportPongIgnored' },
+        ],
         RESPONSE: {
           actions: emit(({ event }) => ({ type: 'response.ignored' as const, skill_id: event.skill_id, reason: 'not_requested_yet' as const })),
         },
       },
-      initial: 'waiting',
+      initial: 'open',
       states: {
-        waiting: {
-          on: {
-            PONG: [
-              { guard: 'claims', target: 'claimed', actions: 'addClaimant' },
-              { actions: { type: 'reportPongIgnored', params: ({ event }) => ({ skill_id: event.skill_id, reason: 'not_claiming' as const }) } },
-            ],
+        open: {
+          after: {
+            pollClaimBound: [{ guard: 'answeringOutstanding', target: 'awaitingKnown' }, { target: '#commonQuery.closingPoll' }],
           },
         },
-        claimed: {
-          // §6.3 early close: each new claim restarts the quiet period (a self re-entry of this child only).
-          after: { pollQuiet: { target: '#commonQuery.closingPoll' } },
+        // Past the claim bound, only for skills known to answer every poll; the ceiling still applies.
+        awaitingKnown: {
           on: {
             PONG: [
-              { guard: 'alreadyClaimed', actions: { type: 'reportPongIgnored', params: ({ event }) => ({ skill_id: event.skill_id, reason: 'duplicate' as const }) } },
-              { guard: 'claims', target: 'claimed', reenter: true, actions: 'addClaimant' },
-              { actions: { type: 'reportPongIgnored', params: ({ event }) => ({ skill_id: event.skill_id, reason: 'not_claiming' as const }) } },
+              { guard: and(['firstPong', 'lastAnswering']), target: '#commonQuery.closingPoll', actions: 'recordPong' },
+              { guard: 'firstPong', actions: 'recordPong' },
+              { actions: 'reportPongIgnored' },
             ],
           },
         },
@@ -190,7 +232,7 @@ export const commonQueryMachine = setup({
     },
     collecting: {
       entry: 'sendRequests',
-      after: { collectionWindow: { target: 'done', actions: { type: 'closeBy', params: { by: 'window' } } } },
+      after: { collectionCeiling: { target: 'done', actions: { type: 'closeBy', params: { by: 'ceiling' } } } },
       on: {
         RESPONSE: [
           { guard: and(['pendingClaimant', 'fastWinWith']), target: 'done', actions: ['addResponse', { type: 'closeBy', params: { by: 'fast_win' } }] },
@@ -203,6 +245,34 @@ export const commonQueryMachine = setup({
           { actions: 'join' },
         ],
       },
+      initial: 'initialWindow',
+      states: {
+        initialWindow: {
+          after: {
+            collectionWindow: [
+              { guard: 'survivorInHand', target: '#commonQuery.done', actions: { type: 'closeBy', params: { by: 'window' } } },
+              { target: 'awaitingSurvivor' },
+            ],
+          },
+        },
+        // §7.2: past the initial window, the first surviving answer closes it; nothing is lost before the ceiling.
+        awaitingSurvivor: {
+          on: {
+            RESPONSE: [
+              { guard: and(['pendingClaimant', 'fastWinWith']), target: '#commonQuery.done', actions: ['addResponse', { type: 'closeBy', params: { by: 'fast_win' } }] },
+              { guard: and(['pendingClaimant', 'completes']), target: '#commonQuery.done', actions: ['addResponse', { type: 'closeBy', params: { by: 'all_answered' } }] },
+              { guard: and(['pendingClaimant', 'survives']), target: '#commonQuery.done', actions: ['addResponse', { type: 'closeBy', params: { by: 'window' } }] },
+              { guard: 'pendingClaimant', actions: 'addResponse' },
+              { actions: 'reportResponseIgnored' },
+            ],
+            JOIN: [
+              { guard: 'fastWinOnJoin', target: '#commonQuery.done', actions: ['join', { type: 'closeBy', params: { by: 'fast_win' } }] },
+              { guard: 'survivorOnJoin', target: '#commonQuery.done', actions: ['join', { type: 'closeBy', params: { by: 'window' } }] },
+              { actions: 'join' },
+            ],
+          },
+        },
+      },
     },
     done: { type: 'final' },
   },
@@ -210,7 +280,8 @@ export const commonQueryMachine = setup({
     utterance: context.utterance,
     lang: context.lang,
     claimants: context.claimants,
+    polled: context.polled,
     responses: context.responses,
-    closedBy: context.closedBy ?? 'window',
+    closedBy: context.closedBy ?? 'ceiling',
   }),
 });

@@ -3,7 +3,9 @@
  *
  * Skills are queried one at a time in pool order (§6.1). Each query arms the named delay `pingTimeout`; a pong from
  * the awaited skill with `can_handle: true` wins (§6.2), a decline or the timeout (treated as `can_handle: false`,
- * §6.1) moves to the next skill, an exhausted pool outputs `null`. A pong from any other skill — late (its timeout
+ * §6.1) moves to the next skill, an exhausted pool outputs `null`. A skill known to be unreachable (`GONE`: its
+ * connection closed) cannot answer: if it is the awaited one, the contest moves on at once (no timeout to wait
+ * out); if it is still ahead in the pool, it is skipped. A pong from any other skill — late (its timeout
  * already passed), duplicate (it already answered), or unsolicited (not asked yet, not in the pool) — changes
  * nothing and is reported with a reason.
  *
@@ -26,7 +28,7 @@ export interface FallbackInput {
   readonly pingTimeoutMs: number;
 }
 
-export type SkillOutcome = 'willing' | 'declined' | 'timeout';
+export type SkillOutcome = 'willing' | 'declined' | 'timeout' | 'gone';
 
 export interface FallbackContext {
   readonly query: FallbackQuery;
@@ -36,9 +38,13 @@ export interface FallbackContext {
   readonly index: number;
   /** What each asked skill said, in asking order. */
   readonly outcomes: ReadonlyArray<{ readonly skill_id: string; readonly outcome: SkillOutcome }>;
+  /** Skills reported unreachable during the contest: never asked. */
+  readonly gone: readonly string[];
 }
 
-export type FallbackEvent = { readonly type: 'PONG'; readonly skill_id: string; readonly can_handle: boolean };
+export type FallbackEvent =
+  | { readonly type: 'PONG'; readonly skill_id: string; readonly can_handle: boolean }
+  | { readonly type: 'GONE'; readonly skill_id: string };
 
 export type FallbackEmitted =
   | { readonly type: 'ping.timeout'; readonly skill_id: string; readonly after_ms: number }
@@ -48,6 +54,13 @@ export type FallbackEmitted =
 export type FallbackOutput = { readonly skill_id: string } | null;
 
 const current = (context: FallbackContext): string | undefined => context.pool[context.index];
+
+/** The index of the next skill to ask after `index`, skipping unreachable ones; `pool.length` when none is left. */
+const nextIndex = (context: Pick<FallbackContext, 'pool' | 'gone'>, index: number): number => {
+  let next = index + 1;
+  while (next < context.pool.length && context.gone.includes(context.pool[next]!)) next++;
+  return next;
+};
 
 export const fallbackMachine = setup({
   types: {
@@ -66,7 +79,8 @@ export const fallbackMachine = setup({
         { skill_id: current(context) ?? '', outcome: params.outcome },
       ],
     }),
-    advance: assign({ index: ({ context }) => context.index + 1 }),
+    advance: assign({ index: ({ context }) => nextIndex(context, context.index) }),
+    markGone: assign({ gone: ({ context, event }) => (event.type === 'GONE' ? [...context.gone, event.skill_id] : context.gone) }),
     reportTimeout: emit(({ context }) => ({
       type: 'ping.timeout' as const,
       skill_id: current(context) ?? '',
@@ -81,15 +95,17 @@ export const fallbackMachine = setup({
   guards: {
     poolEmpty: ({ context }) => context.pool.length === 0,
     fromAwaitedSkill: ({ context, event }) => event.skill_id === current(context),
-    willing: ({ event }) => event.can_handle,
-    hasNext: ({ context }) => context.index + 1 < context.pool.length,
+    willing: ({ event }) => event.type === 'PONG' && event.can_handle,
+    hasNext: ({ context }) => nextIndex(context, context.index) < context.pool.length,
   },
   delays: {
     pingTimeout: ({ context }) => context.pingTimeoutMs,
   },
 }).createMachine({
   id: 'fallback',
-  context: ({ input }) => ({ query: input.query, pool: input.pool, pingTimeoutMs: input.pingTimeoutMs, index: 0, outcomes: [] }),
+  context: ({ input }) => ({ query: input.query, pool: input.pool, pingTimeoutMs: input.pingTimeoutMs, index: 0, outcomes: [], gone: [] }),
+  // A skill that becomes unreachable before its turn is skipped when its turn comes.
+  on: { GONE: { actions: 'markGone' } },
   initial: 'start',
   states: {
     start: {
@@ -127,6 +143,16 @@ export const fallbackMachine = setup({
             actions: { type: 'recordOutcome', params: { outcome: 'declined' } },
           },
           { actions: 'reportIgnored' },
+        ],
+        GONE: [
+          {
+            guard: and(['fromAwaitedSkill', 'hasNext']),
+            target: 'querying',
+            reenter: true,
+            actions: ['markGone', { type: 'recordOutcome', params: { outcome: 'gone' } }, 'advance'],
+          },
+          { guard: 'fromAwaitedSkill', target: 'exhausted', actions: ['markGone', { type: 'recordOutcome', params: { outcome: 'gone' } }] },
+          { actions: 'markGone' },
         ],
       },
     },

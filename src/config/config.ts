@@ -286,7 +286,10 @@ export function validateConfig(value: unknown): Config {
 }
 
 function validateFallback(value: unknown): Config['fallback'] {
-  const input = section(value, 'fallback', ['pingTimeoutMs', 'stages', 'priorities', 'mode', 'whitelist', 'blacklist']);
+  const input = section(value, 'fallback', [
+    'pingTimeoutMs', 'stages', 'priorities', 'mode', 'whitelist', 'blacklist', 'suspendAfterTimeouts', 'suspendMs',
+    'maxSkillsPerSession', 'maxSessions',
+  ]);
 
   const stagesIn = record(own(input, 'stages'), 'fallback.stages');
   const stages = nullProtoRecord(
@@ -320,12 +323,16 @@ function validateFallback(value: unknown): Config['fallback'] {
     mode: oneOf(own(input, 'mode'), 'fallback.mode', FALLBACK_MODES),
     whitelist: stringArray(own(input, 'whitelist'), 'fallback.whitelist', nonEmptyString),
     blacklist: stringArray(own(input, 'blacklist'), 'fallback.blacklist', nonEmptyString),
+    suspendAfterTimeouts: integer(own(input, 'suspendAfterTimeouts'), 'fallback.suspendAfterTimeouts', 1, Number.MAX_SAFE_INTEGER),
+    suspendMs: duration(own(input, 'suspendMs'), 'fallback.suspendMs', true),
+    maxSkillsPerSession: integer(own(input, 'maxSkillsPerSession'), 'fallback.maxSkillsPerSession', 1, Number.MAX_SAFE_INTEGER),
+    maxSessions: integer(own(input, 'maxSessions'), 'fallback.maxSessions', 0, Number.MAX_SAFE_INTEGER),
   };
 }
 
 function validateCommonQuery(value: unknown): Config['commonQuery'] {
   const input = section(value, 'commonQuery', [
-    'pipelineId', 'gate', 'earlyStart', 'pollWindowMs', 'pollQuietMs', 'collectionInitialMs', 'collectionCeilingMs',
+    'pipelineId', 'gate', 'earlyStart', 'pollWindowMs', 'pollClaimBoundMs', 'collectionInitialMs', 'collectionCeilingMs',
     'minConfidence', 'fastWinConfidence',
   ]);
 
@@ -368,7 +375,7 @@ function validateCommonQuery(value: unknown): Config['commonQuery'] {
     gate,
     earlyStart: boolean(own(input, 'earlyStart'), 'commonQuery.earlyStart'),
     pollWindowMs: duration(own(input, 'pollWindowMs'), 'commonQuery.pollWindowMs', true),
-    pollQuietMs: duration(own(input, 'pollQuietMs'), 'commonQuery.pollQuietMs', false),
+    pollClaimBoundMs: duration(own(input, 'pollClaimBoundMs'), 'commonQuery.pollClaimBoundMs', false),
     collectionInitialMs: duration(own(input, 'collectionInitialMs'), 'commonQuery.collectionInitialMs', false),
     collectionCeilingMs: duration(own(input, 'collectionCeilingMs'), 'commonQuery.collectionCeilingMs', true),
     minConfidence: unitInterval(own(input, 'minConfidence'), 'commonQuery.minConfidence'),
@@ -386,8 +393,8 @@ function checkRelations(config: Config): void {
   if (bus.reconnectInitialMs > bus.reconnectMaxMs) {
     fail('bus.reconnectInitialMs', `must be ≤ bus.reconnectMaxMs (${bus.reconnectMaxMs}), got ${bus.reconnectInitialMs}`);
   }
-  if (cq.pollQuietMs > cq.pollWindowMs) {
-    fail('commonQuery.pollQuietMs', `must be ≤ commonQuery.pollWindowMs (${cq.pollWindowMs}), got ${cq.pollQuietMs}`);
+  if (cq.pollClaimBoundMs > cq.pollWindowMs) {
+    fail('commonQuery.pollClaimBoundMs', `must be ≤ commonQuery.pollWindowMs (${cq.pollWindowMs}), got ${cq.pollClaimBoundMs}`);
   }
   if (cq.collectionInitialMs > cq.collectionCeilingMs) {
     fail(

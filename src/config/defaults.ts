@@ -52,6 +52,14 @@ export interface Config {
     readonly mode: FallbackMode;
     readonly whitelist: readonly string[];
     readonly blacklist: readonly string[];
+    /** Circuit breaker (breaker.ts): consecutive ping timeouts that suspend a skill from every pool. */
+    readonly suspendAfterTimeouts: number;
+    /** Circuit breaker: first suspension period; each failed probe after it doubles it, up to 5 minutes. */
+    readonly suspendMs: number;
+    /** §3.4 bound: skills one session (including "default") may hold; re-registering an existing one always works. */
+    readonly maxSkillsPerSession: number;
+    /** §3.4 bound: sessions other than "default" that may hold session-scoped registrations. */
+    readonly maxSessions: number;
   };
   readonly commonQuery: {
     readonly pipelineId: string;
@@ -60,8 +68,12 @@ export interface Config {
     readonly earlyStart: boolean;
     /** Appendix A: poll-window ceiling. */
     readonly pollWindowMs: number;
-    /** §6.3 early close: the poll closes this long after the most recent claim (0 = on the first claim). */
-    readonly pollQuietMs: number;
+    /**
+     * §6.3 early close: the poll closes this long after the ping unless a skill known to answer every poll is still
+     * outstanding — Appendix A's 100 ms skill-side pong bound plus a transport allowance. It closes at once when
+     * every skill the plugin knows of has answered.
+     */
+    readonly pollClaimBoundMs: number;
     /** Appendix A: collection window when no claimant gave latency_ms. */
     readonly collectionInitialMs: number;
     /** Appendix A: hard ceiling of the collection window. */
@@ -88,7 +100,9 @@ export const DEFAULT_CONFIG: Config = {
   },
   log: { level: 'info' },
   lang: 'en-US',
-  pipeline: ['common_query', 'fallback_high', 'fallback_medium', 'fallback_low'],
+  // FALLBACK-1 §8.2 with COMMON-QUERY-1 §12: the high-confidence fallback skills first, common query behind them
+  // (its contest runs from the utterance's arrival, §5, hidden behind fallback_high), then the rest of fallback.
+  pipeline: ['fallback_high', 'common_query', 'fallback_medium', 'fallback_low'],
   orchestrator: { matchTimeoutMs: 10_000, handlerTimeoutMs: 30_000 },
   fallback: {
     pingTimeoutMs: 500,
@@ -97,23 +111,37 @@ export const DEFAULT_CONFIG: Config = {
     mode: 'accept_all',
     whitelist: [],
     blacklist: [],
+    suspendAfterTimeouts: 3,
+    suspendMs: 30_000,
+    maxSkillsPerSession: 64,
+    maxSessions: 1_000,
   },
   commonQuery: {
     pipelineId: 'common_query',
     gate: {
       enabled: true,
-      minWords: 3,
+      // 1: a one-word query ("weather", "lichtgeschwindigkeit") may be a question; greetings and thanks are
+      // stripped by the gate's framing rule before this count (§4.2 when in doubt, accept).
+      minWords: 1,
       // Yes/no openers ("is", "do", "can" …) are grammar, not vocabulary: gate.ts handles them (its YES_NO table).
       vocabulary: {
         en: {
           question: [
             'what', 'whats', 'who', 'whos', 'whom', 'whose', 'when', 'where', 'wheres', 'why', 'which', 'how',
-            'hows', 'tell me about', 'tell me', 'explain', 'define', 'describe', 'definition of', 'meaning of',
+            'hows', 'tell me about', 'tell me', 'tell us', 'explain', 'define', 'describe', 'definition of',
+            'meaning of',
             'i wonder', 'i want to know', 'look up', 'search for', 'find out',
           ],
           command: [
             'play', 'pause', 'resume', 'stop', 'skip', 'set', 'start', 'cancel', 'turn', 'switch', 'open',
             'close', 'call', 'remind', 'volume', 'mute', 'unmute', 'timer', 'alarm', 'lights',
+            'shuffle', 'repeat', 'next song', 'next track', 'next episode', 'previous song', 'previous track', 'go',
+            'make', 'wake me', 'snooze', 'add', 'create', 'take a', 'take me', 'write', 'text', 'send', 'tell',
+            'tell me a joke', 'tell me a story', 'lock', 'unlock', 'arm the', 'disarm', 'record a', 'record the',
+            'find my', 'ring', 'reboot', 'restart', 'shut', 'update', 'change', 'say that', 'say it again', 'speak',
+            'talk', 'read', 'sing', 'navigate', 'give me directions', 'order a', 'book a', 'schedule a', 'delete',
+            'clear', 'enable', 'disable', 'connect', 'pair', 'dim', 'brighten', 'listen to', 'hear', 'be quiet',
+            'never mind', 'nevermind', 'louder', 'quieter', 'softer',
           ],
         },
         pt: {
@@ -127,7 +155,9 @@ export const DEFAULT_CONFIG: Config = {
             'toca', 'toque', 'tocar', 'pausa', 'pausar', 'pare', 'parar', 'continua', 'continuar', 'retoma', 'salta',
             'pula', 'liga', 'ligar', 'desliga', 'desligar', 'acende', 'apaga', 'abre', 'abrir', 'fecha', 'fechar',
             'cancela', 'cancelar', 'põe', 'coloca', 'aumenta', 'diminui', 'lembra-me', 'lembre-me', 'volume',
-            'silêncio', 'alarme', 'temporizador', 'luzes',
+            'silêncio', 'alarme', 'temporizador', 'luzes', 'pára', 'manda', 'envia', 'tira', 'faz um', 'conta uma',
+            'próxima música', 'próxima faixa', 'música seguinte', 'baixa', 'pôr', 'colocar', 'aumentar',
+            'diminuir', 'baixar', 'acender', 'apagar', 'mandar', 'enviar', 'tirar',
           ],
         },
         es: {
@@ -139,7 +169,9 @@ export const DEFAULT_CONFIG: Config = {
           command: [
             'pon', 'reproduce', 'toca', 'pausa', 'detén', 'deten', 'continúa', 'reanuda', 'salta', 'enciende',
             'apaga', 'abre', 'cierra', 'cancela', 'llama', 'recuérdame', 'recuerdame', 'sube', 'baja', 'volumen',
-            'silencio', 'alarma', 'temporizador', 'luces',
+            'silencio', 'alarma', 'temporizador', 'luces', 'manda', 'envía', 'haz', 'cuéntame un chiste',
+            'cuenta un chiste', 'siguiente canción', 'canción siguiente', 'poner', 'reproducir', 'parar', 'encender',
+            'apagar', 'subir', 'bajar', 'abrir', 'cerrar', 'llamar', 'cancelar',
           ],
         },
         fr: {
@@ -151,7 +183,10 @@ export const DEFAULT_CONFIG: Config = {
           command: [
             'joue', 'mets', 'lance', 'pause', 'arrête', 'arrete', 'stop', 'reprends', 'passe', 'règle', 'allume',
             'éteins', 'eteins', 'ouvre', 'ferme', 'annule', 'appelle', 'rappelle-moi', 'monte', 'baisse', 'volume',
-            'silence', 'minuteur', 'alarme', 'réveil', 'lumière', 'lumières',
+            'silence', 'minuteur', 'alarme', 'réveil', 'lumière', 'lumières', 'envoie', 'prends', 'fais',
+            'raconte-moi une blague', 'raconte une blague', 'chanson suivante', 'mettre', 'jouer', 'lancer', 'arrêter',
+            'allumer', 'éteindre', 'ouvrir', 'fermer', 'appeler', 'baisser', 'monter', 'mettez', 'jouez', 'lancez',
+            'arrêtez', 'allumez', 'éteignez', 'ouvrez', 'fermez',
           ],
         },
         de: {
@@ -163,14 +198,16 @@ export const DEFAULT_CONFIG: Config = {
           command: [
             'spiel', 'spiele', 'pausiere', 'stopp', 'stop', 'weiter', 'überspringe', 'stell', 'stelle', 'starte',
             'brich', 'schalte', 'schalt', 'mach', 'öffne', 'schließe', 'ruf', 'rufe', 'erinnere', 'lauter', 'leiser',
-            'lautstärke', 'stumm', 'timer', 'wecker', 'alarm', 'licht', 'lichter',
+            'lautstärke', 'stumm', 'timer', 'wecker', 'alarm', 'licht', 'lichter', 'stoppe', 'schick', 'schicke',
+            'sende', 'lösche', 'nächstes lied', 'nächster titel', 'erzähl mir einen witz',
+            'erzähle mir einen witz', 'erzähl einen witz',
           ],
         },
       },
     },
     earlyStart: true,
     pollWindowMs: 500,
-    pollQuietMs: 20,
+    pollClaimBoundMs: 125, // Appendix A pong bound (100 ms) + 25 ms for the bus and a loaded event loop
     collectionInitialMs: 3_000,
     collectionCeilingMs: 5_000,
     minConfidence: 0.5,

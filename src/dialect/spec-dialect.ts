@@ -5,7 +5,7 @@
  * (ovos-wire-today.md) will be a second adapter producing the same `Inbound` kinds.
  */
 import type { JsonObject, Message } from '../bus/message.js';
-import { stringField } from '../bus/message.js';
+import { response, stringField } from '../bus/message.js';
 
 export const topics = {
   utteranceHandle: 'ovos.utterance.handle',
@@ -20,6 +20,11 @@ export const topics = {
   skillHandlerComplete: 'mycroft.skill.handler.complete',
   skillHandlerError: 'mycroft.skill.handler.error',
   sessionRejected: 'ovos.session.rejected',
+  /**
+   * Project extension: a refused register or deregister is answered with `response()` of it —
+   * `ovos.fallback.register.response` / `ovos.fallback.deregister.response`, data `{skill_id?, accepted: false,
+   * reason}` (a DropReason code) — so the skill can see why. No spec topic exists; skills that ignore it lose nothing.
+   */
   fallbackRegister: 'ovos.fallback.register',
   fallbackDeregister: 'ovos.fallback.deregister',
   /**
@@ -42,7 +47,8 @@ const INTENTS_LIST = /^ovos\.pipeline\.([A-Za-z0-9_-]+)\.intents\.list$/;
 export type Inbound =
   | { readonly kind: 'utterance.handle'; readonly utterances: readonly string[] }
   | { readonly kind: 'fallback.register'; readonly skill_id: string; readonly priority: number }
-  | { readonly kind: 'fallback.deregister'; readonly skill_id: string }
+  /** `context_skill_id`: the plugin decides who may deregister (§3.2 does not require context.skill_id). */
+  | { readonly kind: 'fallback.deregister'; readonly skill_id: string; readonly context_skill_id: string | undefined }
   | { readonly kind: 'fallback.pong'; readonly skill_id: string; readonly can_handle: boolean }
   | {
       readonly kind: 'common_query.pong';
@@ -89,12 +95,30 @@ export type DropReason =
   | 'not_awaited'
   | 'duplicate'
   | 'not_a_claimant'
-  | 'duplicate_utterance_id';
+  | 'duplicate_utterance_id'
+  /** Refused by the fallback plugin (not the dialect): a new registration beyond fallback.maxSkillsPerSession or
+   *  fallback.maxSessions. */
+  | 'registry_full'
+  /** Refused by the fallback plugin: a deregister without context.skill_id from a connection other than the one
+   *  the registration was made over (or with no connection identity at all). */
+  | 'deregister_not_owner';
 
 export type Classified =
   | { readonly ok: true; readonly inbound: Inbound }
   | { readonly ok: false; readonly kind: InboundKind; readonly reason: DropReason; readonly detail?: string }
   | null; // not a topic we consume
+
+/** A register or deregister, whose refusal is answered (`registrationRefused`). */
+export function isFallbackRegistration(message: Message): boolean {
+  return message.type === topics.fallbackRegister || message.type === topics.fallbackDeregister;
+}
+
+/** The answer to a refused register or deregister (our extension, see `topics.fallbackRegister`). */
+export function registrationRefused(message: Message, reason: DropReason): Message {
+  const skillId = stringField(message.data, 'skill_id');
+  const data: JsonObject = skillId === undefined || skillId === '' ? { accepted: false, reason } : { skill_id: skillId, accepted: false, reason };
+  return response(message, data);
+}
 
 const fail = (kind: InboundKind, reason: DropReason, detail?: string): Classified =>
   detail === undefined ? { ok: false, kind, reason } : { ok: false, kind, reason, detail };
@@ -135,9 +159,9 @@ export function classify(message: Message): Classified {
     case topics.fallbackDeregister: {
       const skillId = skillIdFrom(data, 'fallback.deregister');
       if (typeof skillId !== 'string') return skillId;
-      // Symmetric with §3.1: only the skill itself may take its registration away.
-      if (stringField(message.context, 'skill_id') !== skillId) return fail('fallback.deregister', 'context_skill_id_mismatch');
-      return { ok: true, inbound: { kind: 'fallback.deregister', skill_id: skillId } };
+      // §3.2 requires only skill_id; whether the sender owns the registration (a matching context.skill_id, or the
+      // connection it was made over) is the plugin's decision.
+      return { ok: true, inbound: { kind: 'fallback.deregister', skill_id: skillId, context_skill_id: stringField(message.context, 'skill_id') } };
     }
     case topics.commonQueryPong: {
       const skillId = skillIdFrom(data, 'common_query.pong');

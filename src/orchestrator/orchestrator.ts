@@ -89,7 +89,8 @@ export class Orchestrator {
     const stages = this.effectivePipeline(session);
     const request: UtteranceRequest = { entry: stamped, utterances, lang, session };
 
-    for (const stage of new Set(stages.map((id) => this.#stages.get(id)!))) stage.onUtterance?.(stamped, lang, session);
+    // OVOS-COMMON-QUERY-1 §5.2: every stage hears of the new utterance (eviction), not only those in its pipeline.
+    for (const stage of this.#stages.values()) stage.onUtterance?.(stamped, lang, session, stages.includes(stage.pipelineId));
 
     this.#inFlight.add(key);
     const contest = this.#supervisor.spawn({

@@ -43,8 +43,11 @@ export interface PipelineStage {
    * the Match targets a bus skill. Resolves when the handler is done; rejects on a handler error.
    */
   handle?(dispatch: Message, match: Match): Promise<void>;
-  /** Early start hook: called at utterance entry, before any stage runs (OVOS-COMMON-QUERY-1 §5). */
-  onUtterance?(entry: Message, lang: string, session: SessionView): void;
+  /**
+   * Called at utterance entry, before any stage runs, for every registered stage: early start
+   * (OVOS-COMMON-QUERY-1 §5) when `inPipeline`, and a session's new utterance in any case (§5.2 eviction).
+   */
+  onUtterance?(entry: Message, lang: string, session: SessionView, inPipeline: boolean): void;
   /** Called once the orchestrator emitted `ovos.utterance.handled` for an utterance. */
   onHandled?(entry: Message, session: SessionView): void;
 }

@@ -1,7 +1,8 @@
 /**
- * A minimal common-query skill on any Bus, speaking OVOS-COMMON-QUERY-1 §11: claim on `ovos.common_query.ping`
- * from a fast local check only (§6.2), answer `<id>:common_query` on `<id>.common_query.response` via reply with
- * the echoed utterance, `answer` and `conf` — or without `answer` when it has none, so early termination fires.
+ * A minimal common-query skill on any Bus, speaking OVOS-COMMON-QUERY-1 §11: answer every `ovos.common_query.ping`
+ * from a fast local check only (§6.2) — `can_answer: true`, or `false` (permitted, and it lets the poll close
+ * early); answer `<id>:common_query` on `<id>.common_query.response` via reply with the echoed utterance,
+ * `answer` and `conf` — or without `answer` when it has none, so early termination fires.
  * It never speaks and never emits handler-lifecycle signals (§7.1, §11).
  */
 import type { Bus, Unsubscribe } from '../bus/bus.js';
@@ -27,9 +28,11 @@ export function runCommonQuerySkill(bus: Bus, spec: CommonQuerySkillSpec): Unsub
     const sessionLang = typeof session === 'object' && session !== null && !Array.isArray(session) ? session['lang'] : undefined;
     const lang = typeof sessionLang === 'string' ? sessionLang : 'en-US';
     if (message.type === topics.commonQueryPing) {
-      if (!spec.canAnswer(utterance, lang)) return; // §6.2: a skill that cannot answer stays silent
-      const pong = { utterance, skill_id: spec.skillId, can_answer: true };
-      bus.publish(reply(message, topics.commonQueryPong, spec.latencyMs === undefined ? pong : { ...pong, latency_ms: spec.latencyMs }));
+      // §6.2 permits `can_answer: false`; sending it lets the plugin close the poll the moment every skill it knows
+      // of has answered, instead of waiting out the claim bound for a silence that means "no".
+      const canAnswer = spec.canAnswer(utterance, lang);
+      const pong = { utterance, skill_id: spec.skillId, can_answer: canAnswer };
+      bus.publish(reply(message, topics.commonQueryPong, !canAnswer || spec.latencyMs === undefined ? pong : { ...pong, latency_ms: spec.latencyMs }));
     } else if (message.type === requestTopic) {
       void spec.answer(utterance, lang).then(
         (result) => bus.publish(reply(message, `${spec.skillId}.common_query.response`, { utterance, skill_id: spec.skillId, ...(result ?? {}) })),

@@ -15,8 +15,9 @@ import type { Bus, Unsubscribe } from '../bus/bus.js';
 import { reply, stringField, utteranceIdOf, type Message } from '../bus/message.js';
 import { sessionIdOf } from '../bus/session.js';
 import type { Clock } from '../clock/clock.js';
-import { classify, topics, type DropReason, type Inbound, type InboundKind, type InboundOf } from '../dialect/spec-dialect.js';
+import { classify, isFallbackRegistration, registrationRefused, topics, type DropReason, type Inbound, type InboundKind, type InboundOf } from '../dialect/spec-dialect.js';
 import type { Logger } from '../log/logger.js';
+import { LogRateLimiter } from '../log/rate-limit.js';
 
 export type InspectionHook = (event: InspectionEvent) => void;
 
@@ -111,6 +112,8 @@ export class Supervisor {
   /** skill_id → the connection it spoke over most recently (a reconnected skill moves to its new one). */
   readonly #latest = new Map<string, string>();
   #closedHandlers: ConnectionClosedHandler[] = [];
+  /** Refused fallback registrations: at most one warn per reason and skill per minute. */
+  readonly #refusalLog = new LogRateLimiter(60_000);
   /** Distinguishes this daemon's contest ids from another's on a shared bus. */
   readonly #prefix = randomBytes(3).toString('hex');
   #seq = 0;
@@ -181,7 +184,8 @@ export class Supervisor {
     return this.#routes.size;
   }
 
-  /** Register the owner of a service message kind (registrations, utterances, introspection). */
+  /** Register the owner of a service message kind (registrations, utterances, introspection), or an observer of a
+   *  contest kind (called before the message is routed to its contest). */
   on<K extends InboundKind>(kind: K, handler: ServiceHandler<K>): Unsubscribe {
     const list = this.#services.get(kind) ?? [];
     const wrapped = handler as (inbound: Inbound, message: Message) => void;
@@ -219,10 +223,8 @@ export class Supervisor {
       this.bus.publish({ type: topics.sessionRejected, data: { msg_type: message.type, reason: 'malformed_carrier' }, context });
       return;
     }
-    if (CONTEST_KINDS.has(inbound.kind)) {
-      this.#route(inbound, message, sessionId);
-      return;
-    }
+    // Owners of service kinds act on them; observers of contest kinds (the common-query roster) see them before
+    // they are routed.
     for (const handler of this.#services.get(inbound.kind) ?? []) {
       try {
         handler(inbound, message);
@@ -230,6 +232,7 @@ export class Supervisor {
         this.logger.error({ err: error, type: message.type, reason: 'service_threw' }, 'service handler threw');
       }
     }
+    if (CONTEST_KINDS.has(inbound.kind)) this.#route(inbound, message, sessionId);
   }
 
   #route(inbound: Inbound, message: Message, sessionId: string): void {
@@ -275,6 +278,21 @@ export class Supervisor {
   }
 
   #drop(reason: DropReason, message: Message, detail?: string): void {
+    // A refused fallback register/deregister is answered so the skill sees why (our extension, spec-dialect
+    // `topics`), and logged at most once a minute per reason and sender. A malformed carrier is answered with
+    // ovos.session.rejected instead.
+    if (isFallbackRegistration(message) && reason !== 'malformed_carrier') {
+      const key = `${reason}\u0000${message.type}\u0000${stringField(message.data, 'skill_id') ?? ''}`;
+      const { log, suppressed } = this.#refusalLog.shouldLog(key, this.clock.now());
+      if (log) {
+        this.logger.warn(
+          { reason, type: message.type, session_id: sessionIdOf(message), connection: this.connectionOf(message), detail, suppressed, payload: message.data },
+          'message dropped',
+        );
+      }
+      this.bus.publish(registrationRefused(message, reason));
+      return;
+    }
     const level = reason === 'no_live_contest' || reason === 'not_awaited' || reason === 'duplicate' ? 'info' : 'warn';
     this.logger[level](
       { reason, type: message.type, session_id: sessionIdOf(message), utterance_id: utteranceIdOf(message), detail, payload: message.data },

@@ -31,9 +31,9 @@ export function fallbackConfig(pingTimeoutMs = DEFAULT_CONFIG.fallback.pingTimeo
 }
 
 /** Common query only (the fallback stages stay configured but are not in the pipeline). */
-export function commonQueryConfig(pollQuietMs: number): Config {
+export function commonQueryConfig(pollClaimBoundMs: number): Config {
   const base = defaults();
-  return { ...base, pipeline: ['common_query'], commonQuery: { ...base.commonQuery, pollQuietMs } };
+  return { ...base, pipeline: ['common_query'], commonQuery: { ...base.commonQuery, pollClaimBoundMs } };
 }
 
 /** `n` fallback skills with priorities 10, 20, …: all decline except the last (the worst case: n round trips). */

@@ -88,9 +88,15 @@ describe('validateConfig', () => {
     ['fallback.mode', { fallback: { mode: 'allowlist' } }],
     ['fallback.priorities.my-skill', { fallback: { priorities: { 'my-skill': 1.5 } } }],
     ['fallback.whitelist[0]', { fallback: { whitelist: [3] } }],
+    ['fallback.suspendAfterTimeouts', { fallback: { suspendAfterTimeouts: 0 } }],
+    ['fallback.suspendAfterTimeouts', { fallback: { suspendAfterTimeouts: 2.5 } }],
+    ['fallback.suspendMs', { fallback: { suspendMs: 0 } }],
+    ['fallback.suspendMs', { fallback: { suspendMs: '30s' } }],
+    ['fallback.maxSkillsPerSession', { fallback: { maxSkillsPerSession: 0 } }],
+    ['fallback.maxSessions', { fallback: { maxSessions: -1 } }],
     ['commonQuery.minConfidence', { commonQuery: { minConfidence: 1.5 } }],
     ['commonQuery.pollWindowMs', { commonQuery: { pollWindowMs: 0 } }],
-    ['commonQuery.pollQuietMs', { commonQuery: { pollWindowMs: 500, pollQuietMs: 600 } }],
+    ['commonQuery.pollClaimBoundMs', { commonQuery: { pollWindowMs: 500, pollClaimBoundMs: 600 } }],
     ['commonQuery.collectionInitialMs', { commonQuery: { collectionInitialMs: 6_000, collectionCeilingMs: 5_000 } }],
     ['commonQuery.pipelineId', { commonQuery: { pipelineId: 'common query' } }],
     ['commonQuery.gate.minWords', { commonQuery: { gate: { minWords: -1 } } }],
@@ -152,6 +158,15 @@ describe('validateConfig', () => {
       'CONFIG_INVALID',
       'fallback.stages["fallback medium"]',
     );
+  });
+
+  it('OVOS-FALLBACK-1 §3.4 / §6.1: the breaker and registry bounds default to 3 timeouts, 30 s, 64 skills, 1000 sessions', () => {
+    expect(DEFAULT_CONFIG.fallback).toMatchObject({ suspendAfterTimeouts: 3, suspendMs: 30_000, maxSkillsPerSession: 64, maxSessions: 1_000 });
+    const config = validateWith({ fallback: { suspendAfterTimeouts: 1, suspendMs: 1, maxSkillsPerSession: 1, maxSessions: 0 } });
+    expect(config.fallback).toMatchObject({ suspendAfterTimeouts: 1, suspendMs: 1, maxSkillsPerSession: 1, maxSessions: 0 });
+    const fromFile = load([], { OVOS_CONTESTS_CONFIG: 'c.json' }, { 'c.json': '{"fallback": {"suspendMs": 5000}}' });
+    expect(fromFile.config.fallback.suspendMs).toBe(5_000);
+    expect(fromFile.config.fallback.suspendAfterTimeouts).toBe(3);
   });
 
   it('accepts any non-empty pipeline entry (unknown ids are skipped at run time)', () => {

@@ -17,6 +17,7 @@ describe('diagrams generated from the machines', () => {
 
   it('renders the common-query windows as named delays (OVOS-COMMON-QUERY-1 §6.3, §7.2)', () => {
     const text = diagrams()['common-query.machine.mmd']!;
-    for (const delay of ['after pollWindow', 'after pollQuiet', 'after collectionWindow']) expect(text).toContain(delay);
+    for (const delay of ['after pollWindow', 'after pollClaimBound', 'after collectionWindow', 'after collectionCeiling']) expect(text).toContain(delay);
+    expect(text).not.toContain('pollQuiet');
   });
 });

@@ -21,7 +21,8 @@ describe('the inspection hook', () => {
     });
     bus.publish(createMessage('ovos.fallback.register', { skill_id: 'a.skill', priority: 90 }, { skill_id: 'a.skill' }));
     await bus.idle();
-    // "what is …" passes the question gate: a common-query contest starts too (nobody claims, so it ends at the ceiling).
+    // "what is …" passes the question gate: a common-query contest starts too (nobody is known and nobody claims, so
+    // it ends at the claim bound).
     bus.publish(createMessage('ovos.utterance.handle', { utterances: ['what is a barrel roll'] }, { session: { session_id: 'insp' } }));
     await bus.idle();
     (system.supervisor.clock as ManualClock).advance(600);
@@ -32,10 +33,10 @@ describe('the inspection hook', () => {
     );
     // The three machines — plus the promise actors each stage's match runs in, which have no machine id.
     for (const id of ['utterance', 'commonQuery', 'fallback']) expect(machineIds).toContain(id);
-    // Every transition of every contest is visible: the fallback contest's PONG, the poll window's delayed event.
+    // Every transition of every contest is visible: the fallback contest's PONG, the poll's claim-bound delayed event.
     const received = events.filter((e) => e.type === '@xstate.event').map((e) => (e as { event: { type: string } }).event.type);
     expect(received).toContain('PONG');
-    expect(received.some((t) => t.startsWith('xstate.after.pollWindow'))).toBe(true);
+    expect(received.some((t) => t.startsWith('xstate.after.pollClaimBound'))).toBe(true);
     expect(system.supervisor.size).toBe(0);
   });
 });

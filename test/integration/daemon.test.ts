@@ -47,6 +47,12 @@ function only(messages: readonly Message[], type: string): Message {
   return found[0]!;
 }
 
+/** `expected` appears in `types` in this order, each exactly once. */
+function expectInOrder(types: readonly string[], expected: readonly string[]): void {
+  for (const type of expected) expect(types.filter((t) => t === type), `exactly one ${type}`).toHaveLength(1);
+  expect(expected.map((type) => types.indexOf(type))).toEqual(expected.map((type) => types.indexOf(type)).sort((a, b) => a - b));
+}
+
 const speechOf = (messages: readonly Message[]): string[] => messages.flatMap((message) => spoken(message) ?? []);
 
 describe('daemon over a real websocket (example skills)', () => {
@@ -56,13 +62,14 @@ describe('daemon over a real websocket (example skills)', () => {
     expect(probe.frames.items[0]?.text).toBe(GREETING);
   });
 
-  it('"what is the meaning of life": common query finds no claimant, fallback_high dispatches to the meaning-of-life skill, which says 42 (OVOS-FALLBACK-1 §6, §7)', async () => {
+  it('"what is the meaning of life": fallback_high (first in the default pipeline) dispatches to the meaning-of-life skill, which says 42, while the early common-query contest hears a decline (OVOS-FALLBACK-1 §6, §7, §8.2; OVOS-COMMON-QUERY-1 §5, §12)', async () => {
     const { probe } = await daemonWith({ exampleSkills: true });
     const messages = await utter(probe, MEANING, 'meaning-1');
+    const types = messages.map((message) => message.type);
 
-    expect(messages.map((message) => message.type)).toEqual([
+    // Two contests run side by side from the utterance's arrival, so only each one's own order is fixed.
+    expectInOrder(types, [
       'ovos.utterance.handle', // our own frame, echoed (the bus re-broadcasts to the sender too)
-      'ovos.common_query.ping', // the gate accepts a "what" question; nobody claims it
       'meaning-of-life.example.fallback.ping',
       'meaning-of-life.example.fallback.pong',
       'ovos.intent.matched',
@@ -73,6 +80,10 @@ describe('daemon over a real websocket (example skills)', () => {
       'ovos.intent.handler.complete',
       'ovos.utterance.handled',
     ]);
+    // §5 early start: the contest began at entry; the example skill says it cannot answer (§6.2 permits false).
+    expectInOrder(types, ['ovos.utterance.handle', 'ovos.common_query.ping', 'ovos.common_query.pong']);
+    expect(only(messages, 'ovos.common_query.pong').data).toMatchObject({ skill_id: 'local-knowledge.example', can_answer: false });
+    expect(types.filter((type) => type.endsWith(':common_query'))).toEqual([]);
     expect(only(messages, 'ovos.common_query.ping').data).toEqual({ utterance: MEANING });
     expect(only(messages, 'meaning-of-life.example.fallback.ping').data).toEqual({ utterances: [MEANING], lang: 'en-US' });
     expect(only(messages, 'meaning-of-life.example.fallback.pong').data).toEqual({ skill_id: 'meaning-of-life.example', can_handle: true });
@@ -97,8 +108,11 @@ describe('daemon over a real websocket (example skills)', () => {
     const { probe } = await daemonWith({ exampleSkills: true });
     const session = { session_id: 'france-1', lang: 'en-US', custom_key: 'kept' };
     const messages = await utter(probe, FRANCE, 'france-1', session);
+    const types = messages.map((message) => message.type);
 
-    expect(messages.map((message) => message.type)).toEqual([
+    // fallback_high is asked first and declines; the common-query contest started at entry (§5) is then joined.
+    expectInOrder(types, ['ovos.utterance.handle', 'meaning-of-life.example.fallback.ping', 'meaning-of-life.example.fallback.pong', 'ovos.intent.matched']);
+    expectInOrder(types, [
       'ovos.utterance.handle',
       'ovos.common_query.ping',
       'ovos.common_query.pong',
@@ -111,6 +125,7 @@ describe('daemon over a real websocket (example skills)', () => {
       'ovos.intent.handler.complete',
       'ovos.utterance.handled',
     ]);
+    expect(types).toHaveLength(13);
     expect(only(messages, 'ovos.common_query.pong').data).toMatchObject({ utterance: FRANCE, skill_id: 'local-knowledge.example', can_answer: true });
     expect(only(messages, 'local-knowledge.example.common_query.response').data).toMatchObject({
       utterance: FRANCE,

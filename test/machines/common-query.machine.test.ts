@@ -1,8 +1,20 @@
 /**
  * The common-query contest machine alone (OVOS-COMMON-QUERY-1 §6–§8), on the deterministic ManualClock: no bus,
  * `sendPing` and `sendRequests` provided as recorders. Times are relative to the contest start (the clock starts
- * at 0). Appendix A defaults: poll ceiling 500 ms, collection initial 3 s, ceiling 5 s, min conf 0.5, fast win 0.9;
- * the poll's early-close quiet period is this project's 20 ms default.
+ * at 0). An event sent "at T" arrives after every timer due at T has fired — as on the bus, where a message is
+ * delivered after the timers of its instant.
+ *
+ * Defaults (Appendix A and this project's config): poll ceiling 500 ms, claim bound 125 ms (the 100 ms pong bound
+ * plus a 25 ms allowance), collection initial 3 s, ceiling 5 s, min conf 0.5, fast win 0.9.
+ *
+ * The rules under test (the machine's header):
+ *  - the poll closes at the first of: every skill on the roster (`knownSkills`) has answered, true or false; the
+ *    claim bound — unless a skill known to answer every poll (`answeringSkills`) is still outstanding, in which
+ *    case it is waited for; the poll ceiling;
+ *  - collection closes at the first of: every claimant responded (`all_answered`); a fast win under the live
+ *    policy (`fast_win`); the initial window (max latency_ms, missing → initial, clamped) has passed AND a
+ *    surviving answer is in hand — at the window end if already there, else when the first one arrives
+ *    (`window`); the ceiling (`ceiling`). Before a JOIN (policy null) nothing survives.
  */
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
@@ -19,7 +31,7 @@ import {
 } from '../../machines/common-query/common-query.machine.js';
 
 const POLL = 500;
-const QUIET = 20;
+const CLAIM = 125;
 const INITIAL = 3_000;
 const CEILING = 5_000;
 const Q = 'what is the capital of france';
@@ -53,9 +65,11 @@ function contest(overrides: Partial<CommonQueryInput> = {}) {
     utterance: Q,
     lang: 'en-US',
     pollWindowMs: POLL,
-    pollQuietMs: QUIET,
+    pollClaimBoundMs: CLAIM,
     collectionInitialMs: INITIAL,
     collectionCeilingMs: CEILING,
+    knownSkills: [],
+    answeringSkills: [],
     policy: POLICY,
     ...overrides,
   };
@@ -70,6 +84,7 @@ function contest(overrides: Partial<CommonQueryInput> = {}) {
     error: (error) => errors.push(error),
   });
   actor.start();
+  const done = (): boolean => actor.getSnapshot().status === 'done';
   return {
     clock,
     actor,
@@ -83,14 +98,17 @@ function contest(overrides: Partial<CommonQueryInput> = {}) {
       expect(t).toBeGreaterThanOrEqual(clock.now());
       clock.advance(t - clock.now());
     },
-    pong: (skill_id: string, can_answer = true, latency_ms?: number): void =>
-      actor.send(latency_ms === undefined ? { type: 'PONG', skill_id, can_answer } : { type: 'PONG', skill_id, can_answer, latency_ms }),
+    pong: (skill_id: string, can_answer = true, latency_ms?: number): void => {
+      expect(done()).toBe(false); // a finished contest gets nothing: the supervisor drops it (no_live_contest)
+      actor.send(latency_ms === undefined ? { type: 'PONG', skill_id, can_answer } : { type: 'PONG', skill_id, can_answer, latency_ms });
+    },
     respond: (skill_id: string, answer?: string, conf?: number): void => {
+      expect(done()).toBe(false);
       const base = { type: 'RESPONSE' as const, skill_id, receivedAt: clock.now() };
       actor.send(answer === undefined ? base : conf === undefined ? { ...base, answer } : { ...base, answer, conf });
     },
     join: (policy: SelectionPolicy): void => actor.send({ type: 'JOIN', policy }),
-    done: (): boolean => actor.getSnapshot().status === 'done',
+    done,
     doneAt: (): number | null => doneAt,
     output: (): CommonQueryOutput | undefined => actor.getSnapshot().output,
     claimantIds: (): string[] => actor.getSnapshot().context.claimants.map((c) => c.skill_id),
@@ -100,148 +118,251 @@ function contest(overrides: Partial<CommonQueryInput> = {}) {
 
 type Contest = ReturnType<typeof contest>;
 
-/** Claim with the given skills at t = 0 and let the poll close early (quiet period); returns the close time. */
+/**
+ * Claim with the given skills at t = 0 on an empty roster: the poll closes at the claim bound (125). Returns the
+ * time the requests went out — collection times below are relative to it.
+ */
 function claimAndClose(c: Contest, claims: ReadonlyArray<readonly [string, number?]>): number {
   for (const [skill, latency] of claims) c.pong(skill, true, latency);
-  c.at(QUIET);
-  expect(c.requests.map((r) => r.at)).toEqual([QUIET]);
-  return QUIET;
+  c.at(CLAIM);
+  expect(c.requests.map((r) => r.at)).toEqual([CLAIM]);
+  return CLAIM;
 }
 
 describe('OVOS-COMMON-QUERY-1 §6.1 ping', () => {
   it('§6.1: the ping is broadcast once, at contest start', () => {
-    const c = contest();
+    const c = contest({ knownSkills: ['a'], answeringSkills: ['a'] });
     expect(c.pings).toEqual([0]);
     c.at(POLL);
     expect(c.pings).toEqual([0]);
   });
 });
 
-describe('OVOS-COMMON-QUERY-1 §6.3 poll window ceiling', () => {
-  it('§6.3 boundary: a pong at ceiling-1 (499 ms) still counts as a claim; the poll closes at exactly 500', () => {
+describe('OVOS-COMMON-QUERY-1 §6.3 claim bound (nobody known to be outstanding)', () => {
+  it('§6.3 boundary claim bound − 1: a claim at 124 ms counts; the poll closes at exactly 125, not at the claim', () => {
     const c = contest();
-    c.at(POLL - 1);
+    c.at(CLAIM - 1);
     c.pong('a');
     expect(c.pongIgnored).toEqual([]);
-    expect(c.requests).toEqual([]);
-    c.at(POLL);
-    // Closed by the ceiling (500), not by the quiet period (499 + 20 = 519).
-    expect(c.requests).toEqual([{ at: POLL, claimants: [{ skill_id: 'a' }] }]);
+    expect(c.requests).toEqual([]); // an empty roster: nothing tells the machine that nobody else is coming
+    c.at(CLAIM);
+    expect(c.requests).toEqual([{ at: CLAIM, claimants: [{ skill_id: 'a' }] }]);
   });
 
-  it('§6.3 boundary: at exactly 500 the window is closed; a pong then is ignored with reason poll_closed', () => {
+  it('§6.3 boundary claim bound: a claim at exactly 125 ms is too late (pong.ignored poll_closed), not a claimant', () => {
     const c = contest();
-    c.at(490);
-    c.pong('a'); // quiet would close at 510; the ceiling closes first
-    c.at(POLL);
-    expect(c.requests.map((r) => r.at)).toEqual([POLL]);
-    c.pong('b');
-    expect(c.pongIgnored).toEqual([{ type: 'pong.ignored', skill_id: 'b', reason: 'poll_closed' }]);
-    expect(c.claimantIds()).toEqual(['a']);
-    c.respond('a', 'Paris', 0.8);
-    expect(c.output()?.claimants).toEqual([{ skill_id: 'a' }]);
-    expect(c.output()?.closedBy).toBe('all_answered');
-  });
-
-  it('§6.3: the ceiling comes from input (deployment-defined)', () => {
-    const c = contest({ pollWindowMs: 100 });
-    c.at(99);
-    expect(c.done()).toBe(false);
-    c.at(100);
-    expect(c.output()?.closedBy).toBe('no_claimant');
-  });
-});
-
-describe('OVOS-COMMON-QUERY-1 §6.3 early close', () => {
-  it('§6.3 early close: a claim at t and another at t+quiet-1 restart the quiet period; the poll closes at last claim + quiet', () => {
-    const c = contest();
-    c.at(100);
     c.pong('a');
-    c.at(100 + QUIET - 1); // 119: still open
-    expect(c.requests).toEqual([]);
-    c.pong('b'); // restarts the quiet period: now due at 139, not 120
-    c.at(100 + QUIET); // 120: the first claim's quiet period would have ended here
-    expect(c.requests).toEqual([]);
-    c.at(100 + QUIET - 1 + QUIET - 1); // 138
-    expect(c.requests).toEqual([]);
-    c.at(100 + QUIET - 1 + QUIET); // 139
-    expect(c.requests).toEqual([{ at: 139, claimants: [{ skill_id: 'a' }, { skill_id: 'b' }] }]);
-  });
-
-  it('§6.3 early close: a claim exactly one quiet period after the last is too late (poll_closed)', () => {
-    const c = contest();
-    c.at(100);
-    c.pong('a');
-    c.at(100 + QUIET);
-    expect(c.requests.map((r) => r.at)).toEqual([120]);
+    c.at(CLAIM);
+    expect(c.requests.map((r) => r.at)).toEqual([CLAIM]);
     c.pong('b');
     expect(c.pongIgnored).toEqual([{ type: 'pong.ignored', skill_id: 'b', reason: 'poll_closed' }]);
     expect(c.claimantIds()).toEqual(['a']);
   });
 
-  it('§6.3 early close: a declining pong does not restart the quiet period', () => {
+  it('§6.3 boundary claim bound + 1: a claim at 126 ms is too late as well', () => {
     const c = contest();
-    c.at(100);
     c.pong('a');
-    c.at(110);
-    c.pong('b', false);
-    c.at(120);
-    expect(c.requests).toEqual([{ at: 120, claimants: [{ skill_id: 'a' }] }]);
+    c.at(CLAIM + 1);
+    c.pong('b');
+    expect(c.pongIgnored).toEqual([{ type: 'pong.ignored', skill_id: 'b', reason: 'poll_closed' }]);
+    expect(c.requests).toEqual([{ at: CLAIM, claimants: [{ skill_id: 'a' }] }]);
   });
 
-  it('§6.3 early close: a duplicate claim does not restart the quiet period', () => {
+  it('§6.3: nobody claims and nobody is known → no_claimant at the claim bound (125), not at the ceiling (500)', () => {
     const c = contest();
-    c.at(100);
-    c.pong('a');
-    c.at(115);
-    c.pong('a', true, 50);
-    expect(c.pongIgnored).toEqual([{ type: 'pong.ignored', skill_id: 'a', reason: 'duplicate' }]);
-    c.at(120);
-    expect(c.requests).toEqual([{ at: 120, claimants: [{ skill_id: 'a' }] }]);
-  });
-
-  it('§6.3: quiet period 0 proceeds as soon as one claims (a deployment MAY)', () => {
-    const c = contest({ pollQuietMs: 0 });
-    c.at(30);
-    c.pong('a');
-    c.clock.advance(0);
-    expect(c.requests).toEqual([{ at: 30, claimants: [{ skill_id: 'a' }] }]);
-  });
-});
-
-describe('OVOS-COMMON-QUERY-1 §6.2 claims', () => {
-  it('§6.2 no claimant: the contest ends at the ceiling with closedBy no_claimant and sendRequests is never called', () => {
-    const c = contest();
-    c.at(POLL - 1);
+    c.at(CLAIM - 1);
     expect(c.done()).toBe(false);
-    c.at(POLL);
+    c.at(CLAIM);
     expect(c.done()).toBe(true);
-    expect(c.doneAt()).toBe(POLL);
-    expect(c.output()).toEqual({ utterance: Q, lang: 'en-US', claimants: [], responses: [], closedBy: 'no_claimant' });
+    expect(c.doneAt()).toBe(CLAIM);
+    expect(c.output()).toEqual({ utterance: Q, lang: 'en-US', claimants: [], polled: [], responses: [], closedBy: 'no_claimant' });
     expect(c.requests).toEqual([]);
     expect(c.clock.pending).toBe(0);
   });
 
-  it('§6.2: a pong with can_answer false is not a claimant (ignored: not_claiming)', () => {
+  it('§6.3: the claim bound comes from input, and never reaches past the poll ceiling', () => {
+    const short = contest({ pollClaimBoundMs: 60 });
+    short.at(59);
+    expect(short.done()).toBe(false);
+    short.at(60);
+    expect(short.output()?.closedBy).toBe('no_claimant');
+
+    const long = contest({ pollClaimBoundMs: 800 });
+    long.at(POLL - 1);
+    expect(long.done()).toBe(false);
+    long.at(POLL);
+    expect(long.doneAt()).toBe(POLL);
+  });
+
+  it('§6.3: a known skill NOT known to answer every poll is not waited for past the claim bound', () => {
+    const c = contest({ knownSkills: ['a', 'b'], answeringSkills: [] });
+    c.at(10);
+    c.pong('a');
+    c.at(CLAIM - 1);
+    expect(c.requests).toEqual([]); // b is still outstanding: no early close on the roster
+    c.at(CLAIM);
+    expect(c.requests).toEqual([{ at: CLAIM, claimants: [{ skill_id: 'a' }] }]);
+  });
+
+  it('§6.3: skills known to answer every poll that have all answered before the bound do not extend the poll', () => {
+    const c = contest({ knownSkills: ['a', 'b'], answeringSkills: ['a'] });
+    c.at(10);
+    c.pong('a', false);
+    c.at(CLAIM - 1);
+    expect(c.done()).toBe(false); // b (not known to answer every poll) has not answered: no roster close
+    c.at(CLAIM);
+    expect(c.output()?.closedBy).toBe('no_claimant');
+    expect(c.doneAt()).toBe(CLAIM);
+  });
+});
+
+describe('OVOS-COMMON-QUERY-1 §6.3 early close on the roster (every known skill answered)', () => {
+  it('§6.3: the poll closes the moment the last known skill answers — requests go out at its pong (30 ms)', () => {
+    const c = contest({ knownSkills: ['a', 'b'] });
+    c.at(10);
+    c.pong('a');
+    c.at(29);
+    expect(c.requests).toEqual([]);
+    c.at(30);
+    c.pong('b', true, 200);
+    expect(c.requests).toEqual([{ at: 30, claimants: [{ skill_id: 'a' }, { skill_id: 'b', latency_ms: 200 }] }]);
+  });
+
+  it('§6.3: a decline is an answer — a claim and a decline from the whole roster close the poll; the decliner is polled, not a claimant', () => {
+    const c = contest({ knownSkills: ['a', 'b'] });
+    c.at(5);
+    c.pong('a');
+    c.at(8);
+    c.pong('b', false);
+    expect(c.requests).toEqual([{ at: 8, claimants: [{ skill_id: 'a' }] }]);
+    expect(c.pongIgnored).toEqual([]); // a decline is recorded, not reported as ignored
+    c.respond('a', 'Paris', 0.8);
+    expect(c.output()?.polled).toEqual(['a', 'b']);
+    expect(c.output()?.claimants).toEqual([{ skill_id: 'a' }]);
+  });
+
+  it('§6.3: the only known skill declining ends an unclaimed question at once — no claim bound is paid', () => {
+    const c = contest({ knownSkills: ['a'], answeringSkills: ['a'] });
+    c.at(5);
+    c.pong('a', false);
+    expect(c.done()).toBe(true);
+    expect(c.doneAt()).toBe(5);
+    expect(c.output()).toEqual({ utterance: Q, lang: 'en-US', claimants: [], polled: ['a'], responses: [], closedBy: 'no_claimant' });
+    expect(c.requests).toEqual([]);
+    expect(c.clock.pending).toBe(0);
+  });
+
+  it('§6.3: a claim from a skill not on the roster counts, but does not stand in for a known skill', () => {
+    const c = contest({ knownSkills: ['a'] });
+    c.at(5);
+    c.pong('newcomer');
+    expect(c.requests).toEqual([]);
+    c.at(20);
+    c.pong('a');
+    expect(c.requests).toEqual([{ at: 20, claimants: [{ skill_id: 'newcomer' }, { skill_id: 'a' }] }]);
+  });
+
+  it('§6.3: a known skill answering twice is one answer (duplicate) — the other known skill is still awaited', () => {
+    const c = contest({ knownSkills: ['a', 'b'] });
+    c.pong('a');
+    c.pong('a');
+    expect(c.pongIgnored).toEqual([{ type: 'pong.ignored', skill_id: 'a', reason: 'duplicate' }]);
+    c.at(CLAIM - 1);
+    expect(c.requests).toEqual([]);
+    c.at(CLAIM);
+    expect(c.requests).toEqual([{ at: CLAIM, claimants: [{ skill_id: 'a' }] }]);
+  });
+});
+
+describe('OVOS-COMMON-QUERY-1 §6.3 skills known to answer every poll, and the poll ceiling', () => {
+  it('§6.3: a skill known to answer every poll is waited for past the claim bound; its late claim (300 ms) counts and closes the poll', () => {
+    const c = contest({ knownSkills: ['a'], answeringSkills: ['a'] });
+    c.at(CLAIM);
+    expect(c.done()).toBe(false);
+    c.at(300);
+    c.pong('a', true, 100);
+    expect(c.requests).toEqual([{ at: 300, claimants: [{ skill_id: 'a', latency_ms: 100 }] }]);
+  });
+
+  it('§6.3 boundary poll ceiling − 1: a late claim at 499 ms from a skill waited for counts', () => {
+    const c = contest({ knownSkills: ['a'], answeringSkills: ['a'] });
+    c.at(POLL - 1);
+    expect(c.done()).toBe(false);
+    c.pong('a');
+    expect(c.requests).toEqual([{ at: POLL - 1, claimants: [{ skill_id: 'a' }] }]);
+  });
+
+  it('§6.3 boundary poll ceiling: at exactly 500 ms the poll has closed — the claim is ignored (poll_closed)', () => {
+    const c = contest({ knownSkills: ['a', 'b'], answeringSkills: ['a'] });
+    c.pong('b'); // keeps the contest alive past the poll
+    c.at(POLL - 1);
+    expect(c.requests).toEqual([]);
+    c.at(POLL);
+    expect(c.requests).toEqual([{ at: POLL, claimants: [{ skill_id: 'b' }] }]);
+    c.pong('a');
+    expect(c.pongIgnored).toEqual([{ type: 'pong.ignored', skill_id: 'a', reason: 'poll_closed' }]);
+    expect(c.claimantIds()).toEqual(['b']);
+  });
+
+  it('§6.3 boundary poll ceiling + 1: a claim at 501 ms is ignored as well', () => {
+    const c = contest({ knownSkills: ['a', 'b'], answeringSkills: ['a'] });
+    c.pong('b');
+    c.at(POLL + 1);
+    c.pong('a');
+    expect(c.pongIgnored).toEqual([{ type: 'pong.ignored', skill_id: 'a', reason: 'poll_closed' }]);
+    expect(c.requests).toEqual([{ at: POLL, claimants: [{ skill_id: 'b' }] }]);
+  });
+
+  it('§6.3: a skill waited for that never answers: nobody claimed → no_claimant at the ceiling (500)', () => {
+    const c = contest({ knownSkills: ['a'], answeringSkills: ['a'] });
+    c.at(POLL - 1);
+    expect(c.done()).toBe(false);
+    c.at(POLL);
+    expect(c.doneAt()).toBe(POLL);
+    expect(c.output()).toEqual({ utterance: Q, lang: 'en-US', claimants: [], polled: [], responses: [], closedBy: 'no_claimant' });
+    expect(c.clock.pending).toBe(0);
+  });
+
+  it('§6.3: while the poll waits past the claim bound, any claim still counts; the awaited skill’s decline closes it', () => {
+    const c = contest({ knownSkills: ['a', 'b'], answeringSkills: ['a'] });
+    c.at(200);
+    c.pong('newcomer');
+    c.at(250);
+    c.pong('b');
+    expect(c.requests).toEqual([]); // a is still awaited
+    c.at(300);
+    c.pong('a', false);
+    expect(c.requests).toEqual([{ at: 300, claimants: [{ skill_id: 'newcomer' }, { skill_id: 'b' }] }]);
+    expect(c.actor.getSnapshot().context.polled).toEqual(['newcomer', 'b', 'a']);
+  });
+
+  it('§6.3: the ceiling comes from input (deployment-defined)', () => {
+    const c = contest({ pollWindowMs: 300, knownSkills: ['a'], answeringSkills: ['a'] });
+    c.at(299);
+    expect(c.done()).toBe(false);
+    c.at(300);
+    expect(c.output()?.closedBy).toBe('no_claimant');
+  });
+});
+
+describe('OVOS-COMMON-QUERY-1 §6.2 claims', () => {
+  it('§6.2: can_answer false is not a claim — recorded as polled, never reported as ignored, never asked', () => {
     const c = contest();
     c.at(10);
     c.pong('a', false);
-    expect(c.pongIgnored).toEqual([{ type: 'pong.ignored', skill_id: 'a', reason: 'not_claiming' }]);
+    expect(c.pongIgnored).toEqual([]);
     expect(c.claimantIds()).toEqual([]);
-    c.at(10 + QUIET); // no early close: nobody claimed
-    expect(c.requests).toEqual([]);
-    c.at(POLL);
-    expect(c.output()?.closedBy).toBe('no_claimant');
+    c.at(CLAIM);
+    expect(c.output()).toEqual({ utterance: Q, lang: 'en-US', claimants: [], polled: ['a'], responses: [], closedBy: 'no_claimant' });
     expect(c.requests).toEqual([]);
   });
 
-  it('§6.2: can_answer false after a claim by another skill is not a claimant either', () => {
+  it('§6.2: can_answer false next to another skill’s claim: only the claimant is asked', () => {
     const c = contest();
     c.pong('a');
     c.pong('b', false);
-    expect(c.pongIgnored).toEqual([{ type: 'pong.ignored', skill_id: 'b', reason: 'not_claiming' }]);
-    c.at(QUIET);
-    expect(c.requests).toEqual([{ at: QUIET, claimants: [{ skill_id: 'a' }] }]);
+    c.at(CLAIM);
+    expect(c.requests).toEqual([{ at: CLAIM, claimants: [{ skill_id: 'a' }] }]);
   });
 
   it('§6.2: a second pong from a claimant is ignored as duplicate and cannot change its latency_ms', () => {
@@ -249,15 +370,24 @@ describe('OVOS-COMMON-QUERY-1 §6.2 claims', () => {
     c.pong('a', true, 100);
     c.pong('a', true, 4_000);
     expect(c.pongIgnored).toEqual([{ type: 'pong.ignored', skill_id: 'a', reason: 'duplicate' }]);
-    c.at(QUIET);
+    c.at(CLAIM);
     expect(c.requests[0]?.claimants).toEqual([{ skill_id: 'a', latency_ms: 100 }]);
+  });
+
+  it('§6.2: a skill that declined cannot claim later in the same poll (duplicate)', () => {
+    const c = contest();
+    c.pong('a', false);
+    c.pong('a', true);
+    expect(c.pongIgnored).toEqual([{ type: 'pong.ignored', skill_id: 'a', reason: 'duplicate' }]);
+    c.at(CLAIM);
+    expect(c.output()?.closedBy).toBe('no_claimant');
   });
 
   it('§6.2: latency_ms is kept on the claimant as reported', () => {
     const c = contest();
     c.pong('a', true, 800);
     c.pong('b');
-    c.at(QUIET);
+    c.at(CLAIM);
     expect(c.requests[0]?.claimants).toEqual([{ skill_id: 'a', latency_ms: 800 }, { skill_id: 'b' }]);
   });
 });
@@ -266,9 +396,10 @@ describe('OVOS-COMMON-QUERY-1 §7.2 collectionWindowMs()', () => {
   const window = (claimants: Claimant[], initial = INITIAL, ceiling = CEILING): number =>
     collectionWindowMs({ claimants, collectionInitialMs: initial, collectionCeilingMs: ceiling });
 
-  it('§7.2: the window is the maximum latency_ms across claimants', () => {
+  it('§7.2: the initial window is the maximum latency_ms across claimants', () => {
     expect(window([{ skill_id: 'a', latency_ms: 200 }, { skill_id: 'b', latency_ms: 800 }])).toBe(800);
     expect(window([{ skill_id: 'a', latency_ms: 800 }, { skill_id: 'b', latency_ms: 200 }])).toBe(800);
+    expect(window([{ skill_id: 'a', latency_ms: 0 }])).toBe(0);
   });
 
   it('§7.2: a claimant without latency_ms counts as the fixed initial window', () => {
@@ -292,45 +423,45 @@ describe('OVOS-COMMON-QUERY-1 §7.2 collectionWindowMs()', () => {
   });
 });
 
-describe('OVOS-COMMON-QUERY-1 §7.2 collection window', () => {
-  it('§7.2 boundary: a response at ceiling-1 counts; at the ceiling the window closes (closedBy window)', () => {
+describe('OVOS-COMMON-QUERY-1 §7.2 initial window: a surviving answer in hand closes it at the window end', () => {
+  it('§7.2 boundary window − 1: a response at 199 of a 200 ms window is collected (here it completes: all_answered)', () => {
     const c = contest();
-    const tc = claimAndClose(c, [['a', 9_000], ['b']]);
-    c.at(tc + CEILING - 1);
-    c.respond('a', 'Paris', 0.8);
+    const tc = claimAndClose(c, [['a', 200], ['b', 200]]);
+    c.at(tc + 50);
+    c.respond('a', 'Lyon', 0.6);
+    c.at(tc + 199);
     expect(c.done()).toBe(false);
-    expect(c.responseIds()).toEqual(['a']);
-    c.at(tc + CEILING);
+    c.respond('b', 'Paris', 0.85);
+    expect(c.output()?.closedBy).toBe('all_answered');
+    expect(c.output()?.responses.map((r) => r.skill_id)).toEqual(['a', 'b']);
+  });
+
+  it('§7.2 boundary window: at exactly 200 ms, with a survivor in hand, the window closes (window) without the pending claimant', () => {
+    const c = contest();
+    const tc = claimAndClose(c, [['a', 200], ['b', 200]]);
+    c.at(tc + 50);
+    c.respond('a', 'Lyon', 0.6);
+    c.at(tc + 199);
+    expect(c.done()).toBe(false);
+    c.at(tc + 200);
     expect(c.done()).toBe(true);
-    expect(c.doneAt()).toBe(tc + CEILING);
+    expect(c.doneAt()).toBe(tc + 200);
     expect(c.output()?.closedBy).toBe('window');
     expect(c.output()?.responses.map((r) => r.skill_id)).toEqual(['a']);
     expect(c.clock.pending).toBe(0);
   });
 
-  it('§7.2: a response at exactly the ceiling is too late: the window already closed without it', () => {
+  it('§7.2 boundary window + 1: b answering at 201 ms finds the contest over (closed at 200)', () => {
     const c = contest();
-    const tc = claimAndClose(c, [['a', 9_000]]);
-    c.at(tc + CEILING);
-    // The window closed first (the timer is due before anything sent at this instant); a's response would now
-    // reach a finished contest — the supervisor drops it as no_live_contest.
-    expect(c.done()).toBe(true);
-    expect(c.output()?.closedBy).toBe('window');
-    expect(c.output()?.responses).toEqual([]);
+    const tc = claimAndClose(c, [['a', 200], ['b', 200]]);
+    c.at(tc + 50);
+    c.respond('a', 'Lyon', 0.6);
+    c.at(tc + 201);
+    expect(c.doneAt()).toBe(tc + 200);
+    expect(c.output()?.responses.map((r) => r.skill_id)).toEqual(['a']);
   });
 
-  it('§7.2: latency_ms larger than the ceiling is clamped — the window is the ceiling (5000), not 9000', () => {
-    const c = contest();
-    const tc = claimAndClose(c, [['a', 9_000]]);
-    c.at(tc + CEILING - 1);
-    expect(c.done()).toBe(false);
-    c.at(tc + CEILING);
-    expect(c.done()).toBe(true);
-    expect(c.doneAt()).toBe(tc + CEILING);
-    expect(c.output()?.closedBy).toBe('window');
-  });
-
-  it('§7.2: the window is sized from latency_ms — claimants 200 and 800 → window 800', () => {
+  it('§7.2: the window is sized from the largest latency_ms — claimants 200 and 800 → it closes at 800, not 200', () => {
     const c = contest();
     const tc = claimAndClose(c, [['a', 200], ['b', 800]]);
     c.at(tc + 150);
@@ -348,22 +479,195 @@ describe('OVOS-COMMON-QUERY-1 §7.2 collection window', () => {
   it('§7.2: a claimant without latency_ms counts as the initial window (3000)', () => {
     const c = contest();
     const tc = claimAndClose(c, [['a', 200], ['b']]);
+    c.at(tc + 10);
+    c.respond('a', 'Paris', 0.8);
     c.at(tc + INITIAL - 1);
     expect(c.done()).toBe(false);
     c.at(tc + INITIAL);
     expect(c.output()?.closedBy).toBe('window');
   });
 
-  it('§7.2: the initial and ceiling values come from input', () => {
+  it('§7.2: the initial window and the ceiling come from input', () => {
     const c = contest({ collectionInitialMs: 700, collectionCeilingMs: 1_000 });
-    const tc = claimAndClose(c, [['a'], ['b', 2_000]]);
-    c.at(tc + 999);
+    const tc = claimAndClose(c, [['a'], ['b'], ['c', 300]]);
+    c.at(tc + 10);
+    c.respond('a', 'Paris', 0.8);
+    c.at(tc + 699);
+    expect(c.done()).toBe(false);
+    c.at(tc + 700);
+    expect(c.output()?.closedBy).toBe('window');
+
+    const ceiling = contest({ collectionInitialMs: 700, collectionCeilingMs: 1_000 });
+    const t2 = claimAndClose(ceiling, [['a'], ['b']]);
+    ceiling.at(t2 + 999);
+    expect(ceiling.done()).toBe(false);
+    ceiling.at(t2 + 1_000);
+    expect(ceiling.output()?.closedBy).toBe('ceiling');
+  });
+
+  it('§7.2: a latency_ms above the ceiling is clamped — with a survivor in hand it closes at the ceiling (5000), not 9000', () => {
+    const c = contest();
+    const tc = claimAndClose(c, [['a', 9_000], ['b', 9_000]]);
+    c.at(tc + 100);
+    c.respond('a', 'Paris', 0.8);
+    c.at(tc + CEILING - 1);
+    expect(c.done()).toBe(false);
+    c.at(tc + CEILING);
+    expect(c.doneAt()).toBe(tc + CEILING);
+    // The window's end and the ceiling are the same instant: either name is the rule.
+    expect(['window', 'ceiling']).toContain(c.output()?.closedBy);
+    expect(c.output()?.responses.map((r) => r.skill_id)).toEqual(['a']);
+  });
+
+  it('§7.2: a silent claimant is treated as declining once the window ends with a survivor in hand', () => {
+    const c = contest();
+    const tc = claimAndClose(c, [['a', 400], ['b', 600]]);
+    c.at(tc + 100);
+    c.respond('a', 'Paris', 0.8);
+    c.at(tc + 599);
+    expect(c.done()).toBe(false);
+    c.at(tc + 600);
+    expect(c.output()?.closedBy).toBe('window');
+    expect(c.output()?.claimants.map((x) => x.skill_id)).toEqual(['a', 'b']);
+    expect(c.output()?.responses.map((r) => r.skill_id)).toEqual(['a']);
+    expect(c.clock.pending).toBe(0);
+  });
+});
+
+describe('OVOS-COMMON-QUERY-1 §7.2 past the initial window: an answer before the ceiling is never lost', () => {
+  it.each([0, 20])('§7.2: claimants declaring latency_ms %i — an answer 40 ms after the request is collected and closes the window at once (window)', (latency) => {
+    const c = contest();
+    const tc = claimAndClose(c, [['a', latency], ['silent', latency]]);
+    c.at(tc + 39);
+    expect(c.done()).toBe(false); // the window passed with nothing in hand: it waits
+    c.at(tc + 40);
+    c.respond('a', 'Paris', 0.8);
+    expect(c.done()).toBe(true);
+    expect(c.doneAt()).toBe(tc + 40);
+    expect(c.output()?.closedBy).toBe('window');
+    expect(c.output()?.responses.map((r) => r.skill_id)).toEqual(['a']);
+    expect(c.clock.pending).toBe(0);
+  });
+
+  it('§7.2 / §8 steps 1–2: answers that do not survive (below min conf, a decline, a blacklisted skill) do not close it; the first survivor does', () => {
+    const c = contest({ policy: { ...POLICY, blacklistedSkills: ['banned'] } });
+    const tc = claimAndClose(c, [['weak', 0], ['decliner', 0], ['banned', 0], ['good', 0], ['silent', 0]]);
+    c.at(tc + 10);
+    c.respond('weak', 'Lyon?', 0.49);
+    c.at(tc + 20);
+    c.respond('decliner');
+    c.at(tc + 30);
+    c.respond('banned', 'Berlin', 0.8);
     expect(c.done()).toBe(false);
     c.at(tc + 1_000);
+    c.respond('good', 'Paris', 0.5);
+    expect(c.output()?.closedBy).toBe('window');
+    expect(c.doneAt()).toBe(tc + 1_000);
+    expect(c.output()?.responses.map((r) => r.skill_id)).toEqual(['weak', 'decliner', 'banned', 'good']);
+  });
+
+  it('§7.2 boundary ceiling − 1: an answer at 4999 ms is collected (window) — not lost', () => {
+    const c = contest();
+    const tc = claimAndClose(c, [['a', 0], ['silent', 0]]);
+    c.at(tc + CEILING - 1);
+    expect(c.done()).toBe(false);
+    c.respond('a', 'Paris', 0.8);
+    expect(c.output()?.closedBy).toBe('window');
+    expect(c.output()?.responses.map((r) => r.skill_id)).toEqual(['a']);
+  });
+
+  it('§7.2 boundary ceiling: at exactly 5000 ms the contest is closed (ceiling) — a claimant not answered before it is treated as declining', () => {
+    const c = contest();
+    const tc = claimAndClose(c, [['a', 0], ['silent', 0]]);
+    c.at(tc + CEILING - 1);
+    expect(c.done()).toBe(false);
+    c.at(tc + CEILING);
+    expect(c.done()).toBe(true);
+    expect(c.doneAt()).toBe(tc + CEILING);
+    expect(c.output()?.closedBy).toBe('ceiling');
+    expect(c.output()?.responses).toEqual([]);
+    expect(c.clock.pending).toBe(0);
+  });
+
+  it('§7.2 boundary ceiling + 1: at 5001 ms the contest has been closed since 5000', () => {
+    const c = contest();
+    const tc = claimAndClose(c, [['a', 0], ['silent', 0]]);
+    c.at(tc + CEILING + 1);
+    expect(c.doneAt()).toBe(tc + CEILING);
+    expect(c.output()?.closedBy).toBe('ceiling');
+  });
+
+  it('§7.2: at the ceiling, the raw responses in hand (none surviving) are the output', () => {
+    const c = contest();
+    const tc = claimAndClose(c, [['weak'], ['silent']]);
+    c.at(tc + 100);
+    c.respond('weak', 'Lyon?', 0.3);
+    c.at(tc + CEILING);
+    expect(c.output()?.closedBy).toBe('ceiling');
+    expect(c.output()?.responses).toEqual([{ skill_id: 'weak', answer: 'Lyon?', conf: 0.3, receivedAt: tc + 100, order: 0 }]);
+  });
+});
+
+describe('OVOS-COMMON-QUERY-1 §7.2 / §5.1 survival is judged under the live policy only (JOIN)', () => {
+  it('§5.1: before JOIN (policy null) nothing survives — past the window a good answer keeps collection open; JOIN closes it at once (window)', () => {
+    const c = contest({ policy: null });
+    const tc = claimAndClose(c, [['a', 100], ['silent', 100]]);
+    c.at(tc + 50);
+    c.respond('a', 'Paris', 0.8);
+    c.at(tc + 100);
+    expect(c.done()).toBe(false); // window over, but no live policy yet
+    c.at(tc + 400);
+    expect(c.done()).toBe(false);
+    c.join(POLICY);
+    expect(c.done()).toBe(true);
+    expect(c.doneAt()).toBe(tc + 400);
+    expect(c.output()?.closedBy).toBe('window');
+    expect(c.clock.pending).toBe(0);
+  });
+
+  it('§5.1: a JOIN whose live policy blacklists the only answer keeps collection open; the next survivor closes it', () => {
+    const c = contest({ policy: null });
+    const tc = claimAndClose(c, [['a', 100], ['b', 100], ['silent', 100]]);
+    c.at(tc + 50);
+    c.respond('a', 'Berlin', 0.8);
+    c.at(tc + 300);
+    c.join({ ...POLICY, blacklistedSkills: ['a'] });
+    expect(c.done()).toBe(false);
+    c.at(tc + 700);
+    c.respond('b', 'Paris', 0.6);
+    expect(c.output()?.closedBy).toBe('window');
+    expect(c.doneAt()).toBe(tc + 700);
+  });
+
+  it('§5.1: a JOIN before the window ends does not close it early on a mere survivor — it closes at the window end', () => {
+    const c = contest({ policy: null });
+    const tc = claimAndClose(c, [['a', 200], ['silent', 200]]);
+    c.at(tc + 10);
+    c.respond('a', 'Paris', 0.8);
+    c.at(tc + 50);
+    c.join(POLICY);
+    expect(c.done()).toBe(false);
+    c.at(tc + 199);
+    expect(c.done()).toBe(false);
+    c.at(tc + 200);
     expect(c.output()?.closedBy).toBe('window');
   });
 
-  it('§7.2 early termination: all claimants answered → closes at once (closedBy all_answered), a response WITHOUT answer counts', () => {
+  it('§5.1: never joined — collection runs to the ceiling (ceiling) with the raw answers, for match to judge', () => {
+    const c = contest({ policy: null });
+    const tc = claimAndClose(c, [['a', 100], ['silent', 100]]);
+    c.at(tc + 50);
+    c.respond('a', 'Paris', 0.8);
+    c.at(tc + CEILING - 1);
+    expect(c.done()).toBe(false);
+    c.at(tc + CEILING);
+    expect(c.output()?.closedBy).toBe('ceiling');
+    expect(c.output()?.responses.map((r) => r.skill_id)).toEqual(['a']);
+  });
+});
+
+describe('OVOS-COMMON-QUERY-1 §7.2 early termination', () => {
+  it('§7.2: all claimants answered → closes at once (all_answered); a response WITHOUT answer counts', () => {
     const c = contest();
     const tc = claimAndClose(c, [['a'], ['b']]);
     c.at(tc + 10);
@@ -382,7 +686,7 @@ describe('OVOS-COMMON-QUERY-1 §7.2 collection window', () => {
     expect(c.clock.pending).toBe(0);
   });
 
-  it('§7.2 early termination: every claimant declining (no answer) also closes at once', () => {
+  it('§7.2: every claimant declining (no answer) also closes at once', () => {
     const c = contest();
     const tc = claimAndClose(c, [['a']]);
     c.at(tc + 5);
@@ -391,18 +695,15 @@ describe('OVOS-COMMON-QUERY-1 §7.2 collection window', () => {
     expect(c.doneAt()).toBe(tc + 5);
   });
 
-  it('§7.2: a silent claimant is treated as declining at the window end (closedBy window, its response missing)', () => {
+  it('§7.2: past the initial window, the last claimant declining closes it (all_answered) without a survivor', () => {
     const c = contest();
-    const tc = claimAndClose(c, [['a', 400], ['b', 600]]);
-    c.at(tc + 100);
-    c.respond('a', 'Paris', 0.8);
-    c.at(tc + 599);
-    expect(c.done()).toBe(false);
-    c.at(tc + 600);
-    expect(c.output()?.closedBy).toBe('window');
-    expect(c.output()?.claimants.map((x) => x.skill_id)).toEqual(['a', 'b']);
-    expect(c.output()?.responses.map((r) => r.skill_id)).toEqual(['a']);
-    expect(c.clock.pending).toBe(0);
+    const tc = claimAndClose(c, [['a', 0], ['b', 0]]);
+    c.at(tc + 10);
+    c.respond('a', 'Lyon?', 0.2);
+    c.at(tc + 900);
+    c.respond('b');
+    expect(c.output()?.closedBy).toBe('all_answered');
+    expect(c.doneAt()).toBe(tc + 900);
   });
 
   it('§7.1: requests go to every claimant in parallel, once, when the poll closes', () => {
@@ -410,8 +711,8 @@ describe('OVOS-COMMON-QUERY-1 §7.2 collection window', () => {
     c.pong('a');
     c.pong('b');
     c.pong('c', false);
-    c.at(QUIET);
-    expect(c.requests).toEqual([{ at: QUIET, claimants: [{ skill_id: 'a' }, { skill_id: 'b' }] }]);
+    c.at(CLAIM);
+    expect(c.requests).toEqual([{ at: CLAIM, claimants: [{ skill_id: 'a' }, { skill_id: 'b' }] }]);
     c.respond('a', 'x', 0.6);
     c.respond('b', 'y', 0.6);
     expect(c.requests).toHaveLength(1);
@@ -441,6 +742,14 @@ describe('OVOS-COMMON-QUERY-1 §8 step 3 fast win during collection', () => {
     claimAndClose(below, [['a'], ['b']]);
     below.respond('a', 'Paris', 0.89);
     expect(below.done()).toBe(false);
+  });
+
+  it('§8 step 3: a fast win past the initial window is still a fast win', () => {
+    const c = contest();
+    const tc = claimAndClose(c, [['a', 0], ['b', 0]]);
+    c.at(tc + 300);
+    c.respond('a', 'Paris', 0.95);
+    expect(c.output()?.closedBy).toBe('fast_win');
   });
 
   it('§8 step 3 / §5.1: with policy null (early start) a 0.95 response does NOT close the window until JOIN, which closes it at once (fast_win)', () => {
@@ -476,8 +785,8 @@ describe('OVOS-COMMON-QUERY-1 §8 step 3 fast win during collection', () => {
     c.pong('b');
     c.at(5);
     c.join(POLICY);
-    c.at(QUIET);
-    expect(c.requests.map((r) => r.at)).toEqual([QUIET]);
+    c.at(CLAIM);
+    expect(c.requests.map((r) => r.at)).toEqual([CLAIM]);
     c.respond('b', 'Paris', 0.97);
     expect(c.output()?.closedBy).toBe('fast_win');
   });
@@ -494,7 +803,7 @@ describe('OVOS-COMMON-QUERY-1 §8 step 3 fast win during collection', () => {
     expect(c.output()?.closedBy).toBe('all_answered');
   });
 
-  it('§8 step 3: fast win disabled (fastWinConfidence null) never closes early', () => {
+  it('§8 step 3: fast win disabled (fastWinConfidence null) never closes early — a 1.0 answer closes at the window end', () => {
     const c = contest({ policy: { ...POLICY, fastWinConfidence: null } });
     const tc = claimAndClose(c, [['a'], ['b']]);
     c.respond('a', 'Paris', 1);
@@ -532,7 +841,7 @@ describe('OVOS-COMMON-QUERY-1 §8 step 3 fast win during collection', () => {
     expect(c.done()).toBe(false);
   });
 
-  it('§8 steps 1–3: the live minimum confidence applies: fast win above a min that the threshold itself is below', () => {
+  it('§8 steps 1–3: the live minimum confidence applies: no fast win below a min that the threshold itself is below', () => {
     const c = contest({ policy: { ...POLICY, minConfidence: 0.96 } });
     claimAndClose(c, [['a'], ['b']]);
     c.respond('a', 'Paris', 0.95); // ≥ 0.9 but below the live minimum: cannot survive, cannot fast-win
@@ -553,11 +862,20 @@ describe('OVOS-COMMON-QUERY-1 §7.1 stray responses', () => {
     expect(c.output()?.responses.map((r) => r.skill_id)).toEqual(['a']);
   });
 
+  it('§7.1: a non-claimant’s response past the initial window does not close it either', () => {
+    const c = contest();
+    const tc = claimAndClose(c, [['a', 0], ['b', 0]]);
+    c.at(tc + 100);
+    c.respond('z', 'Berlin', 0.8);
+    expect(c.responseIgnored).toEqual([{ type: 'response.ignored', skill_id: 'z', reason: 'not_a_claimant' }]);
+    expect(c.done()).toBe(false);
+  });
+
   it('§7.1: a skill that declined in the poll is not a claimant; its response is ignored', () => {
     const c = contest();
     c.pong('a');
     c.pong('b', false);
-    c.at(QUIET);
+    c.at(CLAIM);
     c.respond('b', 'Berlin', 0.99);
     expect(c.responseIgnored).toEqual([{ type: 'response.ignored', skill_id: 'b', reason: 'not_a_claimant' }]);
     expect(c.done()).toBe(false);
@@ -588,12 +906,23 @@ describe('OVOS-COMMON-QUERY-1 §7.1 stray responses', () => {
     expect(c.done()).toBe(false);
   });
 
+  it('§7.1: a duplicate surviving response past the initial window (the first did not survive) does not close it', () => {
+    const c = contest();
+    const tc = claimAndClose(c, [['a', 0], ['b', 0]]);
+    c.at(tc + 10);
+    c.respond('a', 'Lyon?', 0.2);
+    c.at(tc + 20);
+    c.respond('a', 'Paris', 0.8);
+    expect(c.responseIgnored).toEqual([{ type: 'response.ignored', skill_id: 'a', reason: 'duplicate' }]);
+    expect(c.done()).toBe(false);
+  });
+
   it('§7.1: a response before the poll closed (no request sent yet) is not collected', () => {
     const c = contest();
     c.pong('a');
     c.respond('a', 'Paris', 0.99);
-    expect(c.responseIgnored.map((e) => e.skill_id)).toEqual(['a']);
-    c.at(QUIET);
+    expect(c.responseIgnored).toEqual([{ type: 'response.ignored', skill_id: 'a', reason: 'not_requested_yet' }]);
+    c.at(CLAIM);
     expect(c.responseIds()).toEqual([]);
     expect(c.done()).toBe(false);
   });
@@ -602,41 +931,43 @@ describe('OVOS-COMMON-QUERY-1 §7.1 stray responses', () => {
 describe('timer hygiene (STYLE 3, ENGINEERING-NOTES)', () => {
   it('no pending timers once done, whatever closed the contest', () => {
     const noClaimant = contest();
-    noClaimant.at(POLL);
+    noClaimant.at(CLAIM);
+    const rosterDeclined = contest({ knownSkills: ['a'], answeringSkills: ['a'] });
+    rosterDeclined.pong('a', false);
+    const awaitedNever = contest({ knownSkills: ['a'], answeringSkills: ['a'] });
+    awaitedNever.at(POLL);
     const allAnswered = contest();
     claimAndClose(allAnswered, [['a']]);
     allAnswered.respond('a', 'Paris', 0.7);
     const fastWin = contest();
     claimAndClose(fastWin, [['a'], ['b']]);
     fastWin.respond('a', 'Paris', 0.95);
-    const window = contest();
-    claimAndClose(window, [['a', 100]]);
-    window.at(QUIET + 100);
+    const windowEnd = contest();
+    claimAndClose(windowEnd, [['a', 100], ['b', 100]]);
+    windowEnd.respond('a', 'Paris', 0.7);
+    windowEnd.at(CLAIM + 100);
+    const firstSurvivor = contest();
+    claimAndClose(firstSurvivor, [['a', 0], ['b', 0]]);
+    firstSurvivor.at(CLAIM + 50);
+    firstSurvivor.respond('a', 'Paris', 0.7);
+    const ceiling = contest();
+    claimAndClose(ceiling, [['a', 0]]);
+    ceiling.at(CLAIM + CEILING);
     const joined = contest({ policy: null });
     claimAndClose(joined, [['a'], ['b']]);
     joined.respond('a', 'Paris', 0.95);
     joined.join(POLICY);
-    const byCeiling = contest();
-    byCeiling.at(POLL - 1);
-    byCeiling.pong('a');
-    byCeiling.at(POLL);
-    byCeiling.respond('a');
-    const outputs = [noClaimant, allAnswered, fastWin, window, joined, byCeiling].map((c) => c.output()?.closedBy);
-    expect(outputs).toEqual(['no_claimant', 'all_answered', 'fast_win', 'window', 'fast_win', 'all_answered']);
-    for (const c of [noClaimant, allAnswered, fastWin, window, joined, byCeiling]) {
+    const byPollCeiling = contest({ knownSkills: ['a'], answeringSkills: ['a'] });
+    byPollCeiling.pong('b');
+    byPollCeiling.at(POLL);
+    byPollCeiling.respond('b');
+    const all = [noClaimant, rosterDeclined, awaitedNever, allAnswered, fastWin, windowEnd, firstSurvivor, ceiling, joined, byPollCeiling];
+    expect(all.map((c) => c.output()?.closedBy)).toEqual([
+      'no_claimant', 'no_claimant', 'no_claimant', 'all_answered', 'fast_win', 'window', 'window', 'ceiling', 'fast_win', 'all_answered',
+    ]);
+    for (const c of all) {
       expect(c.clock.pending).toBe(0);
       expect(c.errors).toEqual([]);
     }
-  });
-
-  it('exactly one timer is pending while waiting (poll ceiling, then quiet + ceiling, then the collection window)', () => {
-    const c = contest();
-    expect(c.clock.pending).toBe(1);
-    c.pong('a');
-    expect(c.clock.pending).toBe(2);
-    c.pong('b');
-    expect(c.clock.pending).toBe(2); // the quiet timer was re-armed, not added
-    c.at(QUIET);
-    expect(c.clock.pending).toBe(1);
   });
 });

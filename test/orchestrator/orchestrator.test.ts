@@ -541,11 +541,6 @@ describe('OVOS-SESSION-1 §2.5 malformed carrier', () => {
 });
 
 describe('OVOS-PIPELINE-1 §5 effective pipeline', () => {
-  // BUG (machines/utterance/utterance.machine.ts:178-183): with an EMPTY effective pipeline the machine reaches its
-  // final state `unmatched` while the actor is still initialising; `output` then calls `self.getSnapshot()`, which
-  // throws "Snapshot can't be read while the actor initializes itself". The contest errors before its entry actions
-  // run: no ovos.intent.unmatched, no ovos.utterance.handled (PIPELINE-1 §6 "exactly one handled" violated), and an
-  // error-level 'contest_error' log.
   it('§5: with no stages loaded → unmatched + handled', async () => {
     const h = createHarness(withConfig((config) => ({ ...config, pipeline: FALLBACK_STAGES, fallback: { ...config.fallback, stages: {} } })));
     fallbackSkill(h, 'a', 10);
@@ -556,11 +551,6 @@ describe('OVOS-PIPELINE-1 §5 effective pipeline', () => {
     expect(h.timeline('s1')).toEqual(['ovos.utterance.handle', 'ovos.intent.unmatched', 'ovos.utterance.handled']);
   });
 
-  // BUG (machines/utterance/utterance.machine.ts:178-183): with an EMPTY effective pipeline the machine reaches its
-  // final state `unmatched` while the actor is still initialising; `output` then calls `self.getSnapshot()`, which
-  // throws "Snapshot can't be read while the actor initializes itself". The contest errors before its entry actions
-  // run: no ovos.intent.unmatched, no ovos.utterance.handled (PIPELINE-1 §6 "exactly one handled" violated), and an
-  // error-level 'contest_error' log.
   it('§5: all pipelines blacklisted (ids and OVOS aliases) → unmatched + handled, no skill pinged', async () => {
     const h = createHarness(CONFIG);
     const a = fallbackSkill(h, 'a', 10);
@@ -587,11 +577,6 @@ describe('OVOS-PIPELINE-1 §5 effective pipeline', () => {
     expect(only(dispatches(h)).type).toBe('c:fallback');
   });
 
-  // BUG (machines/utterance/utterance.machine.ts:178-183): with an EMPTY effective pipeline the machine reaches its
-  // final state `unmatched` while the actor is still initialising; `output` then calls `self.getSnapshot()`, which
-  // throws "Snapshot can't be read while the actor initializes itself". The contest errors before its entry actions
-  // run: no ovos.intent.unmatched, no ovos.utterance.handled (PIPELINE-1 §6 "exactly one handled" violated), and an
-  // error-level 'contest_error' log.
   it('§5: an empty session.pipeline → unmatched + handled', async () => {
     const h = createHarness(CONFIG);
     const a = fallbackSkill(h, 'a', 10);
@@ -632,10 +617,6 @@ describe('OVOS-PIPELINE-1 §5 effective pipeline', () => {
 });
 
 describe('orchestrator reporting', () => {
-  // BUG (machines/utterance/utterance.machine.ts:178-183): the machine's `output` reads `self.getSnapshot().value`,
-  // which during the final transition is still the PREVIOUS snapshot (e.g. { handling: 'awaitingSkill' }), so every
-  // utterance reports outcome 'unmatched' — the `UtteranceRecord.done` value and the "utterance handled" log line
-  // are wrong for completed, handler_error and handler_timeout lifecycles.
   it('the "utterance handled" log and UtteranceRecord.done report outcome "completed" for a completed handler', async () => {
     const h = createHarness(CONFIG);
     fallbackSkill(h, 'a', 10);

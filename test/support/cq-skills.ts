@@ -18,6 +18,8 @@ export interface CqSkillScript {
   readonly latencyMs?: number;
   /** Clock time between the ping and the pong; 0 = at once. */
   readonly pongDelayMs?: number;
+  /** Per ping (`index`: 0 for the first ping this skill received): clock time before the pong; overrides pongDelayMs. */
+  readonly pongDelayFor?: (utterance: string, ping: Message, index: number) => number;
   /** The answer: a string, or null for a response without `answer` (a decline, §7.1). Default: "<skill_id> answer". */
   readonly answer?: string | null | ((utterance: string, request: Message) => string | null);
   /** `conf` sent with an answer. Default 0.7. */
@@ -72,7 +74,8 @@ export function cqSkill(h: Harness, skillId: string, script: CqSkillScript = {})
       const base: JsonObject = { utterance, skill_id: skillId, can_answer: claim };
       if (script.latencyMs !== undefined) base['latency_ms'] = script.latencyMs;
       const data = script.pongData ? script.pongData(base) : base;
-      later(script.pongDelayMs, () => publish(reply(message, 'ovos.common_query.pong', data)));
+      const delay = script.pongDelayFor ? script.pongDelayFor(utterance, message, pings.length - 1) : script.pongDelayMs;
+      later(delay, () => publish(reply(message, 'ovos.common_query.pong', data)));
     } else if (message.type === requestTopic) {
       requests.push({ at: h.clock.now(), message });
       if (script.silentOnRequest === true || utterance === undefined) return;

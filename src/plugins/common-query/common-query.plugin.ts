@@ -3,10 +3,17 @@
  * (§5) hides most of it: the orchestrator calls `onUtterance` the moment it consumes `ovos.utterance.handle` (with
  * the utterance_id it stamped), so the contest runs in parallel with the stages before `common_query`.
  *
- * The early-start cache (§5.2) is keyed by (session_id, utterance) and holds the contest — in flight or finished —
- * never a selected answer. `match` consumes the entry (a running contest is joined, not restarted), discards it
- * when the live `lang` differs (§5.1), and always filters and selects against the live session (§8).
- * Entries are evicted when a new utterance arrives in the session and once the utterance they served is handled.
+ * The early-start cache (§5.2) holds at most one entry per session: the contest — in flight or finished — for one
+ * (session_id, utterance) and the utterance_id it was started for, never a selected answer. `match` takes the
+ * entry only for that exact string AND that utterance_id (the same question asked twice is two contests), joins
+ * a running contest instead of restarting it, discards it when the live `lang` differs (§5.1), and always filters
+ * and selects against the live session (§8). Every new utterance in the session evicts it, whatever its pipeline
+ * (§5.2); so does the end of the utterance it served.
+ *
+ * The roster: every skill that has ever ponged, learned from the bus (any pong, even one too late to count), and
+ * whether it answers every poll (it has sent `can_answer: false`). The poll closes early on it (see the machine).
+ * A skill leaves the roster when its connection closes (embedded bus); one that stops answering every poll is
+ * no longer waited for past the claim bound.
  */
 import type { Config } from '../../config/defaults.js';
 import { forward, reply, utteranceIdOf, withContext, type Message } from '../../bus/message.js';
@@ -21,6 +28,9 @@ import {
 import { classifyQuestion } from './gate.js';
 import { selectWithReranker, type Reranker, type SelectionPolicy } from './selection.js';
 
+/** More skills than this on the roster are not remembered (each is a string per contest input). */
+const MAX_ROSTER = 1024;
+
 export type CommonQuerySettings = Config['commonQuery'];
 
 type Machine = typeof commonQueryMachine;
@@ -33,14 +43,20 @@ interface CacheEntry {
   joined: boolean;
 }
 
+interface RosterEntry {
+  /** It has answered `can_answer: false` and not missed a poll since: it answers every poll. */
+  answersEveryPoll: boolean;
+}
+
 export class CommonQueryPlugin implements PipelineStage {
   readonly pipelineId: string;
   readonly #supervisor: Supervisor;
   readonly #settings: CommonQuerySettings;
   readonly #reranker: Reranker | undefined;
   readonly #machine;
-  /** session_id → utterance → entry (§5.2). */
-  readonly #cache = new Map<string, Map<string, CacheEntry>>();
+  /** session_id → the one early-start entry of that session (§5.2). */
+  readonly #cache = new Map<string, CacheEntry>();
+  readonly #roster = new Map<string, RosterEntry>();
 
   constructor(supervisor: Supervisor, settings: CommonQuerySettings, options: { reranker?: Reranker } = {}) {
     this.pipelineId = settings.pipelineId;
@@ -65,32 +81,57 @@ export class CommonQueryPlugin implements PipelineStage {
         },
       },
     });
+    // The roster learns from every valid pong on the bus, whichever contest (if any) it is for.
+    supervisor.on('common_query.pong', (inbound) => this.#heard(inbound.skill_id, inbound.can_answer));
+    supervisor.onConnectionClosed((_connection, skills) => {
+      const left = skills.filter((skill) => this.#roster.delete(skill));
+      if (left.length > 0) supervisor.logger.info({ reason: 'connection_closed', skills: left }, 'common-query skills left the roster');
+    });
   }
 
-  /** §5 early start. */
-  onUtterance(entry: Message, lang: string, session: SessionView): void {
-    this.#evictSession(session.sessionId, 'new_utterance'); // §5.2: evicted unconditionally on a new utterance
-    if (!this.#settings.earlyStart) return;
+  /** §5 early start; `inPipeline: false` still evicts (§5.2: evicted unconditionally on a new utterance). */
+  onUtterance(entry: Message, lang: string, session: SessionView, inPipeline = true): void {
+    this.#evictSession(session.sessionId, 'new_utterance');
+    if (!inPipeline || !this.#settings.earlyStart) return;
     const utterancesRaw = entry.data['utterances'];
     const utterance = Array.isArray(utterancesRaw) && typeof utterancesRaw[0] === 'string' ? utterancesRaw[0] : undefined;
     if (utterance === undefined || !this.#gate(utterance, lang)) return;
     const contest = this.#start(entry, utterance, lang, session, null);
-    let bySession = this.#cache.get(session.sessionId);
-    if (bySession === undefined) this.#cache.set(session.sessionId, (bySession = new Map()));
-    bySession.set(utterance, { utterance, lang, utteranceId: utteranceIdOf(entry), contest, joined: false });
+    this.#cache.set(session.sessionId, { utterance, lang, utteranceId: utteranceIdOf(entry), contest, joined: false });
   }
 
   /** The utterance this entry served is over: whatever is left of its early start goes. */
   onHandled(entry: Message, session: SessionView): void {
-    const bySession = this.#cache.get(session.sessionId);
-    if (bySession === undefined) return;
-    for (const [utterance, cached] of bySession) {
-      if (cached.utteranceId !== undefined && cached.utteranceId === utteranceIdOf(entry)) {
-        bySession.delete(utterance);
-        if (!cached.joined) cached.contest.stop('utterance_handled');
-      }
+    const cached = this.#cache.get(session.sessionId);
+    if (cached === undefined || cached.utteranceId === undefined || cached.utteranceId !== utteranceIdOf(entry)) return;
+    this.#cache.delete(session.sessionId);
+    if (!cached.joined) cached.contest.stop('utterance_handled');
+  }
+
+  /** Skills on the roster right now, and which of them answer every poll (for tests and inspection). */
+  roster(): ReadonlyArray<{ readonly skill_id: string; readonly answersEveryPoll: boolean }> {
+    return [...this.#roster].map(([skill_id, entry]) => ({ skill_id, answersEveryPoll: entry.answersEveryPoll }));
+  }
+
+  #heard(skillId: string, canAnswer: boolean): void {
+    const known = this.#roster.get(skillId);
+    if (known === undefined) {
+      if (this.#roster.size >= MAX_ROSTER) return;
+      this.#roster.set(skillId, { answersEveryPoll: !canAnswer });
+      this.#supervisor.logger.info({ skill_id: skillId, answers_every_poll: !canAnswer }, 'common-query skill joined the roster');
+    } else if (!canAnswer) {
+      known.answersEveryPoll = true;
     }
-    if (bySession.size === 0) this.#cache.delete(session.sessionId);
+  }
+
+  /** A skill waited for as answering every poll that did not answer this one is not waited for again. */
+  #missed(waitedFor: readonly string[], polled: readonly string[], contest: Contest<Machine>): void {
+    for (const skillId of waitedFor) {
+      const entry = this.#roster.get(skillId);
+      if (entry === undefined || !entry.answersEveryPoll || polled.includes(skillId)) continue;
+      entry.answersEveryPoll = false;
+      contest.logger.warn({ reason: 'poll_missed', skill_id: skillId }, 'common-query skill missed a poll: no longer waited for past the claim bound');
+    }
   }
 
   async match(request: MatchRequest): Promise<Match | null> {
@@ -105,7 +146,7 @@ export class CommonQueryPlugin implements PipelineStage {
     };
 
     let contest: Contest<Machine> | undefined;
-    const cached = this.#take(request.session.sessionId, utterance);
+    const cached = this.#take(request.session.sessionId, utterance, utteranceIdOf(request.message));
     if (cached !== undefined && cached.lang !== request.lang) {
       // §5.1: responses collected under another language are discarded and the contest re-run.
       cached.contest.logger.info({ reason: 'lang_changed', cached_lang: cached.lang, lang: request.lang }, 'early-start cache discarded');
@@ -162,7 +203,9 @@ export class CommonQueryPlugin implements PipelineStage {
     // the session it runs for, with the resolved language (the live one when `match` re-runs it, §5.1).
     const origin = withContext(entry, { session: { ...session.raw, session_id: session.sessionId, lang } });
     const clock = this.#supervisor.clock;
-    return this.#supervisor.spawn({
+    const knownSkills = [...this.#roster.keys()];
+    const answeringSkills = knownSkills.filter((skill) => this.#roster.get(skill)?.answersEveryPoll === true);
+    const contest = this.#supervisor.spawn({
       kind: 'common_query',
       label: this.pipelineId,
       sessionId: session.sessionId,
@@ -173,7 +216,9 @@ export class CommonQueryPlugin implements PipelineStage {
         utterance,
         lang,
         pollWindowMs: this.#settings.pollWindowMs,
-        pollQuietMs: this.#settings.pollQuietMs,
+        pollClaimBoundMs: this.#settings.pollClaimBoundMs,
+        knownSkills,
+        answeringSkills,
         collectionInitialMs: this.#settings.collectionInitialMs,
         collectionCeilingMs: this.#settings.collectionCeilingMs,
         policy,
@@ -194,29 +239,29 @@ export class CommonQueryPlugin implements PipelineStage {
         return 'not_awaited';
       },
     });
+    void contest.done.then((result) => {
+      if (result.status === 'done') this.#missed(answeringSkills, result.output.polled, contest);
+    });
+    return contest;
   }
 
-  #take(sessionId: string, utterance: string): CacheEntry | undefined {
-    const bySession = this.#cache.get(sessionId);
-    const entry = bySession?.get(utterance); // §5.2: never returned for another utterance string
-    if (entry !== undefined) {
-      bySession!.delete(utterance); // consumed on read
-      if (bySession!.size === 0) this.#cache.delete(sessionId);
-    }
+  /** §5.2: the entry is returned only for its exact utterance string and the utterance_id it was started for. */
+  #take(sessionId: string, utterance: string, utteranceId: string | undefined): CacheEntry | undefined {
+    const entry = this.#cache.get(sessionId);
+    if (entry === undefined || entry.utterance !== utterance || entry.utteranceId !== utteranceId) return undefined;
+    this.#cache.delete(sessionId); // consumed on read
     return entry;
   }
 
   #evictSession(sessionId: string, reason: string): void {
-    const bySession = this.#cache.get(sessionId);
-    if (bySession === undefined) return;
+    const entry = this.#cache.get(sessionId);
+    if (entry === undefined) return;
     this.#cache.delete(sessionId);
-    for (const entry of bySession.values()) if (!entry.joined) entry.contest.stop(reason);
+    if (!entry.joined) entry.contest.stop(reason);
   }
 
   /** Cached early starts right now (for tests and inspection). */
   get cacheSize(): number {
-    let size = 0;
-    for (const bySession of this.#cache.values()) size += bySession.size;
-    return size;
+    return this.#cache.size;
   }
 }

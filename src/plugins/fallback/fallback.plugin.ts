@@ -3,26 +3,40 @@
  * `PipelineStage` whose `match` builds the pool (§5) and runs one contest actor (§6) through the supervisor.
  */
 import type { Config, PriorityRange } from '../../config/defaults.js';
-import { createMessage, reply, utteranceIdOf, withContext } from '../../bus/message.js';
+import { createMessage, reply, utteranceIdOf, withContext, type Message } from '../../bus/message.js';
 import { sessionIdOf, type SessionView } from '../../bus/session.js';
-import { topics } from '../../dialect/spec-dialect.js';
-import type { Supervisor } from '../../supervisor/supervisor.js';
+import { registrationRefused, topics, type DropReason } from '../../dialect/spec-dialect.js';
+import type { Logger } from '../../log/logger.js';
+import type { Contest, Supervisor } from '../../supervisor/supervisor.js';
 import type { IntentListing, Match, MatchRequest, PipelineStage } from '../../pipeline/plugin.js';
-import { fallbackMachine, type FallbackEvent } from '../../../machines/fallback/fallback.machine.js';
+import { fallbackMachine, type FallbackEmitted, type FallbackEvent } from '../../../machines/fallback/fallback.machine.js';
 import { FallbackRegistry } from './registry.js';
 import { buildPool } from './pool.js';
+import { LogRateLimiter } from '../../log/rate-limit.js';
+import { SkillBreaker, type BreakerTransition } from './breaker.js';
 
 export type FallbackSettings = Config['fallback'];
 
+/** A per-skill ping timeout or a refused registration is logged at most once per key per minute. */
+const LOG_WINDOW_MS = 60_000;
+
 export class FallbackPlugin {
-  readonly registry = new FallbackRegistry();
+  readonly registry: FallbackRegistry;
+  /** Suspends skills that keep timing out (breaker.ts); the only protection on a foreign bus. */
+  readonly breaker: SkillBreaker;
   readonly #supervisor: Supervisor;
   readonly #settings: FallbackSettings;
   readonly #machine;
+  readonly #timeoutLog = new LogRateLimiter(LOG_WINDOW_MS);
+  readonly #refusalLog = new LogRateLimiter(LOG_WINDOW_MS);
+  /** Live contests of every stage: told when a skill becomes unreachable. */
+  readonly #contests = new Set<Contest<typeof fallbackMachine>>();
 
   constructor(supervisor: Supervisor, settings: FallbackSettings) {
     this.#supervisor = supervisor;
     this.#settings = settings;
+    this.registry = new FallbackRegistry({ maxSkillsPerSession: settings.maxSkillsPerSession, maxSessions: settings.maxSessions });
+    this.breaker = new SkillBreaker(settings, () => supervisor.clock.now());
     const bus = supervisor.bus;
     // §6.1: `<skill_id>.fallback.ping`, derived via reply from the inbound utterance message, {utterances, lang}.
     this.#machine = fallbackMachine.provide({
@@ -36,8 +50,13 @@ export class FallbackPlugin {
     // §3.1 / §3.2 (the dialect already refused a payload skill_id ≠ context.skill_id).
     supervisor.on('fallback.register', (inbound, message) => {
       const sessionId = sessionIdOf(message)!;
-      this.registry.register(sessionId, inbound.skill_id, inbound.priority);
-      supervisor.logger.info({ skill_id: inbound.skill_id, priority: inbound.priority, session_id: sessionId }, 'fallback skill registered');
+      const connection = supervisor.connectionOf(message);
+      if (this.registry.register(sessionId, inbound.skill_id, inbound.priority, connection) === 'registry_full') {
+        this.#refuse('registry_full', message, inbound.skill_id);
+        return;
+      }
+      supervisor.logger.info({ skill_id: inbound.skill_id, priority: inbound.priority, session_id: sessionId, connection }, 'fallback skill registered');
+      this.#report(this.breaker.alive(inbound.skill_id)); // a skill that registers again is given a fresh start
       const priority = Object.hasOwn(this.#settings.priorities, inbound.skill_id) ? this.#settings.priorities[inbound.skill_id]! : inbound.priority;
       const ranges = Object.values(this.#settings.stages);
       if (!ranges.some(([min, max]) => priority >= min && priority <= max)) {
@@ -50,9 +69,70 @@ export class FallbackPlugin {
     });
     supervisor.on('fallback.deregister', (inbound, message) => {
       const sessionId = sessionIdOf(message)!;
+      const refusal = this.#deregisterRefusal(inbound.skill_id, inbound.context_skill_id, sessionId, message);
+      if (refusal !== undefined) {
+        this.#refuse(refusal, message, inbound.skill_id);
+        return;
+      }
       const removed = this.registry.deregister(sessionId, inbound.skill_id);
+      if (removed && !this.registry.holds(inbound.skill_id)) this.breaker.forget(inbound.skill_id);
       supervisor.logger.info({ skill_id: inbound.skill_id, session_id: sessionId, removed }, 'fallback skill deregistered');
     });
+    // Embedded bus: a closed connection takes every registration made over it, in every session, with it.
+    supervisor.onConnectionClosed((connection, gone) => {
+      // §6.1: an unreachable skill cannot answer — the contest asking it moves on now, not after its timeout.
+      for (const contest of this.#contests) for (const skill_id of gone) contest.send({ type: 'GONE', skill_id });
+      const removed = this.registry.removeConnection(connection);
+      if (removed.length === 0) return;
+      const skills = [...new Set(removed.map((entry) => entry.skillId))];
+      const sessions = [...new Set(removed.map((entry) => entry.sessionId))];
+      for (const skill of skills) if (!this.registry.holds(skill)) this.breaker.forget(skill);
+      supervisor.logger.info({ reason: 'connection_closed', connection, skills, sessions }, 'fallback registrations removed');
+    });
+    // Circuit breaker: any pong — willing or not, late or unsolicited — shows the skill is alive.
+    supervisor.on('fallback.pong', (inbound) => this.#report(this.breaker.alive(inbound.skill_id)));
+  }
+
+  /**
+   * Who may deregister (§3.2 requires only skill_id): a sender whose context.skill_id is the skill_id, or — without
+   * context.skill_id — the connection the registration was made over (embedded bus). An unknown skill_id is a
+   * no-op (§3.2), so there is nothing to refuse.
+   */
+  #deregisterRefusal(skillId: string, contextSkillId: string | undefined, sessionId: string, message: Message): DropReason | undefined {
+    if (contextSkillId !== undefined) return contextSkillId === skillId ? undefined : 'context_skill_id_mismatch';
+    const entry = this.registry.entry(sessionId, skillId);
+    if (entry === undefined) return undefined;
+    const connection = this.#supervisor.connectionOf(message);
+    return connection !== undefined && connection === entry.connection ? undefined : 'deregister_not_owner';
+  }
+
+  /** A refused register/deregister: one warn line (at most once a minute per reason and skill), and the answer. */
+  #refuse(reason: DropReason, message: Message, skillId: string): void {
+    const { log, suppressed } = this.#refusalLog.shouldLog(`${reason}\u0000${message.type}\u0000${skillId}`, this.#supervisor.clock.now());
+    if (log) {
+      this.#supervisor.logger.warn(
+        { reason, type: message.type, skill_id: skillId, session_id: sessionIdOf(message), connection: this.#supervisor.connectionOf(message), suppressed },
+        'message dropped',
+      );
+    }
+    this.#supervisor.bus.publish(registrationRefused(message, reason));
+  }
+
+  /** Breaker transitions are logged once each: suspension at warn, resumption at info. */
+  #report(transition: BreakerTransition | undefined): void {
+    if (transition?.type === 'suspended') {
+      const { skill_id, timeouts, for_ms } = transition;
+      this.#supervisor.logger.warn({ reason: 'skill_suspended', skill_id, timeouts, for_ms }, 'fallback skill suspended: its pings keep timing out');
+    } else if (transition?.type === 'resumed') {
+      this.#supervisor.logger.info({ reason: 'skill_resumed', skill_id: transition.skill_id }, 'fallback skill resumed');
+    }
+  }
+
+  /** A ping went unanswered (§6.1): warn (at most once a minute per skill), and count it against the skill. */
+  #pingTimedOut(skillId: string, afterMs: number, logger: Logger): void {
+    const { log, suppressed } = this.#timeoutLog.shouldLog(skillId, this.#supervisor.clock.now());
+    if (log) logger.warn({ reason: 'ping_timeout', skill_id: skillId, after_ms: afterMs, suppressed }, 'fallback skill did not answer its ping');
+    this.#report(this.breaker.timeout(skillId));
   }
 
   /** Stage ids configured for this plugin, each with its range. */
@@ -81,7 +161,10 @@ export class FallbackPlugin {
       ...(session.fallbackHandlers === undefined ? {} : { preference: session.fallbackHandlers }),
       ...(range === undefined ? {} : { range }),
     };
-    return buildPool(input).map((entry) => entry.skill_id);
+    // After §5 (like a policy filter, so the others keep their order): skills the breaker has suspended.
+    return buildPool(input)
+      .map((entry) => entry.skill_id)
+      .filter((skillId) => !this.breaker.suspended(skillId));
   }
 
   async #match(pipelineId: string, range: PriorityRange | undefined, request: MatchRequest): Promise<Match | null> {
@@ -98,6 +181,12 @@ export class FallbackPlugin {
       correlate: (inbound): FallbackEvent | 'not_awaited' =>
         inbound.kind === 'fallback.pong' ? { type: 'PONG', skill_id: inbound.skill_id, can_handle: inbound.can_handle } : 'not_awaited',
     });
+    // As it happens (not after the contest), so a late pong that follows a timeout resets the count after it.
+    contest.actor.on('ping.timeout', (event: FallbackEmitted) => {
+      if (event.type === 'ping.timeout') this.#pingTimedOut(event.skill_id, event.after_ms, contest.logger);
+    });
+    this.#contests.add(contest);
+    void contest.done.then(() => this.#contests.delete(contest));
     const result = await contest.until(request.signal);
     if (result.status !== 'done' || result.output === null) return null;
     // §6.3 Match shape: the selected skill, reserved intent_name "fallback", empty slots.

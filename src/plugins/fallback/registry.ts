@@ -2,17 +2,51 @@
  * The fallback skill registry, session-scoped per OVOS-FALLBACK-1 §3.4 (OVOS-INTENT-4 §11.1): entries are keyed
  * by the registering message's session_id; "default" entries are available to every session, a session's own
  * entries extend (and, for the same skill, override) them for that session only.
+ *
+ * Each entry remembers the client connection it was registered over (undefined in-process or on a foreign bus), so
+ * a closed connection takes its registrations with it and a connection-bound deregistration can be checked.
+ * Session ids come off the bus, so the registry is bounded: at most `maxSkillsPerSession` skills per session and
+ * at most `maxSessions` sessions other than "default" holding registrations.
  */
 import { DEFAULT_SESSION_ID } from '../../bus/session.js';
 
-export class FallbackRegistry {
-  readonly #bySession = new Map<string, Map<string, number>>();
+export interface RegistryEntry {
+  readonly priority: number;
+  readonly connection: string | undefined;
+}
 
-  /** §3.1: re-registration with the same skill_id replaces the prior entry. */
-  register(sessionId: string, skillId: string, priority: number): void {
+export interface RegistryBounds {
+  readonly maxSkillsPerSession?: number;
+  readonly maxSessions?: number;
+}
+
+export type RegisterResult = 'registered' | 'registry_full';
+
+export class FallbackRegistry {
+  readonly #bySession = new Map<string, Map<string, RegistryEntry>>();
+  readonly #maxSkillsPerSession: number;
+  readonly #maxSessions: number;
+
+  constructor(bounds: RegistryBounds = {}) {
+    this.#maxSkillsPerSession = bounds.maxSkillsPerSession ?? Infinity;
+    this.#maxSessions = bounds.maxSessions ?? Infinity;
+  }
+
+  /**
+   * §3.1: re-registration with the same skill_id replaces the prior entry (always allowed, whatever the bounds).
+   * A new skill beyond `maxSkillsPerSession`, or a new session beyond `maxSessions`, is refused.
+   */
+  register(sessionId: string, skillId: string, priority: number, connection?: string): RegisterResult {
     let skills = this.#bySession.get(sessionId);
-    if (skills === undefined) this.#bySession.set(sessionId, (skills = new Map()));
-    skills.set(skillId, priority);
+    if (skills === undefined) {
+      if (sessionId !== DEFAULT_SESSION_ID && this.sessionCount >= this.#maxSessions) return 'registry_full';
+      if (this.#maxSkillsPerSession < 1) return 'registry_full';
+      this.#bySession.set(sessionId, (skills = new Map()));
+    } else if (!skills.has(skillId) && skills.size >= this.#maxSkillsPerSession) {
+      return 'registry_full';
+    }
+    skills.set(skillId, { priority, connection });
+    return 'registered';
   }
 
   /** §3.2: unknown skill_id is a no-op. */
@@ -24,11 +58,43 @@ export class FallbackRegistry {
     return removed;
   }
 
+  /** The entry `skillId` holds in `sessionId` itself (not inherited from "default"). */
+  entry(sessionId: string, skillId: string): RegistryEntry | undefined {
+    return this.#bySession.get(sessionId)?.get(skillId);
+  }
+
+  /**
+   * Remove every registration, in every session, made over `connection`. A skill that registered again over
+   * another connection since keeps that newer registration.
+   */
+  removeConnection(connection: string): Array<{ readonly sessionId: string; readonly skillId: string }> {
+    const removed: Array<{ sessionId: string; skillId: string }> = [];
+    for (const [sessionId, skills] of this.#bySession) {
+      for (const [skillId, entry] of skills) {
+        if (entry.connection === connection) removed.push({ sessionId, skillId });
+      }
+    }
+    for (const { sessionId, skillId } of removed) this.deregister(sessionId, skillId);
+    return removed;
+  }
+
+  /** Whether any session (including "default") still holds a registration of `skillId`. */
+  holds(skillId: string): boolean {
+    for (const skills of this.#bySession.values()) if (skills.has(skillId)) return true;
+    return false;
+  }
+
+  /** Sessions other than "default" holding registrations. */
+  get sessionCount(): number {
+    return this.#bySession.size - (this.#bySession.has(DEFAULT_SESSION_ID) ? 1 : 0);
+  }
+
   /** skill_id → registered priority for everything available to `sessionId` (§5 step 3). */
   availableFor(sessionId: string): Map<string, number> {
-    const available = new Map(this.#bySession.get(DEFAULT_SESSION_ID) ?? []);
+    const available = new Map<string, number>();
+    for (const [skillId, entry] of this.#bySession.get(DEFAULT_SESSION_ID) ?? []) available.set(skillId, entry.priority);
     if (sessionId !== DEFAULT_SESSION_ID) {
-      for (const [skillId, priority] of this.#bySession.get(sessionId) ?? []) available.set(skillId, priority);
+      for (const [skillId, entry] of this.#bySession.get(sessionId) ?? []) available.set(skillId, entry.priority);
     }
     return available;
   }

@@ -4,8 +4,12 @@
  * produced through the bus (a live session that differs from the early-start snapshot), the plugin's
  * `onUtterance` / `match` are called directly, as the orchestrator would.
  *
- * Defaults in play (Appendix A and config): poll ceiling 500 ms, quiet period 20 ms, collection initial 3 s,
+ * Defaults in play (Appendix A and config): poll ceiling 500 ms, claim bound 125 ms, collection initial 3 s,
  * ceiling 5 s, min conf 0.5, fast win 0.9, early start on.
+ *
+ * Every harness starts with an empty roster (no skill has ever ponged), so a first question's poll closes at the
+ * claim bound; the roster tests teach it with a first question. Timers due at an instant fire before a message
+ * published at that instant is delivered: "at T" means just too late for a window that closes at T.
  */
 import { describe, expect, it } from 'vitest';
 import { createMessage, type JsonObject, type Message } from '../../../src/bus/message.js';
@@ -17,8 +21,9 @@ import { createHarness, fallbackSkill, withConfig, type Harness } from '../../su
 import { cqSkill, langSeenBySkill, sessionOf, timedWire } from '../../support/cq-skills.js';
 
 const PIPELINE = ['common_query', 'fallback_high', 'fallback_medium', 'fallback_low'];
-const QUIET = 20;
+const CLAIM_BOUND = 125; // the poll closes here on a fresh roster (nobody known yet)
 const POLL = 500;
+const CEILING = 5_000;
 
 type CqSettings = Config['commonQuery'];
 
@@ -91,7 +96,7 @@ describe('OVOS-COMMON-QUERY-1 §4.1 question gate', () => {
     fallbackSkill(h, 'fb', 10);
     await h.settle();
     h.utter('play music');
-    await h.advance(50);
+    await h.advance(CLAIM_BOUND + 50);
     expect(pings(h)).toEqual([]);
     expect(wiki.pings).toEqual([]);
     expect(h.of('wiki:common_query')).toEqual([]);
@@ -130,7 +135,7 @@ describe('OVOS-COMMON-QUERY-1 §5 early start', () => {
     const at = (type: string): number[] => wire.filter((w) => w.message.type === type).map((w) => w.at - t0);
     expect(at('ovos.utterance.handle')).toEqual([0]);
     expect(at('ovos.common_query.ping')).toEqual([0]); // same clock time as the entry: one ping only
-    expect(at('wiki:common_query')).toEqual([QUIET]);
+    expect(at('wiki:common_query')).toEqual([CLAIM_BOUND]);
     expect(at('ovos.utterance.speak')).toEqual([300]);
     expect(spoken(h)).toEqual(['Paris is the capital of France.']);
     const stages = logsWith(h, 'stage matched').map((l) => [l['stage'], l['match_ms'], l['matched']]);
@@ -154,11 +159,11 @@ describe('OVOS-COMMON-QUERY-1 §5 early start', () => {
 
     const at = (type: string): number[] => wire.filter((w) => w.message.type === type).map((w) => w.at - t0);
     expect(at('ovos.common_query.ping')).toEqual([300]);
-    expect(at('ovos.utterance.speak')).toEqual([300 + QUIET + 50]);
+    expect(at('ovos.utterance.speak')).toEqual([300 + CLAIM_BOUND + 50]);
     expect(spoken(h)).toEqual(['Paris is the capital of France.']);
     const cq = logsWith(h, 'stage matched').find((l) => l['stage'] === 'common_query');
     expect(cq?.['match_ms']).toBeGreaterThan(0);
-    expect(cq?.['match_ms']).toBe(QUIET + 50); // quiet period + the skill's answer time
+    expect(cq?.['match_ms']).toBe(CLAIM_BOUND + 50); // the claim bound (nobody known yet) + the skill's answer time
     expect(h.system.commonQuery.cacheSize).toBe(0);
     expectOneHandledEach(h);
   });
@@ -169,12 +174,14 @@ describe('OVOS-COMMON-QUERY-1 §5 early start', () => {
     const wiki = cqSkill(h, 'wiki', { answer: 'Paris', conf: 0.8, responseDelayMs: 200 });
     await h.settle();
     h.utter(FRANCE, { session: SESSION });
-    await h.advance(300);
+    await h.advance(CLAIM_BOUND + 200 - 1);
+    expect(spoken(h)).toEqual([]); // the match (from t=10) is waiting on the early contest's collection
+    await h.advance(1);
     expect(pings(h)).toHaveLength(1);
     expect(wiki.requests).toHaveLength(1);
     expect(spoken(h)).toEqual(['Paris']);
     const cq = logsWith(h, 'stage matched').find((l) => l['stage'] === 'common_query');
-    expect(cq?.['match_ms']).toBe(QUIET + 200 - 10);
+    expect(cq?.['match_ms']).toBe(CLAIM_BOUND + 200 - 10);
     expectOneHandledEach(h);
   });
 
@@ -213,7 +220,7 @@ describe('OVOS-COMMON-QUERY-1 §5.1 live session at match time (plugin level)', 
     await h.advance(5);
     const live = sessionFromObject({ session_id: 's1', lang: 'en-US', blacklisted_skills: ['a'] });
     const m = startMatch(h, message, 'en-US', live);
-    await h.advance(100);
+    await h.advance(CLAIM_BOUND + 100);
     expect(m.settled()).toBe(true);
     const match = await m.promise;
     expect(match?.slots).toEqual({ answer: 'B says Paris' });
@@ -228,12 +235,12 @@ describe('OVOS-COMMON-QUERY-1 §5.1 live session at match time (plugin level)', 
     await h.settle();
     const message = entry(FRANCE, { session_id: 's1' }, 'u1');
     h.system.commonQuery.onUtterance(message, 'en-US', sessionFromObject({ session_id: 's1' }));
-    await h.advance(QUIET + 50); // a's 0.95 is in; no policy yet, so the window stays open
+    await h.advance(CLAIM_BOUND + 50); // a's 0.95 came in at 135; no policy yet, so the window stays open
     expect(h.system.supervisor.size).toBe(1);
     const m = startMatch(h, message, 'en-US', sessionFromObject({ session_id: 's1', blacklisted_skills: ['a'] }));
-    await h.advance(50);
+    await h.advance(99); // t = 274: b answers at 125 + 150 = 275
     expect(m.settled()).toBe(false); // JOIN did not fast-win on a blacklisted response
-    await h.advance(100);
+    await h.advance(1);
     expect(m.settled()).toBe(true);
     expect((await m.promise)?.slots).toEqual({ answer: 'B says Paris' });
     expect(logsWith(h, 'common query decided').map((l) => [l['closed_by'], l['winner']])).toEqual([['all_answered', 'b']]);
@@ -247,7 +254,7 @@ describe('OVOS-COMMON-QUERY-1 §5.1 live session at match time (plugin level)', 
     const message = entry(FRANCE, { session_id: 's1' }, 'u1');
     const view = sessionFromObject({ session_id: 's1' });
     h.system.commonQuery.onUtterance(message, 'en-US', view);
-    await h.advance(QUIET + 50);
+    await h.advance(CLAIM_BOUND + 50);
     const m = startMatch(h, message, 'en-US', view);
     await h.settle();
     expect(m.settled()).toBe(true);
@@ -265,7 +272,7 @@ describe('OVOS-COMMON-QUERY-1 §5.1 live session at match time (plugin level)', 
     await h.advance(5); // early contest in collection
     expect(wiki.pings).toHaveLength(1);
     const m = startMatch(h, message, 'pt-PT', sessionFromObject({ session_id: 's1', lang: 'pt-PT' }));
-    await h.advance(100);
+    await h.advance(CLAIM_BOUND + 100);
     const match = await m.promise;
     expect(wiki.pings).toHaveLength(2); // the contest was re-run
     expect(h.system.commonQuery.cacheSize).toBe(0);
@@ -288,9 +295,9 @@ describe('OVOS-COMMON-QUERY-1 §5.1 live session at match time (plugin level)', 
     const q = 'what is the capital of france?';
     const message = entry(q, { session_id: 's1', lang: 'en-US' }, 'u1');
     h.system.commonQuery.onUtterance(message, 'en-US', EN);
-    await h.advance(QUIET + 5); // the early start finished, in English
+    await h.advance(CLAIM_BOUND + 5); // the early start finished, in English
     const m = startMatch(h, message, 'pt-PT', sessionFromObject({ session_id: 's1', lang: 'pt-PT' }));
-    await h.advance(100);
+    await h.advance(CLAIM_BOUND + 100);
     const match = await m.promise;
     expect(wiki.pings.map((p) => langSeenBySkill(p.message))).toEqual(['en-US', 'pt-PT']);
     expect(wiki.requests.map((r) => langSeenBySkill(r.message))).toEqual(['en-US', 'pt-PT']);
@@ -309,7 +316,7 @@ describe('OVOS-COMMON-QUERY-1 §5.2 early-start cache (plugin level)', () => {
     h.system.commonQuery.onUtterance(entry(FRANCE, S1, 'u1'), 'en-US', VIEW);
     expect(h.system.commonQuery.cacheSize).toBe(1);
     const m = startMatch(h, entry(ELECTRICITY, S1, 'u1'), 'en-US', VIEW);
-    await h.advance(50);
+    await h.advance(CLAIM_BOUND + 50);
     const match = await m.promise;
     expect(wiki.pings.map((p) => p.message.data['utterance'])).toEqual([FRANCE, ELECTRICITY]);
     expect(match?.slots).toEqual({ answer: `answer to ${ELECTRICITY}` });
@@ -323,7 +330,7 @@ describe('OVOS-COMMON-QUERY-1 §5.2 early-start cache (plugin level)', () => {
     await h.settle();
     h.system.commonQuery.onUtterance(entry(FRANCE, S1, 'u1'), 'en-US', VIEW);
     const m = startMatch(h, entry(FRANCE, { session_id: 's2' }, 'u2'), 'en-US', sessionFromObject({ session_id: 's2' }));
-    await h.advance(50);
+    await h.advance(CLAIM_BOUND + 50);
     expect((await m.promise)?.slots).toEqual({ answer: 'answer for s2' });
     expect(wiki.pings).toHaveLength(2);
     expect(h.system.commonQuery.cacheSize).toBe(1);
@@ -338,13 +345,13 @@ describe('OVOS-COMMON-QUERY-1 §5.2 early-start cache (plugin level)', () => {
     expect(h.system.commonQuery.cacheSize).toBe(1);
     const m = startMatch(h, message, 'en-US', VIEW);
     expect(h.system.commonQuery.cacheSize).toBe(0);
-    await h.advance(100);
+    await h.advance(CLAIM_BOUND + 100);
     expect((await m.promise)?.slots).toEqual({ answer: 'Paris' });
     expect(wiki.pings).toHaveLength(1);
     expect(wiki.requests).toHaveLength(1);
     // A second match for the same utterance finds nothing cached: it runs its own contest.
     const again = startMatch(h, message, 'en-US', VIEW);
-    await h.advance(100);
+    await h.advance(CLAIM_BOUND + 100);
     expect((await again.promise)?.slots).toEqual({ answer: 'Paris' });
     expect(wiki.pings).toHaveLength(2);
   });
@@ -358,7 +365,7 @@ describe('OVOS-COMMON-QUERY-1 §5.2 early-start cache (plugin level)', () => {
     expect(h.system.commonQuery.cacheSize).toBe(1);
     expect(logsWith(h, 'contest stopped').map((l) => [l['reason'], l['utterance_id']])).toEqual([['new_utterance', 'u1']]);
     expect(h.system.supervisor.size).toBe(1);
-    await h.advance(100);
+    await h.advance(CLAIM_BOUND + 100);
     // The stopped contest collected nothing: its pong found no contest of its own and no request went out for it.
     expect(wiki.requests.map((r) => r.message.data['utterance'])).toEqual([ELECTRICITY]);
     expect(drops(h, 'wrong_utterance_id').map((l) => l['type'])).toEqual(['ovos.common_query.pong']);
@@ -380,7 +387,7 @@ describe('OVOS-COMMON-QUERY-1 §8 filtering and selection (whole system)', () =>
     fallbackSkill(h, 'fb', 10);
     await h.settle();
     h.utter(FRANCE);
-    await h.advance(100);
+    await h.advance(CLAIM_BOUND + 100);
     expect(h.of('wiki:common_query')).toHaveLength(1);
     expect(h.of('ovos.intent.matched').map((m) => [m.data['skill_id'], m.data['intent_name']])).toEqual([['fb', 'fallback']]);
     expect(spoken(h)).toEqual(['fb says hi']);
@@ -394,7 +401,7 @@ describe('OVOS-COMMON-QUERY-1 §8 filtering and selection (whole system)', () =>
     fallbackSkill(h, 'fb', 10);
     await h.settle();
     h.utter(FRANCE);
-    await h.advance(100);
+    await h.advance(CLAIM_BOUND + 100);
     expect(spoken(h)).toEqual(['Paris']);
     expectOneHandledEach(h);
   });
@@ -406,7 +413,7 @@ describe('OVOS-COMMON-QUERY-1 §8 filtering and selection (whole system)', () =>
     cqSkill(h, 'c', { answer: 'C', conf: 0.7, responseDelayMs: 10 });
     await h.settle();
     h.utter(FRANCE);
-    await h.advance(100);
+    await h.advance(CLAIM_BOUND + 100);
     expect(spoken(h)).toEqual(['B']);
     expectOneHandledEach(h);
   });
@@ -418,7 +425,7 @@ describe('OVOS-COMMON-QUERY-1 §8 filtering and selection (whole system)', () =>
       cqSkill(h, 'b', { answer: 'B', conf: 0.8, responseDelayMs: bDelay });
       await h.settle();
       h.utter(FRANCE);
-      await h.advance(100);
+      await h.advance(CLAIM_BOUND + 100);
       expectOneHandledEach(h);
       return spoken(h);
     };
@@ -436,7 +443,9 @@ describe('OVOS-COMMON-QUERY-1 §8 filtering and selection (whole system)', () =>
     cqSkill(h, 'b', { answer: 'B', conf: 0.6, responseDelayMs: 60 });
     await h.settle();
     h.utter(FRANCE, { session: { session_id: 's1', blacklisted_skills: ['a'] } });
-    await h.advance(120);
+    await h.advance(CLAIM_BOUND + 60 - 1);
+    expect(spoken(h)).toEqual([]); // a's 0.99 (at 130) is blacklisted: no fast win, b is still awaited
+    await h.advance(1);
     expect(spoken(h)).toEqual(['B']);
     expect(logsWith(h, 'common query decided').map((l) => [l['closed_by'], l['winner']])).toEqual([['all_answered', 'b']]);
     expectOneHandledEach(h);
@@ -450,9 +459,9 @@ describe('OVOS-COMMON-QUERY-1 §8 filtering and selection (whole system)', () =>
     await h.settle();
     const t0 = h.clock.now();
     h.utter(FRANCE);
-    await h.advance(100);
+    await h.advance(CLAIM_BOUND + 100);
     expect(spoken(h)).toEqual(['A']);
-    expect(wire.filter((w) => w.message.type === 'ovos.utterance.speak').map((w) => w.at - t0)).toEqual([QUIET + 40]);
+    expect(wire.filter((w) => w.message.type === 'ovos.utterance.speak').map((w) => w.at - t0)).toEqual([CLAIM_BOUND + 40]);
     expectOneHandledEach(h);
   });
 });
@@ -463,7 +472,7 @@ describe('OVOS-COMMON-QUERY-1 §9 Match and §10 handler', () => {
     cqSkill(h, 'wiki', { answer: 'Paris is the capital of France.', conf: 0.8 });
     await h.settle();
     h.utter(FRANCE, { session: { session_id: 's1' }, utteranceId: 'u1' });
-    await h.advance(50);
+    await h.advance(CLAIM_BOUND + 50);
     expect(h.of('ovos.intent.matched').map((m) => m.data)).toEqual([
       {
         skill_id: 'common_query',
@@ -489,7 +498,7 @@ describe('OVOS-COMMON-QUERY-1 §9 Match and §10 handler', () => {
     const before = structuredClone(raw);
     const session = sessionFromObject(raw);
     const m = startMatch(h, entry(FRANCE, raw, 'u1'), 'en-US', session);
-    await h.advance(50);
+    await h.advance(CLAIM_BOUND + 50);
     const match = await m.promise;
     expect(match).toEqual({
       skill_id: 'common_query',
@@ -503,12 +512,12 @@ describe('OVOS-COMMON-QUERY-1 §9 Match and §10 handler', () => {
     expect(raw).toEqual(before);
   });
 
-  it('§9: no response survives → match returns None (here: nobody claims, decided at the poll ceiling)', async () => {
+  it('§9: no response survives → match returns None (here: nobody claims, decided at the claim bound, 125 ms, not the 500 ms ceiling)', async () => {
     const h = createHarness(config());
     cqSkill(h, 'wiki', { claim: 'silent' });
     await h.settle();
     const m = startMatch(h, entry(FRANCE, { session_id: 's1' }, 'u1'), 'en-US', sessionFromObject({ session_id: 's1' }));
-    await h.advance(POLL - 1);
+    await h.advance(CLAIM_BOUND - 1);
     expect(m.settled()).toBe(false);
     await h.advance(1);
     expect(m.settled()).toBe(true);
@@ -522,7 +531,7 @@ describe('OVOS-COMMON-QUERY-1 §9 Match and §10 handler', () => {
     cqSkill(h, 'other', { answer: 'It is Paris.', conf: 0.6 });
     await h.settle();
     h.utter(FRANCE, { session: { session_id: 's1' } });
-    await h.advance(50);
+    await h.advance(CLAIM_BOUND + 50);
     expect(after(h, 's1', 'ovos.intent.matched')).toEqual([
       'ovos.intent.matched',
       'common_query:common_query',
@@ -548,7 +557,7 @@ describe('OVOS-COMMON-QUERY-1 §9 Match and §10 handler', () => {
     await h.settle();
     const session: JsonObject = { session_id: 's1', active_handlers: [{ skill_id: 'x', activated_at: 5 }], custom_key: 'kept' };
     h.utter(FRANCE, { session });
-    await h.advance(50);
+    await h.advance(CLAIM_BOUND + 50);
     const dispatch = h.of('common_query:common_query');
     expect(dispatch).toHaveLength(1);
     expect(dispatch[0]?.context['session']).toEqual(session);
@@ -557,7 +566,7 @@ describe('OVOS-COMMON-QUERY-1 §9 Match and §10 handler', () => {
     cqSkill(h2, 'wiki', { answer: 'Paris', conf: 0.8 });
     await h2.settle();
     h2.utter(FRANCE, { session: { session_id: 's2' } });
-    await h2.advance(50);
+    await h2.advance(CLAIM_BOUND + 50);
     expect(h2.of('common_query:common_query')[0]?.context['session']).toEqual({ session_id: 's2' });
     expectOneHandledEach(h);
     expectOneHandledEach(h2);
@@ -568,7 +577,7 @@ describe('OVOS-COMMON-QUERY-1 §9 Match and §10 handler', () => {
     cqSkill(h, 'wiki', { answer: 'Paris', conf: 0.8 });
     await h.settle();
     h.utter(FRANCE); // context.source "test", context.destination "orchestrator"
-    await h.advance(50);
+    await h.advance(CLAIM_BOUND + 50);
     const speak = h.of('ovos.utterance.speak');
     expect(speak).toHaveLength(1);
     const destination = speak[0]?.context['destination'];
@@ -584,7 +593,7 @@ describe('OVOS-COMMON-QUERY-1 §9 Match and §10 handler', () => {
     cqSkill(h, 'wiki', { answer: 'Paris', conf: 0.8 });
     await h.settle();
     const record = h.system.orchestrator.handle(entry(FRANCE, { session_id: 's1' }, 'u1'), [FRANCE]);
-    await h.advance(50);
+    await h.advance(CLAIM_BOUND + 50);
     const output = await record?.done;
     expect(output?.stage).toBe('common_query');
     expect(output?.outcome).toBe('completed');
@@ -599,10 +608,14 @@ describe('OVOS-COMMON-QUERY-1 §13 / §6.2 / §7.1 input validation', () => {
     cqSkill(h, 'evil', { latencyMs: 200, answer: 'Berlin', conf: 0.99, responseData: (d) => ({ ...d, skill_id: 'wiki' }) });
     cqSkill(h, 'wiki', { latencyMs: 200, answer: 'Paris', conf: 0.6, responseDelayMs: 50 });
     await h.settle();
+    const wire = timedWire(h);
+    const t0 = h.clock.now();
     h.utter(FRANCE);
-    await h.advance(300);
+    await h.advance(CLAIM_BOUND + 200 + 50);
     expect(drops(h, 'skill_id_mismatch').map((l) => l['type'])).toEqual(['evil.common_query.response']);
     expect(spoken(h)).toEqual(['Paris']);
+    // evil stays a silent claimant: wiki's answer (in hand) is spoken when the 200 ms initial window ends.
+    expect(wire.filter((w) => w.message.type === 'ovos.utterance.speak').map((w) => w.at - t0)).toEqual([CLAIM_BOUND + 200]);
     expect(logsWith(h, 'common query decided').map((l) => [l['closed_by'], l['winner'], l['responses']])).toEqual([['window', 'wiki', 1]]);
     expectOneHandledEach(h);
   });
@@ -613,7 +626,7 @@ describe('OVOS-COMMON-QUERY-1 §13 / §6.2 / §7.1 input validation', () => {
     cqSkill(h, 'wiki', { latencyMs: 200, answer: 'Paris', conf: 0.6, responseDelayMs: 50 });
     await h.settle();
     h.utter(FRANCE);
-    await h.advance(300);
+    await h.advance(CLAIM_BOUND + 200 + 50);
     expect(drops(h, 'skill_id_mismatch').map((l) => l['type'])).toEqual(['wiki.common_query.response']);
     expect(spoken(h)).toEqual(['Paris']);
     expectOneHandledEach(h);
@@ -647,7 +660,9 @@ describe('OVOS-COMMON-QUERY-1 §13 / §6.2 / §7.1 input validation', () => {
     cqSkill(h, 'good', { latencyMs: 100, answer: 'Paris', conf: 0.7, responseDelayMs: 10 });
     await h.settle();
     h.utter(FRANCE);
-    await h.advance(200);
+    // At the latest when the 100 ms initial window ends with good's answer in hand (a dropped response leaves bad
+    // a silent claimant).
+    await h.advance(CLAIM_BOUND + 100);
     const type = c.pong === undefined ? 'bad.common_query.response' : 'ovos.common_query.pong';
     expect(drops(h, c.reason).map((l) => l['type'])).toEqual([type]);
     // A dropped pong makes no claimant; a dropped response leaves a silent claimant.
@@ -678,7 +693,7 @@ describe('OVOS-COMMON-QUERY-1 §6.3 / §7.1 correlation', () => {
     cqSkill(h, 'wiki', { latencyMs: 100, answer: 'Paris', conf: 0.6 });
     await h.settle();
     h.utter(FRANCE);
-    await h.advance(200);
+    await h.advance(CLAIM_BOUND + 100);
     expect(drops(h, 'wrong_utterance').map((l) => l['type'])).toEqual(['confused.common_query.response']);
     expect(spoken(h)).toEqual(['Paris']);
     expectOneHandledEach(h);
@@ -709,7 +724,7 @@ describe('OVOS-COMMON-QUERY-1 §6.3 / §7.1 correlation', () => {
     await h.settle();
     h.utter(FRANCE, { session: { session_id: 's1' } });
     h.utter(ELECTRICITY, { session: { session_id: 's2' } });
-    await h.advance(100);
+    await h.advance(CLAIM_BOUND + 100);
     expect(spoken(h, 's1')).toEqual(['Paris']);
     expect(spoken(h, 's2')).toEqual(['Benjamin Franklin, roughly']);
     expect(wiki.requests.map((r) => [sessionOf(r.message).sessionId, r.message.data['utterance']])).toEqual([
@@ -728,7 +743,7 @@ describe('OVOS-COMMON-QUERY-1 §6.3 / §7.1 correlation', () => {
     await h.settle();
     h.utter(FRANCE, { session: { session_id: 's1' } });
     h.utter(FRANCE, { session: { session_id: 's2' } });
-    await h.advance(150);
+    await h.advance(CLAIM_BOUND + 60);
     expect(spoken(h, 's1')).toEqual(['Paris, for s1']);
     expect(spoken(h, 's2')).toEqual(['Paris, for s2']);
     expect(logsWith(h, 'common query decided').map((l) => [l['session_id'], l['claimants'], l['responses']])).toEqual([
@@ -744,7 +759,7 @@ describe('OVOS-COMMON-QUERY-1 §6.3 / §7.1 correlation', () => {
     const wiki = cqSkill(h, 'wiki', { answer: 'Paris', conf: 0.8 });
     await h.settle();
     h.utter('what is the capital of france?', { session: { session_id: 's1' }, lang: 'pt-PT' });
-    await h.advance(50);
+    await h.advance(CLAIM_BOUND + 50);
     expect(h.of('ovos.intent.matched').map((m) => m.data['lang'])).toEqual(['pt-PT']);
     expect(wiki.pings.map((p) => langSeenBySkill(p.message))).toEqual(['pt-PT']);
     expect(wiki.requests.map((r) => langSeenBySkill(r.message))).toEqual(['pt-PT']);
@@ -766,7 +781,7 @@ describe('OVOS-COMMON-QUERY-1 §8 step 4: a configured reranker replaces raw con
     cqSkill(h, 'weak', { answer: 'weak answer', conf: 0.3 }); // below minimum: never reaches the reranker
     await h.settle();
     h.utter(FRANCE, { session: { session_id: 'rr', pipeline: PIPELINE }, utteranceId: 'rr-1' });
-    await h.advance(100);
+    await h.advance(CLAIM_BOUND + 100);
     expect(seen).toEqual([['sure', 'modest']]);
     expect(spoken(h)).toEqual(['modest answer']);
     expectOneHandledEach(h);
@@ -782,9 +797,354 @@ describe('OVOS-COMMON-QUERY-1 §8 step 4: a configured reranker replaces raw con
     cqSkill(h, 'modest', { answer: 'modest answer', conf: 0.6 });
     await h.settle();
     h.utter(FRANCE, { session: { session_id: 'rr', pipeline: PIPELINE }, utteranceId: 'rr-2' });
-    await h.advance(100);
+    await h.advance(CLAIM_BOUND + 100);
     expect(spoken(h)).toEqual(['sure answer']);
     expect(h.logs.some((l) => l['reason'] === 'reranker_failed')).toBe(true);
+    expectOneHandledEach(h);
+  });
+});
+
+describe('OVOS-COMMON-QUERY-1 §6.3 poll close (whole system): claim bound, roster, skills known to answer every poll', () => {
+  it.each([
+    [CLAIM_BOUND - 1, 'Paris'],
+    [CLAIM_BOUND, 'fb says hi'],
+    [CLAIM_BOUND + 1, 'fb says hi'],
+  ])('§6.3 boundary claim bound: on a fresh roster a claim %i ms after the ping → %s (the poll closes at 125 ms either way)', async (pongDelayMs, expected) => {
+    const h = createHarness(config());
+    const wire = timedWire(h);
+    const wiki = cqSkill(h, 'wiki', { pongDelayMs, answer: 'Paris', conf: 0.8 });
+    fallbackSkill(h, 'fb', 10);
+    await h.settle();
+    const t0 = h.clock.now();
+    h.utter(FRANCE);
+    await h.advance(CLAIM_BOUND + 50);
+    expect(spoken(h)).toEqual([expected]);
+    // A claim within the bound is asked when the bound ends; a later one is not a claim (treated as not claiming).
+    expect(wiki.requests.map((r) => r.at - t0)).toEqual(pongDelayMs < CLAIM_BOUND ? [CLAIM_BOUND] : []);
+    expect(wire.filter((w) => w.message.type === 'ovos.utterance.speak').map((w) => w.at - t0)).toEqual([CLAIM_BOUND]);
+    expectOneHandledEach(h);
+  });
+
+  it('§6.3 roster: after a first question taught the roster, the next poll closes the moment every known skill has answered — the requests go out at the last pong', async () => {
+    const h = createHarness(config());
+    const wire = timedWire(h);
+    const a = cqSkill(h, 'a', { pongDelayMs: 10, answer: 'A', conf: 0.6 });
+    const b = cqSkill(h, 'b', { pongDelayMs: 30, answer: 'B', conf: 0.7 });
+    await h.settle();
+    const t0 = h.clock.now();
+    h.utter(FRANCE, { session: { session_id: 's1' } });
+    await h.advance(CLAIM_BOUND + 10);
+    // First question: nobody was known yet, so the claim bound closed the poll.
+    expect(a.requests.map((r) => r.at - t0)).toEqual([CLAIM_BOUND]);
+    expect(spoken(h)).toEqual(['B']);
+    expect(h.system.commonQuery.roster()).toEqual([
+      { skill_id: 'a', answersEveryPoll: false },
+      { skill_id: 'b', answersEveryPoll: false },
+    ]);
+
+    const t1 = h.clock.now();
+    h.utter(ELECTRICITY, { session: { session_id: 's1' } });
+    await h.advance(29);
+    expect(a.requests).toHaveLength(1); // a answered at 10, b is still outstanding
+    await h.advance(1);
+    const lastPong = wire.filter((w) => w.message.type === 'ovos.common_query.pong' && w.at >= t1).map((w) => w.at - t1);
+    expect(lastPong).toEqual([10, 30]);
+    expect(a.requests.slice(1).map((r) => r.at - t1)).toEqual([30]);
+    expect(b.requests.slice(1).map((r) => r.at - t1)).toEqual([30]);
+    expect(wire.filter((w) => w.message.type === 'ovos.utterance.speak').map((w) => w.at - t1).filter((t) => t >= 0)).toEqual([30]);
+    expect(spoken(h)).toEqual(['B', 'B']);
+    expectOneHandledEach(h);
+  });
+
+  it('§6.3 roster: when the only known skill declines (can_answer false), an unclaimed question reaches fallback at its pong — it costs no claim bound', async () => {
+    const h = createHarness(config());
+    const wire = timedWire(h);
+    const wiki = cqSkill(h, 'wiki', { claim: false, pongDelayMs: 5 });
+    fallbackSkill(h, 'fb', 10);
+    await h.settle();
+    const speakAt = (from: number): number[] => wire.filter((w) => w.message.type === 'ovos.utterance.speak' && w.at >= from).map((w) => w.at - from);
+    const t0 = h.clock.now();
+    h.utter(FRANCE);
+    await h.advance(CLAIM_BOUND + 20);
+    expect(speakAt(t0)).toEqual([CLAIM_BOUND]); // a fresh roster: the claim bound
+    expect(h.system.commonQuery.roster()).toEqual([{ skill_id: 'wiki', answersEveryPoll: true }]);
+
+    const t1 = h.clock.now();
+    h.utter(ELECTRICITY);
+    await h.advance(CLAIM_BOUND + 20);
+    expect(speakAt(t1)).toEqual([5]);
+    expect(spoken(h)).toEqual(['fb says hi', 'fb says hi']);
+    expect(wiki.requests).toEqual([]);
+    expect(h.of('ovos.common_query.ping')).toHaveLength(2);
+    expectOneHandledEach(h);
+  });
+
+  it.each([
+    [300, true],
+    [POLL - 1, true],
+    [POLL, false],
+    [POLL + 1, false],
+  ])('§6.3: a skill known to answer every poll (it declined before) whose claim comes %i ms after the ping — past the claim bound — is a claimant: %s', async (delay, counts) => {
+    const h = createHarness(config());
+    const wire = timedWire(h);
+    const wiki = cqSkill(h, 'wiki', {
+      claim: (u) => u === FRANCE, // declines the first question, claims the second
+      pongDelayFor: (u) => (u === FRANCE ? delay : 0),
+      answer: 'Paris',
+      conf: 0.8,
+    });
+    fallbackSkill(h, 'fb', 10);
+    await h.settle();
+    h.utter(ELECTRICITY);
+    await h.advance(CLAIM_BOUND + 20);
+    expect(spoken(h)).toEqual(['fb says hi']);
+    expect(h.system.commonQuery.roster()).toEqual([{ skill_id: 'wiki', answersEveryPoll: true }]);
+
+    const t1 = h.clock.now();
+    h.utter(FRANCE);
+    await h.advance(POLL + 20);
+    const speakAt = wire.filter((w) => w.message.type === 'ovos.utterance.speak' && w.at >= t1).map((w) => w.at - t1);
+    if (counts) {
+      expect(spoken(h)).toEqual(['fb says hi', 'Paris']);
+      expect(wiki.requests.map((r) => r.at - t1)).toEqual([delay]); // the poll closed at its (late) claim
+      expect(speakAt).toEqual([delay]);
+    } else {
+      // The poll ceiling passed first: not a claimant, treated as not claiming — fallback answers at the ceiling.
+      expect(spoken(h)).toEqual(['fb says hi', 'fb says hi']);
+      expect(wiki.requests).toEqual([]);
+      expect(speakAt).toEqual([POLL]);
+    }
+    expectOneHandledEach(h);
+  });
+  it('§6.3: a skill known to answer every poll that misses one is waited for that once (to the ceiling), then no longer past the claim bound', async () => {
+    const h = createHarness(config());
+    const wire = timedWire(h);
+    const wiki = cqSkill(h, 'wiki', { claim: (u) => (u === ELECTRICITY ? false : 'silent') });
+    fallbackSkill(h, 'fb', 10);
+    await h.settle();
+    const speakAt = (from: number): number[] => wire.filter((w) => w.message.type === 'ovos.utterance.speak' && w.at >= from).map((w) => w.at - from);
+    h.utter(ELECTRICITY); // wiki declines: it answers every poll
+    await h.advance(CLAIM_BOUND + 20);
+    expect(h.system.commonQuery.roster()).toEqual([{ skill_id: 'wiki', answersEveryPoll: true }]);
+
+    const t1 = h.clock.now();
+    h.utter(FRANCE); // wiki stays silent: waited for up to the poll ceiling
+    await h.advance(POLL + 20);
+    expect(speakAt(t1)).toEqual([POLL]);
+    expect(h.system.commonQuery.roster()).toEqual([{ skill_id: 'wiki', answersEveryPoll: false }]);
+
+    const t2 = h.clock.now();
+    h.utter(FRANCE); // silent again: no longer waited for — the claim bound closes the poll
+    await h.advance(POLL + 20);
+    expect(speakAt(t2)).toEqual([CLAIM_BOUND]);
+    expect(spoken(h)).toEqual(['fb says hi', 'fb says hi', 'fb says hi']);
+    expect(wiki.requests).toEqual([]);
+    expectOneHandledEach(h);
+  });
+});
+
+describe('OVOS-COMMON-QUERY-1 §7.2 collection window (whole system)', () => {
+  it.each([
+    [199, 'B'],
+    [200, 'A'],
+    [201, 'A'],
+  ])('§7.2 boundary initial window: both claimants declare latency_ms 200, A (0.6) answered at 50 — B (0.85) answering %i ms after the request → %s is spoken', async (bDelay, expected) => {
+    const h = createHarness(config());
+    const wire = timedWire(h);
+    cqSkill(h, 'a', { latencyMs: 200, answer: 'A', conf: 0.6, responseDelayMs: 50 });
+    cqSkill(h, 'b', { latencyMs: 200, answer: 'B', conf: 0.85, responseDelayMs: bDelay });
+    fallbackSkill(h, 'fb', 10);
+    await h.settle();
+    const t0 = h.clock.now();
+    h.utter(FRANCE);
+    await h.advance(CLAIM_BOUND + 250);
+    expect(spoken(h)).toEqual([expected]);
+    // B in time: all answered at its response; otherwise the window closes at 200 with A in hand.
+    expect(wire.filter((w) => w.message.type === 'ovos.utterance.speak').map((w) => w.at - t0)).toEqual([CLAIM_BOUND + Math.min(bDelay, 200)]);
+    expectOneHandledEach(h);
+  });
+
+  it.each([
+    [0, false],
+    [20, false],
+    [0, true],
+    [20, true],
+  ])('§7.2 (the defect): a claimant declaring latency_ms %i whose answer comes 40 ms after the request is NOT lost — spoken at once (silent co-claimant: %s)', async (latencyMs, withSilent) => {
+    const h = createHarness(config());
+    const wire = timedWire(h);
+    cqSkill(h, 'wiki', { latencyMs, answer: 'Paris', conf: 0.8, responseDelayMs: 40 });
+    if (withSilent) cqSkill(h, 'mute', { latencyMs, silentOnRequest: true });
+    fallbackSkill(h, 'fb', 10);
+    await h.settle();
+    const t0 = h.clock.now();
+    h.utter(FRANCE);
+    await h.advance(CLAIM_BOUND + 100);
+    expect(spoken(h)).toEqual(['Paris']);
+    expect(wire.filter((w) => w.message.type === 'ovos.utterance.speak').map((w) => w.at - t0)).toEqual([CLAIM_BOUND + 40]);
+    expect(logsWith(h, 'common query decided').map((l) => l['closed_by'])).toEqual([withSilent ? 'window' : 'all_answered']);
+    expectOneHandledEach(h);
+  });
+
+  it.each([
+    [CEILING - 1, 'Paris'],
+    [CEILING, 'fb says hi'],
+    [CEILING + 1, 'fb says hi'],
+  ])('§7.2 boundary ceiling: a claimant declaring latency_ms 0 whose answer comes %i ms after the request → %s (not answered before the 5 s ceiling = declining)', async (delay, expected) => {
+    const h = createHarness(config());
+    const wire = timedWire(h);
+    const wiki = cqSkill(h, 'wiki', { latencyMs: 0, answer: 'Paris', conf: 0.8, responseDelayMs: delay });
+    fallbackSkill(h, 'fb', 10);
+    await h.settle();
+    const t0 = h.clock.now();
+    h.utter(FRANCE);
+    await h.advance(CLAIM_BOUND + CEILING + 20);
+    expect(wiki.requests.map((r) => r.at - t0)).toEqual([CLAIM_BOUND]);
+    expect(spoken(h)).toEqual([expected]);
+    expect(wire.filter((w) => w.message.type === 'ovos.utterance.speak').map((w) => w.at - t0)).toEqual([CLAIM_BOUND + Math.min(delay, CEILING)]);
+    if (delay >= CEILING) expect(logsWith(h, 'common query decided').map((l) => l['closed_by'])).toEqual(['ceiling']);
+    expectOneHandledEach(h);
+  });
+});
+
+describe('OVOS-COMMON-QUERY-1 §5 / §5.1 / §5.2 early start: runs, cache entries and contest_id', () => {
+  it('§5.2: the same question asked twice in one session behind a slow stage — each utterance gets its own answer, no ambiguous_correlation, one handled each', async () => {
+    const h = createHarness(config());
+    h.system.orchestrator.register(slowStage(h, 300));
+    const wiki = cqSkill(h, 'wiki', { answer: (_u, r) => `answer for ${String(r.context['utterance_id'])}`, conf: 0.8, responseDelayMs: 400 });
+    await h.settle();
+    const session = { session_id: 's1', pipeline: ['slow_stage', ...PIPELINE] };
+    h.utter(FRANCE, { session, utteranceId: 'u1' });
+    await h.advance(10);
+    h.utter(FRANCE, { session, utteranceId: 'u2' }); // u1 is still in the slow stage
+    await h.advance(300 + CLAIM_BOUND + 400 + 50);
+
+    const said = h.of('ovos.utterance.speak').map((m) => [m.context['utterance_id'], m.data['utterance']]);
+    expect(said.sort()).toEqual([
+      ['u1', 'answer for u1'],
+      ['u2', 'answer for u2'],
+    ]);
+    expect(drops(h, 'ambiguous_correlation')).toEqual([]);
+    // u1's early start was evicted by u2 (same session); u1's match found u2's entry — same string, other
+    // utterance_id — not its own, so it ran its own contest while u2's early one was still collecting.
+    expect(pings(h).map((p) => p.context['utterance_id'])).toEqual(['u1', 'u2', 'u1']);
+    expect(logsWith(h, 'contest stopped').map((l) => [l['reason'], l['utterance_id']])).toEqual([['new_utterance', 'u1']]);
+    expect(wiki.requests.map((r) => r.message.context['utterance_id']).sort()).toEqual(['u1', 'u2']);
+    const handled = h.of('ovos.utterance.handled').map((m) => m.context['utterance_id']);
+    expect(handled.sort()).toEqual(['u1', 'u2']);
+    expectOneHandledEach(h);
+  });
+
+  it('§5.1: after a lang change re-runs the contest, a response to the discarded run (its old contest_id) is dropped (wrong_contest) and cannot win', async () => {
+    const h = createHarness(config());
+    const wiki = cqSkill(h, 'wiki', {
+      answer: (_u, request) => (langSeenBySkill(request) === 'pt-PT' ? 'Paris é a capital' : 'Paris is the capital'),
+      conf: 0.8,
+      responseDelayMs: 100,
+    });
+    await h.settle();
+    const q = 'what is the capital of france?';
+    const message = entry(q, { session_id: 's1', lang: 'en-US' }, 'u1');
+    h.system.commonQuery.onUtterance(message, 'en-US', sessionFromObject({ session_id: 's1', lang: 'en-US' }));
+    await h.advance(CLAIM_BOUND + 5); // the English run asked wiki at 125; its answer is due at 225
+    expect(wiki.requests).toHaveLength(1);
+    const m = startMatch(h, message, 'pt-PT', sessionFromObject({ session_id: 's1', lang: 'pt-PT' }));
+    // The re-run knows wiki (roster): it asks at once (130); the Portuguese answer is due at 230.
+    await h.advance(99); // t = 229: the English answer (225) has come and gone
+    expect(m.settled()).toBe(false);
+    const stale = drops(h, 'wrong_contest');
+    expect(stale.map((l) => [l['type'], (l['payload'] as JsonObject)['answer']])).toEqual([['wiki.common_query.response', 'Paris is the capital']]);
+    await h.advance(1);
+    expect(m.settled()).toBe(true);
+    expect((await m.promise)?.slots).toEqual({ answer: 'Paris é a capital' });
+
+    // Every message of a run carries its contest_id; the skill's replies echo it; the re-run has a new one.
+    const ids = (type: string): unknown[] => h.of(type).map((m) => m.context['contest_id']);
+    const [enRun, ptRun] = ids('ovos.common_query.ping');
+    expect(typeof enRun).toBe('string');
+    expect(typeof ptRun).toBe('string');
+    expect(enRun).not.toBe(ptRun);
+    expect(ids('wiki:common_query')).toEqual([enRun, ptRun]);
+    expect(ids('ovos.common_query.pong')).toEqual([enRun, ptRun]);
+    expect(ids('wiki.common_query.response')).toEqual([enRun, ptRun]);
+  });
+
+  it('§5.1 / §7.2: an early start past its initial window holds a good answer until match joins — JOIN closes it at once (no wait for the ceiling)', async () => {
+    const h = createHarness(config());
+    const wire = timedWire(h);
+    h.system.orchestrator.register(slowStage(h, 300));
+    cqSkill(h, 'wiki', { latencyMs: 0, answer: 'Paris', conf: 0.8, responseDelayMs: 40 });
+    cqSkill(h, 'mute', { latencyMs: 0, silentOnRequest: true });
+    await h.settle();
+    const t0 = h.clock.now();
+    h.utter(FRANCE, { session: { session_id: 's1', pipeline: ['slow_stage', ...PIPELINE] } });
+    await h.advance(400);
+    // Answer in at 165 while no live policy existed (nothing survives before JOIN); match joins at 300.
+    expect(spoken(h)).toEqual(['Paris']);
+    expect(wire.filter((w) => w.message.type === 'ovos.utterance.speak').map((w) => w.at - t0)).toEqual([300]);
+    expect(logsWith(h, 'common query decided').map((l) => l['closed_by'])).toEqual(['window']);
+    expectOneHandledEach(h);
+  });
+
+  it('§5.2: an utterance in a session whose pipeline has no common_query still evicts that session’s early-start entry', async () => {
+    const h = createHarness(config());
+    h.system.orchestrator.register(slowStage(h, 300));
+    const wiki = cqSkill(h, 'wiki', { answer: (u) => `answer to ${u}`, conf: 0.8 });
+    fallbackSkill(h, 'fb', 10);
+    await h.settle();
+    h.utter(FRANCE, { session: { session_id: 's1', pipeline: ['slow_stage', ...PIPELINE] }, utteranceId: 'u1' });
+    await h.advance(5);
+    expect(h.system.commonQuery.cacheSize).toBe(1);
+    h.utter(ELECTRICITY, { session: { session_id: 's1', pipeline: ['fallback_high'] }, utteranceId: 'u2' });
+    await h.advance(1);
+    expect(h.system.commonQuery.cacheSize).toBe(0);
+    expect(logsWith(h, 'contest stopped').map((l) => [l['reason'], l['utterance_id']])).toEqual([['new_utterance', 'u1']]);
+    await h.advance(300 + 50);
+    // u2 never reached common query (no ping for it); u1's match found no entry and ran its own contest.
+    expect(pings(h).map((p) => [p.context['utterance_id'], p.data['utterance']])).toEqual([
+      ['u1', FRANCE],
+      ['u1', FRANCE],
+    ]);
+    expect(h.of('ovos.utterance.speak').map((m) => [m.context['utterance_id'], m.data['utterance']])).toEqual([
+      ['u2', 'fb says hi'],
+      ['u1', `answer to ${FRANCE}`],
+    ]);
+    expect(wiki.requests).toHaveLength(1);
+    expectOneHandledEach(h);
+  });
+});
+
+describe('default pipeline (config): fallback_high, common_query, fallback_medium, fallback_low', () => {
+  it('§12 / FALLBACK-1 §8.2: a fallback_high skill that takes the utterance answers before common query, whose early start is stopped unasked', async () => {
+    const h = createHarness(); // DEFAULT_CONFIG
+    const wiki = cqSkill(h, 'wiki', { answer: 'Paris', conf: 0.8 });
+    fallbackSkill(h, 'fb', 10); // priority 10: fallback_high
+    await h.settle();
+    h.utter(FRANCE);
+    await h.advance(CLAIM_BOUND + 50);
+    expect(wiki.pings).toHaveLength(1); // the early start did run, in parallel
+    expect(wiki.requests).toEqual([]);
+    expect(spoken(h)).toEqual(['fb says hi']);
+    expect(h.system.supervisor.size).toBe(0);
+    expect(h.system.commonQuery.cacheSize).toBe(0);
+    expectOneHandledEach(h);
+  });
+
+  it('§5 / §12: when fallback_high declines, common query answers from the contest that started at the utterance’s arrival', async () => {
+    const h = createHarness(); // DEFAULT_CONFIG
+    const wire = timedWire(h);
+    cqSkill(h, 'wiki', { answer: 'Paris', conf: 0.8 });
+    fallbackSkill(h, 'fb', 10, { decide: () => false });
+    await h.settle();
+    const t0 = h.clock.now();
+    h.utter(FRANCE);
+    await h.advance(CLAIM_BOUND + 50);
+    expect(spoken(h)).toEqual(['Paris']);
+    expect(pings(h)).toHaveLength(1);
+    expect(wire.filter((w) => w.message.type === 'ovos.utterance.speak').map((w) => w.at - t0)).toEqual([CLAIM_BOUND]);
+    expect(logsWith(h, 'stage matched').map((l) => [l['stage'], l['matched']])).toEqual([
+      ['fallback_high', false],
+      ['common_query', true],
+    ]);
     expectOneHandledEach(h);
   });
 });

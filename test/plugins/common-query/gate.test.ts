@@ -29,6 +29,57 @@ describe('question gate, OVOS-COMMON-QUERY-1 §4.2 conformance (en)', () => {
   });
 });
 
+describe('question gate, the reported defect (OVOS-COMMON-QUERY-1 §4.2)', () => {
+  it.each([
+    ['is the volume of the sun huge'],
+    ['was call of duty released in 2003'],
+    ['volume of a sphere'],
+    ['einstein birthday'],
+  ])(
+    'OVOS-COMMON-QUERY-1 §4.2 MUST accept a question, even one holding a command word or no question word: %s',
+    (utterance) => {
+      expect(classifyQuestion(utterance, 'en', GATE).accept).toBe(true);
+    },
+  );
+
+  it.each([
+    ['please do a barrel roll'],
+    ['hey mycroft, please do a barrel roll'],
+    ['could you please turn off the lights'],
+  ])(
+    'OVOS-COMMON-QUERY-1 §4.2 SHOULD NOT accept a command behind a politeness or wake prefix: %s',
+    (utterance) => {
+      expect(classifyQuestion(utterance, 'en', GATE)).toEqual({ accept: false, reason: 'command_word' });
+    },
+  );
+
+  it.each([
+    ['o volume do sol é enorme', 'pt'],
+    ['volumen de una esfera', 'es'],
+    ['vitesse de la lumière', 'fr'],
+    ['einsteins geburtstag', 'de'],
+  ])('OVOS-COMMON-QUERY-1 §4.2 MUST accept a noun-phrase question: %s (%s)', (utterance, lang) => {
+    expect(classifyQuestion(utterance, lang, GATE).accept).toBe(true);
+  });
+
+  it.each([
+    ['puedes poner música', 'es'],
+    ['peux-tu mettre de la musique', 'fr'],
+    ['kannst du musik spielen', 'de'],
+  ])('OVOS-COMMON-QUERY-1 §4.2 SHOULD NOT accept a polite command: %s (%s)', (utterance, lang) => {
+    expect(classifyQuestion(utterance, lang, GATE)).toEqual({ accept: false, reason: 'command_word' });
+  });
+
+  // Regression guards, rejected before the fix too: politeness stripping and the noun reading must not undo them.
+  it.each([
+    ['por favor toca música', 'pt'],
+    ['temporizador de cinco minutos', 'es'],
+    ['mets de la musique', 'fr'],
+  ])('OVOS-COMMON-QUERY-1 §4.2 SHOULD NOT accept a command (still rejected): %s (%s)', (utterance, lang) => {
+    expect(classifyQuestion(utterance, lang, GATE)).toEqual({ accept: false, reason: 'command_word' });
+  });
+});
+
 describe('question gate rules, §4.1', () => {
   it.each([
     ['what is the capital of France', 'question_word'],

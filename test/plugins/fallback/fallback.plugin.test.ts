@@ -65,10 +65,6 @@ describe('OVOS-FALLBACK-1 §3 registration over the bus', () => {
     expect(drops(h, 'priority_invalid')).toHaveLength(2);
   });
 
-  // BUG (src/dialect/spec-dialect.ts fallback.register case / src/plugins/fallback/registry.ts): a skill_id with ':' is
-  // indexed. Every utterance then sends `bad:id.fallback.ping` (MSG-1: only dispatch topics may contain ':'), the
-  // skill's pong `bad:id.fallback.pong` is silently not consumed by `classify` (returns null — no drop log), and the
-  // stage waits out the full ping timeout on it. Even if it could win, PIPELINE-1 §4.1 makes its Match malformed.
   it('§3.1 (MSG-1 topics, PIPELINE-1 §4.1): a registration whose skill_id contains ":" is not indexed', async () => {
     const h = createHarness(CONFIG);
     fallbackSkill(h, 'bad:id', 10);

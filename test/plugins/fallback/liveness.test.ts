@@ -1,0 +1,252 @@
+/**
+ * Dead fallback skills must not stall every utterance (OVOS-FALLBACK-1 §6.1: a silent skill costs the whole ping
+ * timeout). On the embedded bus a closed connection removes what was registered over it; on any bus — and on a
+ * foreign one it is the only protection — a skill that keeps timing out is suspended by the circuit breaker.
+ * Harness: LocalBus (connections played by name) + ManualClock; no sleeps.
+ */
+import { describe, expect, it } from 'vitest';
+import { createMessage, forward, reply, type JsonObject, type Message } from '../../../src/bus/message.js';
+import { sessionFromObject } from '../../../src/bus/session.js';
+import { createHarness, fallbackSkill, withConfig, type Harness } from '../../support/harness.js';
+
+const CONFIG = withConfig((config) => ({ ...config, pipeline: ['fallback_high', 'fallback_medium', 'fallback_low'] }));
+const PING_TIMEOUT_MS = CONFIG.fallback.pingTimeoutMs;
+const SUSPEND_MS = CONFIG.fallback.suspendMs;
+
+const session = (id: string): JsonObject => ({ session_id: id });
+const withReason = (h: Harness, reason: string): Array<Record<string, unknown>> => h.logs.filter((line) => line['reason'] === reason);
+const dispatches = (h: Harness): string[] => h.wire.filter((m) => m.type.endsWith(':fallback')).map((m) => m.type);
+
+/** A fallback skill playing over the named client connection: registers (in each session given), answers pings. */
+function connectedSkill(
+  h: Harness,
+  skillId: string,
+  priority: number,
+  connection: string,
+  options: { sessions?: readonly string[]; verdict?: boolean | 'silent' } = {},
+): { pings: Message[]; register: (connectionNow?: string) => void } {
+  const pings: Message[] = [];
+  const verdict = options.verdict ?? 'silent';
+  h.bus.subscribe((m) => {
+    if (m.type === `${skillId}.fallback.ping`) {
+      pings.push(m);
+      if (verdict !== 'silent') h.bus.publish(reply(m, `${skillId}.fallback.pong`, { skill_id: skillId, can_handle: verdict }), connection);
+    } else if (m.type === `${skillId}:fallback`) {
+      h.bus.publish(forward(m, 'ovos.utterance.speak', { utterance: `${skillId} says hi` }), connection);
+      h.bus.publish(reply(m, 'mycroft.skill.handler.complete'), connection);
+    }
+  });
+  const register = (connectionNow = connection): void => {
+    for (const id of options.sessions ?? ['default']) {
+      h.bus.publish(createMessage('ovos.fallback.register', { skill_id: skillId, priority }, { skill_id: skillId, session: session(id) }), connectionNow);
+    }
+  };
+  register();
+  return { pings, register };
+}
+
+describe('FALLBACK-1 §3.4 / §6.1 a closed connection takes its registrations with it (embedded bus)', () => {
+  it('FALLBACK-1 §6.1: after the connection of a dead skill closes, the next utterance pays no ping timeout for it', async () => {
+    const h = createHarness(CONFIG);
+    const dead = connectedSkill(h, 'dead', 10, 'c1', { sessions: ['default', 'kitchen'] });
+    fallbackSkill(h, 'live', 20);
+    await h.settle();
+    expect(h.system.fallback.registry.availableFor('kitchen').has('dead')).toBe(true);
+
+    h.bus.closeConnection('c1');
+    await h.settle();
+    expect(h.system.fallback.registry.availableFor('kitchen').has('dead')).toBe(false);
+    expect(h.system.fallback.registry.availableFor('default').has('dead')).toBe(false);
+    const line = withReason(h, 'connection_closed').find((l) => l['msg'] === 'fallback registrations removed');
+    expect(line).toMatchObject({ level: 30, connection: 'c1', skills: ['dead'], sessions: ['default', 'kitchen'] });
+
+    h.utter('hello', { session: session('kitchen') });
+    await h.advance(1);
+    expect(dead.pings).toEqual([]);
+    expect(dispatches(h)).toEqual(['live:fallback']);
+    expect(h.of('ovos.utterance.handled')).toHaveLength(1);
+  });
+
+  it('FALLBACK-1 §3.1: a skill that re-registered over a newer connection keeps that registration when the old one closes', async () => {
+    const h = createHarness(CONFIG);
+    const a = connectedSkill(h, 'a', 10, 'old', { verdict: true });
+    await h.settle();
+    a.register('new'); // reconnected before the old socket was noticed dead
+    await h.settle();
+    h.bus.closeConnection('old');
+    await h.settle();
+    expect(h.system.fallback.registry.availableFor('default').has('a')).toBe(true);
+    expect(withReason(h, 'connection_closed').filter((l) => l['msg'] === 'fallback registrations removed')).toEqual([]);
+
+    h.bus.closeConnection('new');
+    await h.settle();
+    expect(h.system.fallback.registry.availableFor('default').has('a')).toBe(false);
+  });
+
+  it('FALLBACK-1 §3.4: closing a connection leaves registrations made over other connections and in-process alone', async () => {
+    const h = createHarness(CONFIG);
+    connectedSkill(h, 'a', 10, 'c1', { sessions: ['s1'] });
+    connectedSkill(h, 'b', 20, 'c2', { sessions: ['s1'] });
+    fallbackSkill(h, 'local', 30, { session: session('s1') });
+    await h.settle();
+    h.bus.closeConnection('c1');
+    await h.settle();
+    expect([...h.system.fallback.registry.availableFor('s1').keys()].sort()).toEqual(['b', 'local']);
+  });
+});
+
+describe('FALLBACK-1 §6.1 circuit breaker through the plugin (no connection identity: a foreign bus)', () => {
+  it('FALLBACK-1 §6.1: 3 consecutive timeouts suspend a skill for suspendMs (one warn), the others keep their order; at suspendMs it is probed again', async () => {
+    const h = createHarness(CONFIG);
+    const dead = fallbackSkill(h, 'dead', 20, { decide: () => 'silent' });
+    fallbackSkill(h, 'first', 10, { decide: () => false });
+    fallbackSkill(h, 'live', 30);
+    await h.settle();
+    const view = sessionFromObject(session('s1'));
+
+    for (let i = 1; i <= 3; i++) {
+      h.utter(`utterance ${i}`, { session: session('s1') });
+      await h.advance(PING_TIMEOUT_MS);
+      expect(dispatches(h)).toHaveLength(i);
+    }
+    const suspendedAt = h.clock.now();
+    expect(dead.pings).toHaveLength(3);
+    const suspended = withReason(h, 'skill_suspended');
+    expect(suspended).toHaveLength(1);
+    expect(suspended[0]).toMatchObject({ level: 40, skill_id: 'dead', timeouts: 3, for_ms: SUSPEND_MS });
+    // Left out after §5, like a policy filter: the others keep their order.
+    expect(h.system.fallback.pool(view, [0, 49])).toEqual(['first', 'live']);
+
+    // Suspended: the next utterance is answered at once, the dead skill not asked.
+    h.utter('utterance 4', { session: session('s1') });
+    await h.advance(1);
+    expect(dispatches(h)).toHaveLength(4);
+    expect(dead.pings).toHaveLength(3);
+
+    expect(h.clock.pending).toBe(0);
+    h.clock.advance(suspendedAt + SUSPEND_MS - 1 - h.clock.now());
+    h.utter('utterance 5', { session: session('s1') });
+    await h.settle();
+    expect(dispatches(h)).toHaveLength(5);
+    expect(dead.pings).toHaveLength(3); // at suspendMs - 1: still out
+
+    expect(h.clock.pending).toBe(0);
+    h.clock.advance(1);
+    h.utter('utterance 6', { session: session('s1') });
+    await h.settle();
+    expect(dead.pings).toHaveLength(4); // at suspendMs: half-open, asked again
+    await h.advance(PING_TIMEOUT_MS);
+    expect(dispatches(h)).toHaveLength(6);
+    // The probe timed out: suspended again at once, for twice as long. Still one warn per transition.
+    expect(withReason(h, 'skill_suspended').map((l) => [l['timeouts'], l['for_ms']])).toEqual([[3, SUSPEND_MS], [4, 2 * SUSPEND_MS]]);
+    expect(h.system.fallback.breaker.suspended('dead')).toBe(true);
+  });
+
+  it('FALLBACK-1 §6.1: a ping timeout is a warn, at most once per skill per 60 s, then with the suppressed count', async () => {
+    const h = createHarness(CONFIG);
+    fallbackSkill(h, 'dead', 10, { decide: () => 'silent' });
+    fallbackSkill(h, 'live', 30);
+    await h.settle();
+    const start = h.clock.now();
+    for (let i = 1; i <= 2; i++) {
+      h.utter(`utterance ${i}`, { session: session('s1') });
+      await h.advance(PING_TIMEOUT_MS);
+    }
+    const first = withReason(h, 'ping_timeout');
+    expect(first).toHaveLength(1);
+    expect(first[0]).toMatchObject({ level: 40, skill_id: 'dead', after_ms: PING_TIMEOUT_MS, suppressed: 0 });
+
+    expect(h.clock.pending).toBe(0);
+    h.clock.advance(start + 60_000 - h.clock.now());
+    h.utter('utterance 3', { session: session('s1') });
+    await h.advance(PING_TIMEOUT_MS);
+    const lines = withReason(h, 'ping_timeout');
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toMatchObject({ level: 40, skill_id: 'dead', suppressed: 1 });
+  });
+
+  it('FALLBACK-1 §6.1: any pong — even a late one, dropped — counts as alive and resets the count', async () => {
+    const h = createHarness(CONFIG);
+    const slow = fallbackSkill(h, 'slow', 10, { decide: () => 'silent' });
+    fallbackSkill(h, 'live', 30);
+    await h.settle();
+    for (let i = 1; i <= 2; i++) {
+      h.utter(`utterance ${i}`, { session: session('s1') });
+      await h.advance(PING_TIMEOUT_MS);
+    }
+    // The answer to the second ping arrives after its contest ended: dropped, but the skill is alive.
+    h.bus.publish(reply(slow.pings[1]!, 'slow.fallback.pong', { skill_id: 'slow', can_handle: false }));
+    await h.settle();
+    expect(withReason(h, 'no_live_contest').map((l) => l['type'])).toEqual(['slow.fallback.pong']);
+
+    h.utter('utterance 3', { session: session('s1') });
+    await h.advance(PING_TIMEOUT_MS);
+    expect(withReason(h, 'skill_suspended')).toEqual([]);
+    expect(h.system.fallback.breaker.suspended('slow')).toBe(false);
+  });
+
+  it('FALLBACK-1 §6.1: a pong from a suspended skill resumes it (info, once); a re-registration does too', async () => {
+    const h = createHarness(CONFIG);
+    const dead = fallbackSkill(h, 'dead', 10, { decide: () => 'silent' });
+    fallbackSkill(h, 'live', 30);
+    await h.settle();
+    for (let i = 1; i <= 3; i++) {
+      h.utter(`utterance ${i}`, { session: session('s1') });
+      await h.advance(PING_TIMEOUT_MS);
+    }
+    expect(h.system.fallback.breaker.suspended('dead')).toBe(true);
+    h.bus.publish(reply(dead.pings[2]!, 'dead.fallback.pong', { skill_id: 'dead', can_handle: false }));
+    await h.settle();
+    expect(withReason(h, 'skill_resumed')).toEqual([expect.objectContaining({ level: 30, skill_id: 'dead' })]);
+    h.utter('utterance 4', { session: session('s1') });
+    await h.settle();
+    expect(dead.pings).toHaveLength(4);
+    await h.advance(PING_TIMEOUT_MS);
+
+    // Suspend it again (two more timeouts make three), then register again: a fresh start.
+    for (let i = 5; i <= 6; i++) {
+      h.utter(`utterance ${i}`, { session: session('s1') });
+      await h.advance(PING_TIMEOUT_MS);
+    }
+    expect(h.system.fallback.breaker.suspended('dead')).toBe(true);
+    h.bus.publish(createMessage('ovos.fallback.register', { skill_id: 'dead', priority: 10 }, { skill_id: 'dead', session: session('default') }));
+    await h.settle();
+    expect(h.system.fallback.breaker.suspended('dead')).toBe(false);
+    expect(withReason(h, 'skill_resumed')).toHaveLength(2);
+  });
+});
+
+describe('FALLBACK-1 §6.1 a skill whose connection closes during a contest', () => {
+  it('FALLBACK-1 §6.1: the awaited skill\'s connection closes → the next skill is asked at once, not after the ping timeout', async () => {
+    const h = createHarness(CONFIG);
+    const dead = connectedSkill(h, 'dead', 10, 'c1'); // silent: it will never answer
+    const live = fallbackSkill(h, 'live', 20);
+    await h.settle();
+    h.utter('hello', { session: session('s1') });
+    await h.advance(5);
+    expect(dead.pings).toHaveLength(1);
+    expect(live.pings).toHaveLength(0);
+    h.bus.closeConnection('c1');
+    await h.advance(1);
+    expect(live.pings).toHaveLength(1);
+    expect(dispatches(h)).toEqual(['live:fallback']);
+    expect(h.of('ovos.utterance.handled')).toHaveLength(1);
+    expect(withReason(h, 'ping_timeout')).toEqual([]);
+  });
+
+  it('FALLBACK-1 §6.1: a skill still ahead in the pool whose connection closes is skipped when its turn comes', async () => {
+    const h = createHarness(withConfig((config) => ({ ...config, pipeline: ['fallback_high'], fallback: { ...config.fallback, stages: { fallback_high: [0, 100] } } })));
+    fallbackSkill(h, 'first', 10, { decide: () => 'silent' });
+    const doomed = connectedSkill(h, 'doomed', 20, 'c2', { verdict: true });
+    const last = fallbackSkill(h, 'last', 30);
+    await h.settle();
+    h.utter('hello', { session: session('s1') });
+    await h.advance(5);
+    h.bus.closeConnection('c2'); // while 'first' is being asked
+    await h.advance(PING_TIMEOUT_MS);
+    expect(doomed.pings).toEqual([]);
+    expect(last.pings).toHaveLength(1);
+    expect(dispatches(h)).toEqual(['last:fallback']);
+    expect(h.of('ovos.utterance.handled')).toHaveLength(1);
+  });
+});

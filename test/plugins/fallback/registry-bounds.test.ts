@@ -1,0 +1,83 @@
+/**
+ * The registry's connection bookkeeping and bounds (src/plugins/fallback/registry.ts). Session ids and skill ids
+ * come off the bus, so what one client can make the registry hold is bounded; what a connection registered leaves
+ * with it.
+ */
+import { describe, expect, it } from 'vitest';
+import { FallbackRegistry } from '../../../src/plugins/fallback/registry.js';
+
+const ids = (registry: FallbackRegistry, sessionId: string): string[] => [...registry.availableFor(sessionId).keys()].sort();
+
+describe('FALLBACK-1 §3.4 registrations remember their connection', () => {
+  it('FALLBACK-1 §3.4: an entry remembers the connection it was registered over (undefined in-process)', () => {
+    const registry = new FallbackRegistry();
+    registry.register('default', 'a', 10, 'c1');
+    registry.register('default', 'b', 20);
+    expect(registry.entry('default', 'a')).toEqual({ priority: 10, connection: 'c1' });
+    expect(registry.entry('default', 'b')).toEqual({ priority: 20, connection: undefined });
+    expect(registry.entry('kitchen', 'a')).toBeUndefined();
+  });
+
+  it('FALLBACK-1 §3.4: removeConnection removes that connection’s registrations in every session, and nothing else', () => {
+    const registry = new FallbackRegistry();
+    registry.register('default', 'a', 10, 'c1');
+    registry.register('kitchen', 'a', 90, 'c1');
+    registry.register('car', 'k', 30, 'c1');
+    registry.register('default', 'b', 20, 'c2');
+    registry.register('default', 'local', 30);
+    expect(registry.removeConnection('c1')).toEqual([
+      { sessionId: 'default', skillId: 'a' },
+      { sessionId: 'kitchen', skillId: 'a' },
+      { sessionId: 'car', skillId: 'k' },
+    ]);
+    expect(ids(registry, 'kitchen')).toEqual(['b', 'local']);
+    expect(ids(registry, 'car')).toEqual(['b', 'local']);
+    expect(registry.sessionCount).toBe(0);
+    expect(registry.holds('a')).toBe(false);
+    expect(registry.holds('b')).toBe(true);
+    expect(registry.removeConnection('c1')).toEqual([]);
+  });
+
+  it('FALLBACK-1 §3.1: a skill that re-registered over a newer connection keeps that registration when the old one closes', () => {
+    const registry = new FallbackRegistry();
+    registry.register('default', 'a', 10, 'old');
+    registry.register('default', 'a', 10, 'new');
+    expect(registry.removeConnection('old')).toEqual([]);
+    expect(ids(registry, 'default')).toEqual(['a']);
+  });
+});
+
+describe('FALLBACK-1 §3.4 registry bounds', () => {
+  it('FALLBACK-1 §3.4: a new skill beyond maxSkillsPerSession is refused (registry_full); re-registering an existing one is not', () => {
+    const registry = new FallbackRegistry({ maxSkillsPerSession: 2 });
+    expect(registry.register('kitchen', 'a', 10)).toBe('registered');
+    expect(registry.register('kitchen', 'b', 20)).toBe('registered');
+    expect(registry.register('kitchen', 'c', 30)).toBe('registry_full');
+    expect(registry.register('kitchen', 'a', 40)).toBe('registered');
+    expect(registry.register('default', 'c', 30)).toBe('registered'); // another session has its own bound
+    expect(ids(registry, 'kitchen')).toEqual(['a', 'b', 'c']);
+    expect(registry.availableFor('kitchen').get('a')).toBe(40);
+    registry.deregister('kitchen', 'b');
+    expect(registry.register('kitchen', 'c', 30)).toBe('registered');
+  });
+
+  it('FALLBACK-1 §3.4: a new session beyond maxSessions is refused; "default" does not count; a freed session makes room', () => {
+    const registry = new FallbackRegistry({ maxSessions: 2 });
+    expect(registry.register('default', 'a', 10)).toBe('registered');
+    expect(registry.register('s1', 'a', 10)).toBe('registered');
+    expect(registry.register('s2', 'a', 10)).toBe('registered');
+    expect(registry.sessionCount).toBe(2);
+    expect(registry.register('s3', 'a', 10)).toBe('registry_full');
+    expect(registry.register('s1', 'b', 10)).toBe('registered'); // an existing session may grow
+    expect(registry.register('default', 'b', 10)).toBe('registered');
+    expect(ids(registry, 's3')).toEqual(['a', 'b']); // only what "default" offers
+    registry.deregister('s2', 'a');
+    expect(registry.register('s3', 'a', 10)).toBe('registered');
+  });
+
+  it('FALLBACK-1 §3.4: with no bounds given the registry is unbounded (library use)', () => {
+    const registry = new FallbackRegistry();
+    for (let i = 0; i < 200; i++) expect(registry.register(`s${i}`, `k${i}`, i)).toBe('registered');
+    expect(registry.sessionCount).toBe(200);
+  });
+});
