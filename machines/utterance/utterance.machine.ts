@@ -44,13 +44,19 @@ export interface UtteranceContext extends UtteranceInput {
   readonly declined: ReadonlyArray<{ readonly stage: string; readonly why: 'no_match' | 'timeout' | 'error' | 'rejected' }>;
 }
 
-/** A completion signal from a bus skill; only the dispatched skill's counts. */
-export type UtteranceEvent = {
-  readonly type: 'HANDLER_DONE';
-  readonly skill_id: string;
-  readonly ok: boolean;
-  readonly exception?: string;
-};
+/**
+ * HANDLER_DONE: a completion signal from a bus skill; only the dispatched skill's counts.
+ * SKILL_GONE: the skill can no longer be reached (its bus connection closed); while its handler is awaited, the
+ * handler ends at once with an error (issue 7: no 30 s of silence for a skill that died).
+ */
+export type UtteranceEvent =
+  | {
+      readonly type: 'HANDLER_DONE';
+      readonly skill_id: string;
+      readonly ok: boolean;
+      readonly exception?: string;
+    }
+  | { readonly type: 'SKILL_GONE'; readonly skill_id: string };
 
 export type UtteranceEmitted =
   | { readonly type: 'handler_done.ignored'; readonly skill_id: string; readonly reason: 'not_awaited' }
@@ -118,7 +124,7 @@ export const utteranceMachine = setup({
     hasNext: ({ context }) => context.index + 1 < context.stages.length,
     noStages: ({ context }) => context.stages.length === 0,
     fromDispatchedSkill: ({ context, event }) => event.skill_id === context.match?.skill_id,
-    handlerOk: ({ event }) => event.ok,
+    handlerOk: ({ event }) => event.type === 'HANDLER_DONE' && event.ok,
     inProcess: ({ context }) => context.matchedStage !== null && context.inProcessHandlers.includes(context.matchedStage),
   },
   delays: {
@@ -129,7 +135,8 @@ export const utteranceMachine = setup({
   id: 'utterance',
   context: ({ input }) => ({ ...input, outcome: null, index: 0, match: null, matchedStage: null, dispatched: null, declined: [] }),
   initial: 'start',
-  // A completion signal outside `handling.awaitingSkill` (still matching, or from another skill) is reported.
+  // A completion signal outside `handling.awaitingSkill` (still matching, or from another skill) is reported; a
+  // skill gone while nothing of it is awaited changes nothing.
   on: { HANDLER_DONE: { actions: 'reportIgnored' } },
   states: {
     start: {
@@ -192,6 +199,14 @@ export const utteranceMachine = setup({
         },
         awaitingSkill: {
           on: {
+            SKILL_GONE: {
+              guard: 'fromDispatchedSkill',
+              target: '#utterance.failed',
+              actions: {
+                type: 'handlerError',
+                params: ({ event }) => ({ exception: `SkillDisconnected: the bus connection of ${event.skill_id} closed before its handler completed` }),
+              },
+            },
             HANDLER_DONE: [
               { guard: and(['fromDispatchedSkill', 'handlerOk']), target: '#utterance.completed', actions: 'handlerComplete' },
               {

@@ -5,7 +5,7 @@
  * (ovos-wire-today.md) will be a second adapter producing the same `Inbound` kinds.
  */
 import type { JsonObject, Message } from '../bus/message.js';
-import { response, stringField } from '../bus/message.js';
+import { isJsonObject, reply, response, stringField, utteranceIdOf } from '../bus/message.js';
 
 export const topics = {
   utteranceHandle: 'ovos.utterance.handle',
@@ -45,7 +45,8 @@ const CQ_RESPONSE_SUFFIX = '.common_query.response';
 const INTENTS_LIST = /^ovos\.pipeline\.([A-Za-z0-9_-]+)\.intents\.list$/;
 
 export type Inbound =
-  | { readonly kind: 'utterance.handle'; readonly utterances: readonly string[] }
+  /** `dropped`: entries of a mixed list that were not non-blank strings (the rest are kept; the orchestrator warns). */
+  | { readonly kind: 'utterance.handle'; readonly utterances: readonly string[]; readonly dropped: number }
   | { readonly kind: 'fallback.register'; readonly skill_id: string; readonly priority: number }
   /** `context_skill_id`: the plugin decides who may deregister (§3.2 does not require context.skill_id). */
   | { readonly kind: 'fallback.deregister'; readonly skill_id: string; readonly context_skill_id: string | undefined }
@@ -120,6 +121,23 @@ export function registrationRefused(message: Message, reason: DropReason): Messa
   return response(message, data);
 }
 
+/**
+ * OVOS-PIPELINE-1 §6, exactly one `ovos.utterance.handled` per `ovos.utterance.handle`: the handled that ends an
+ * utterance refused at entry, with why in `error` (our extension field), so a client waiting for it never hangs.
+ * Derived by `reply` (session and utterance_id kept); a malformed session carrier is not echoed, and then only an
+ * entry carrying a `context.utterance_id` is answered (without either, nothing could tell whose handled it is).
+ * Null for `duplicate_utterance_id`: the first entry with that id gets the one handled.
+ */
+export function utteranceRefused(message: Message, reason: DropReason): Message | null {
+  if (reason === 'duplicate_utterance_id') return null;
+  const handled = reply(message, topics.utteranceHandled, { error: reason });
+  const carrier = message.context['session'];
+  if (carrier === undefined || carrier === null || isJsonObject(carrier)) return handled;
+  if (utteranceIdOf(message) === undefined) return null;
+  const { session: _malformed, ...context } = handled.context;
+  return { ...handled, context };
+}
+
 const fail = (kind: InboundKind, reason: DropReason, detail?: string): Classified =>
   detail === undefined ? { ok: false, kind, reason } : { ok: false, kind, reason, detail };
 
@@ -140,10 +158,11 @@ export function classify(message: Message): Classified {
   switch (type) {
     case topics.utteranceHandle: {
       const utterances = data['utterances'];
-      if (!Array.isArray(utterances) || utterances.length === 0) return fail('utterance.handle', 'utterances_invalid');
+      if (!Array.isArray(utterances)) return fail('utterance.handle', 'utterances_invalid', 'not a list');
+      // PIPELINE-1 §4: match takes a non-empty list of candidates. One bad entry does not void the good ones.
       const list = utterances.filter((u): u is string => typeof u === 'string' && u.trim() !== '');
-      if (list.length !== utterances.length) return fail('utterance.handle', 'utterances_invalid');
-      return { ok: true, inbound: { kind: 'utterance.handle', utterances: list } };
+      if (list.length === 0) return fail('utterance.handle', 'utterances_invalid', 'no non-blank string');
+      return { ok: true, inbound: { kind: 'utterance.handle', utterances: list, dropped: utterances.length - list.length } };
     }
     case topics.fallbackRegister: {
       const skillId = skillIdFrom(data, 'fallback.register');

@@ -7,16 +7,24 @@
  * Completion of a bus skill's handler (another process) is observed as `mycroft.skill.handler.complete` or
  * `mycroft.skill.handler.error` carrying the dispatched `context.skill_id`, the session and the utterance_id —
  * which a skill gets for free by deriving the signal from the dispatch message. No signal within
- * `handlerTimeoutMs` → `ovos.intent.handler.error` (timeout) then `ovos.utterance.handled`.
+ * `handlerTimeoutMs` → `ovos.intent.handler.error` (timeout) then `ovos.utterance.handled`. On a bus with connection
+ * identity (the embedded server), a dispatched skill whose connection closes ends its handler at once with
+ * `ovos.intent.handler.error` (skill disconnected) then `ovos.utterance.handled`.
+ *
+ * Exactly one `ovos.utterance.handled` per accepted `ovos.utterance.handle` (§6), on every path: the machine sends
+ * it on each of its final states; an utterance actor that is stopped (bus down, shutdown) or fails before sending
+ * it gets one here, with an `error` field naming why. Entries refused before they start are answered by the
+ * supervisor (`utteranceRefused`), except a duplicate utterance_id, whose first entry gets the one handled.
  */
 import { randomUUID } from 'node:crypto';
 import { assign, fromPromise } from 'xstate';
 import { forward, reply, response, utteranceIdOf, withContext, type JsonObject, type Message } from '../bus/message.js';
-import { pushActiveHandler, readSession, resolveLang, sessionFromObject, type SessionView } from '../bus/session.js';
+import { pushActiveHandler, readSession, resolveLang, sessionFromObject, sessionIdOf, type SessionView } from '../bus/session.js';
 import { canonicalPipelineId, type Config } from '../config/defaults.js';
-import { topics } from '../dialect/spec-dialect.js';
+import { topics, utteranceRefused } from '../dialect/spec-dialect.js';
+import { LogRateLimiter } from '../log/rate-limit.js';
 import type { Match, PipelineStage } from '../pipeline/plugin.js';
-import type { Supervisor } from '../supervisor/supervisor.js';
+import type { Contest, Supervisor } from '../supervisor/supervisor.js';
 import {
   utteranceMachine,
   type UtteranceContext,
@@ -38,15 +46,35 @@ export class Orchestrator {
   readonly #supervisor: Supervisor;
   readonly #config: Config;
   readonly #stages = new Map<string, PipelineStage>();
-  readonly #inFlight = new Set<string>();
-  readonly #machine;
+  /** Live utterances by `keyOf(session, utterance_id)`. */
+  readonly #inFlight = new Map<string, Contest<UtteranceLogic>>();
+  /** Utterances whose `ovos.utterance.handled` went out. */
+  readonly #handledSent = new Set<string>();
+  /** Dispatched bus skill → the utterances awaiting its handler (to end them when its connection closes). */
+  readonly #awaiting = new Map<string, Set<string>>();
+  /** The reverse: utterance → the skill it awaits. */
+  readonly #awaitedSkill = new Map<string, string>();
+  /** Unknown pipeline ids: one warn per id (and session) per minute. */
+  readonly #unknownLog = new LogRateLimiter(60_000);
+  readonly #machine: UtteranceLogic;
 
   constructor(supervisor: Supervisor, config: Config) {
     this.#supervisor = supervisor;
     this.#config = config;
     this.#machine = this.#provide();
     supervisor.on('utterance.handle', (inbound, message) => {
+      if (inbound.dropped > 0) {
+        supervisor.logger.warn(
+          { reason: 'utterances_filtered', dropped: inbound.dropped, kept: inbound.utterances.length, session_id: sessionIdOf(message), utterance_id: utteranceIdOf(message) },
+          'utterance entries dropped (not non-blank strings); the rest are handled',
+        );
+      }
       this.handle(message, inbound.utterances);
+    });
+    supervisor.onConnectionClosed((_connection, skills) => {
+      for (const skill of skills) {
+        for (const key of this.#awaiting.get(skill) ?? []) this.#inFlight.get(key)?.send({ type: 'SKILL_GONE', skill_id: skill });
+      }
     });
     // OVOS-PIPELINE-1 §10: each plugin answers its introspection request.
     supervisor.on('intents.list', (inbound, message) => {
@@ -74,11 +102,13 @@ export class Orchestrator {
     const parsed = readSession(entry);
     if (!parsed.ok) {
       log.warn({ reason: parsed.reason, type: entry.type }, 'message dropped');
+      const handled = utteranceRefused(entry, parsed.reason);
+      if (handled !== null) this.#supervisor.bus.publish(handled);
       return null;
     }
     const session = parsed.session;
     const utteranceId = utteranceIdOf(entry) ?? randomUUID(); // MSG-1 §4.2: stamped once, never overwritten
-    const key = `${session.sessionId}\u0000${utteranceId}`;
+    const key = keyOf(session.sessionId, utteranceId);
     if (this.#inFlight.has(key)) {
       log.warn({ reason: 'duplicate_utterance_id', session_id: session.sessionId, utterance_id: utteranceId }, 'message dropped');
       return null;
@@ -92,7 +122,6 @@ export class Orchestrator {
     // OVOS-COMMON-QUERY-1 §5.2: every stage hears of the new utterance (eviction), not only those in its pipeline.
     for (const stage of this.#stages.values()) stage.onUtterance?.(stamped, lang, session, stages.includes(stage.pipelineId));
 
-    this.#inFlight.add(key);
     const contest = this.#supervisor.spawn({
       kind: 'utterance',
       label: 'pipeline',
@@ -113,17 +142,28 @@ export class Orchestrator {
         return inbound.exception === undefined ? event : { ...event, exception: inbound.exception };
       },
     });
+    this.#inFlight.set(key, contest);
     contest.logger.info({ utterances, lang, stages }, 'utterance received');
 
     const done = contest.done.then((result) => {
       this.#inFlight.delete(key);
+      this.#forgetAwaiting(key);
+      const sent = this.#handledSent.delete(key);
+      if (!sent) {
+        // Stopped (bus down, shutdown) or failed before the machine sent it: PIPELINE-1 §6 still owes one handled.
+        const error = result.status === 'stopped' ? result.reason : 'utterance_error';
+        contest.logger.warn({ reason: error }, 'utterance ended early; ovos.utterance.handled sent with an error');
+        try {
+          this.#supervisor.bus.publish(reply(stamped, topics.utteranceHandled, { error }));
+        } catch (err) {
+          contest.logger.error({ err, reason: 'publish_failed' }, 'ovos.utterance.handled could not be sent');
+        }
+      }
       for (const id of new Set(stages)) this.#stages.get(id)?.onHandled?.(stamped, session);
       if (result.status === 'done') {
         contest.logger.info({ outcome: result.output.outcome, skill_id: result.output.match?.skill_id, stage: result.output.stage }, 'utterance handled');
         return result.output;
       }
-      // Stopped (bus down, shutdown) or crashed: handled cannot be guaranteed on a dead bus; say so.
-      contest.logger.warn({ reason: result.status === 'stopped' ? result.reason : 'utterance_error' }, 'utterance ended without ovos.utterance.handled');
       return null;
     });
     return { utteranceId, sessionId: session.sessionId, done };
@@ -161,6 +201,7 @@ export class Orchestrator {
         }),
         dispatch: ({ context }) => {
           const match = context.match!;
+          if (!context.inProcessHandlers.includes(context.matchedStage ?? '')) this.#await(context.request, match.skill_id);
           // PIPELINE-1 §6: ovos.intent.matched, the dispatch (§7), ovos.intent.handler.start (§8).
           bus.publish(
             reply(context.request.entry, topics.intentMatched, {
@@ -182,6 +223,7 @@ export class Orchestrator {
           bus.publish(reply(entry, topics.intentUnmatched, { utterances: [...utterances], lang }));
         },
         handled: ({ context }) => {
+          this.#handledSent.add(keyOf(context.request.session.sessionId, utteranceIdOf(context.request.entry) ?? ''));
           // The last message of the lifecycle carries the session as it now is (with any activation pushed).
           const handled = reply(context.request.entry, topics.utteranceHandled, {});
           const session = context.dispatched?.context['session'];
@@ -199,13 +241,35 @@ export class Orchestrator {
     for (const raw of preference) {
       const id = canonicalPipelineId(raw);
       if (!this.#stages.has(id)) {
-        this.#supervisor.logger.debug({ reason: 'unknown_pipeline', pipeline_id: raw }, 'pipeline stage skipped');
+        // PIPELINE-1 §5: skipped with a warning, never aborting the utterance; at most once a minute per id.
+        const source = session.pipeline === undefined ? 'config' : 'session';
+        const { log, suppressed } = this.#unknownLog.shouldLog(`${source}\u0000${raw}`, this.#supervisor.clock.now());
+        if (log) this.#supervisor.logger.warn({ reason: 'unknown_pipeline', pipeline_id: raw, source, session_id: session.sessionId, suppressed }, 'pipeline stage skipped');
         continue;
       }
       if (blacklisted.has(id) || effective.includes(id)) continue;
       effective.push(id);
     }
     return effective;
+  }
+
+  /** The dispatched bus skill's handler is now awaited; a skill already gone is told to the utterance at once. */
+  #await(request: UtteranceRequest, skillId: string): void {
+    const key = keyOf(request.session.sessionId, utteranceIdOf(request.entry) ?? '');
+    let keys = this.#awaiting.get(skillId);
+    if (keys === undefined) this.#awaiting.set(skillId, (keys = new Set()));
+    keys.add(key);
+    this.#awaitedSkill.set(key, skillId);
+    // Its connection closed between its willing reply and this dispatch: nobody will complete the handler.
+    if (this.#supervisor.isGone(skillId)) queueMicrotask(() => this.#inFlight.get(key)?.send({ type: 'SKILL_GONE', skill_id: skillId }));
+  }
+
+  #forgetAwaiting(key: string): void {
+    const skill = this.#awaitedSkill.get(key);
+    if (skill === undefined) return;
+    this.#awaitedSkill.delete(key);
+    const keys = this.#awaiting.get(skill);
+    if (keys !== undefined && keys.delete(key) && keys.size === 0) this.#awaiting.delete(skill);
   }
 
   /** PIPELINE-1 §7: reply-derived from the utterance, ids stamped, activation pushed unless suppressed (§7.3). */
@@ -223,3 +287,7 @@ export class Orchestrator {
     return withContext(dispatched, { session, skill_id: match.skill_id, pipeline_id: pipelineId });
   }
 }
+
+type UtteranceLogic = typeof utteranceMachine;
+
+const keyOf = (sessionId: string, utteranceId: string): string => `${sessionId}\u0000${utteranceId}`;

@@ -5,7 +5,7 @@
  * their bus queries from it via `reply`, OVOS-FALLBACK-1 §6.1) and an AbortSignal the orchestrator fires when the
  * match bound (§4.4) expires, so a contest abandoned by the orchestrator stops instead of running on.
  */
-import type { JsonObject, Message } from '../bus/message.js';
+import { isJsonObject, type JsonObject, type Message } from '../bus/message.js';
 import type { SessionView } from '../bus/session.js';
 
 /** OVOS-PIPELINE-1 §4.1. */
@@ -52,7 +52,10 @@ export interface PipelineStage {
   onHandled?(entry: Message, session: SessionView): void;
 }
 
-/** OVOS-PIPELINE-1 §4.1: a Match missing a field, with ':' in ids, or non-string slots counts as a decline. */
+/**
+ * OVOS-PIPELINE-1 §4.1: a Match missing a field, with ':' in ids, or non-string slots counts as a decline; so does an
+ * `updated_session` that is present but not a session object (it would become the dispatched session, §7).
+ */
 export function isWellFormedMatch(value: unknown): value is Match {
   if (typeof value !== 'object' || value === null) return false;
   const m = value as Record<string, unknown>;
@@ -61,7 +64,8 @@ export function isWellFormedMatch(value: unknown): value is Match {
   if (typeof m['lang'] !== 'string' || typeof m['utterance'] !== 'string') return false;
   const slots = m['slots'];
   if (typeof slots !== 'object' || slots === null || Array.isArray(slots)) return false;
-  return Object.values(slots).every((v) => typeof v === 'string');
+  if (!Object.values(slots).every((v) => typeof v === 'string')) return false;
+  return !('updated_session' in m) || m['updated_session'] === undefined || isJsonObject(m['updated_session']);
 }
 
 /**

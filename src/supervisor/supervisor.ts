@@ -15,7 +15,7 @@ import type { Bus, Unsubscribe } from '../bus/bus.js';
 import { reply, stringField, utteranceIdOf, type Message } from '../bus/message.js';
 import { sessionIdOf } from '../bus/session.js';
 import type { Clock } from '../clock/clock.js';
-import { classify, isFallbackRegistration, registrationRefused, topics, type DropReason, type Inbound, type InboundKind, type InboundOf } from '../dialect/spec-dialect.js';
+import { classify, isFallbackRegistration, registrationRefused, topics, utteranceRefused, type DropReason, type Inbound, type InboundKind, type InboundOf } from '../dialect/spec-dialect.js';
 import type { Logger } from '../log/logger.js';
 import { LogRateLimiter } from '../log/rate-limit.js';
 
@@ -96,6 +96,8 @@ export type ConnectionClosedHandler = (connection: string, skills: readonly stri
 
 /** At most this many skill_ids are remembered per connection (one client may host several skills). */
 const MAX_SKILLS_PER_CONNECTION = 256;
+/** At most this many gone skill_ids are remembered (`isGone`). */
+const MAX_GONE = 4096;
 
 export class Supervisor {
   readonly bus: Bus;
@@ -111,6 +113,8 @@ export class Supervisor {
   readonly #peers = new Map<string, Set<string>>();
   /** skill_id → the connection it spoke over most recently (a reconnected skill moves to its new one). */
   readonly #latest = new Map<string, string>();
+  /** skill_ids whose latest connection closed and that have not spoken since (bounded, oldest forgotten first). */
+  readonly #gone = new Set<string>();
   #closedHandlers: ConnectionClosedHandler[] = [];
   /** Refused fallback registrations: at most one warn per reason and skill per minute. */
   readonly #refusalLog = new LogRateLimiter(60_000);
@@ -154,6 +158,15 @@ export class Supervisor {
     if (skills.size >= MAX_SKILLS_PER_CONNECTION && !skills.has(inbound.skill_id)) return;
     skills.add(inbound.skill_id);
     this.#latest.set(inbound.skill_id, connection);
+    this.#gone.delete(inbound.skill_id);
+  }
+
+  /**
+   * Whether `skillId`'s latest connection closed and it has not spoken since: a message sent to it now reaches
+   * nobody. False for a skill never seen over a connection (a foreign bus shows none).
+   */
+  isGone(skillId: string): boolean {
+    return this.#gone.has(skillId);
   }
 
   /**
@@ -162,7 +175,14 @@ export class Supervisor {
    */
   #connectionClosed(connection: string): void {
     const skills = this.skillsOn(connection).filter((skill) => this.#latest.get(skill) === connection);
-    for (const skill of skills) this.#latest.delete(skill);
+    for (const skill of skills) {
+      this.#latest.delete(skill);
+      this.#gone.add(skill);
+    }
+    for (const oldest of this.#gone) {
+      if (this.#gone.size <= MAX_GONE) break;
+      this.#gone.delete(oldest);
+    }
     this.#peers.delete(connection);
     if (skills.length > 0) this.logger.info({ connection, skills }, 'skill connection closed');
     for (const handler of this.#closedHandlers) {
@@ -217,10 +237,11 @@ export class Supervisor {
     this.#learnPeer(inbound, message);
     const sessionId = sessionIdOf(message);
     if (sessionId === undefined) {
-      // OVOS-SESSION-1 §2.5: never substitute the default session; tell the sender why its message went nowhere.
-      this.#drop('malformed_carrier', message);
+      // OVOS-SESSION-1 §2.5: never substitute the default session; tell the sender why its message went nowhere
+      // (and, for an utterance, end it with its handled: `#drop`).
       const { session: _malformed, ...context } = reply(message, topics.sessionRejected).context;
       this.bus.publish({ type: topics.sessionRejected, data: { msg_type: message.type, reason: 'malformed_carrier' }, context });
+      this.#drop('malformed_carrier', message);
       return;
     }
     // Owners of service kinds act on them; observers of contest kinds (the common-query roster) see them before
@@ -292,6 +313,11 @@ export class Supervisor {
       }
       this.bus.publish(registrationRefused(message, reason));
       return;
+    }
+    // PIPELINE-1 §6: a refused utterance still ends with exactly one handled, carrying why.
+    if (message.type === topics.utteranceHandle) {
+      const handled = utteranceRefused(message, reason);
+      if (handled !== null) this.bus.publish(handled);
     }
     const level = reason === 'no_live_contest' || reason === 'not_awaited' || reason === 'duplicate' ? 'info' : 'warn';
     this.logger[level](

@@ -200,16 +200,13 @@ describe('daemon over a real websocket (example skills)', () => {
     expect(probe.open).toBe(true);
     expect(speechOf(messages)).toEqual(['42']);
     expect(messages.filter((message) => message.type === 'ovos.utterance.handled')).toHaveLength(1);
-    // Undecodable frames are not re-broadcast. The malformed carrier got its echo and at most the optional
-    // ovos.session.rejected (§2.5), never a lifecycle run under a substituted default session.
+    // Undecodable frames are not re-broadcast. The malformed carrier got its echo, ovos.session.rejected (§2.5) and
+    // its one handled with the error (PIPELINE-1 §6), never a lifecycle run under a substituted default session.
     expect(probe.frames.items.filter((frame) => frame.message === undefined)).toEqual([]);
     const rejected = probe.of('malformed-carrier');
-    expect(rejected[0]?.type).toBe('ovos.utterance.handle');
-    for (const message of rejected.slice(1)) {
-      expect(message.type).toBe('ovos.session.rejected');
-      expect(message.data).toEqual({ msg_type: 'ovos.utterance.handle', reason: 'malformed_carrier' });
-    }
-    expect(rejected.length).toBeLessThanOrEqual(2);
+    expect(rejected.map((message) => message.type)).toEqual(['ovos.utterance.handle', 'ovos.session.rejected', 'ovos.utterance.handled']);
+    expect(rejected[1]!.data).toEqual({ msg_type: 'ovos.utterance.handle', reason: 'malformed_carrier' });
+    expect(rejected[2]!.data).toEqual({ error: 'malformed_carrier' });
     // One greeting: the connection was never re-established.
     expect(probe.frames.items.filter((frame) => frame.text === GREETING)).toHaveLength(1);
   });

@@ -529,14 +529,14 @@ describe('OVOS-SESSION-1 §2.5 malformed carrier', () => {
     expect(h.of('ovos.utterance.handled')).toHaveLength(1);
   });
 
-  it('§9: ovos.utterance.handle with invalid utterances is dropped (utterances_invalid)', async () => {
+  it('§9 + §6: ovos.utterance.handle with invalid utterances is dropped (utterances_invalid) and answered with handled {error}', async () => {
     const h = createHarness(CONFIG);
     h.bus.publish(createMessage('ovos.utterance.handle', { utterances: [] }, { session: session('s1') }));
-    h.bus.publish(createMessage('ovos.utterance.handle', { utterances: ['ok', 3] }, { session: session('s1') }));
+    h.bus.publish(createMessage('ovos.utterance.handle', { utterances: [3] }, { session: session('s1') }));
     h.bus.publish(createMessage('ovos.utterance.handle', {}, { session: session('s1') }));
     await h.settle();
     expect(drops(h, 'utterances_invalid')).toHaveLength(3);
-    expect(h.of('ovos.utterance.handled')).toEqual([]);
+    expect(h.of('ovos.utterance.handled').map((m) => m.data)).toEqual([{ error: 'utterances_invalid' }, { error: 'utterances_invalid' }, { error: 'utterances_invalid' }]);
   });
 });
 

@@ -1,0 +1,297 @@
+/**
+ * OVOS-PIPELINE-1 §6: exactly one `ovos.utterance.handled` per `ovos.utterance.handle` — on every path, errors
+ * included — and §8: a dispatched skill that dies ends its handler at once (issue 7, defects 4 and 5).
+ * Whole system (orchestrator, supervisor, plugins) on a LocalBus whose client connections are played by name, on
+ * ManualClock; no sleeps.
+ */
+import { describe, expect, it } from 'vitest';
+import { createMessage, reply, type JsonObject, type Message } from '../../src/bus/message.js';
+import type { Match, PipelineStage } from '../../src/pipeline/plugin.js';
+import { createHarness, fallbackSkill, withConfig, type Harness } from '../support/harness.js';
+
+const FALLBACK_STAGES = ['fallback_high', 'fallback_medium', 'fallback_low'];
+const CONFIG = withConfig((config) => ({ ...config, pipeline: FALLBACK_STAGES }));
+const HANDLER_TIMEOUT_MS = CONFIG.orchestrator.handlerTimeoutMs;
+
+const session = (id: string): JsonObject => ({ session_id: id });
+const withReason = (h: Harness, reason: string): Array<Record<string, unknown>> => h.logs.filter((line) => line['reason'] === reason);
+
+/** The handled messages of one utterance_id. */
+const handledOf = (h: Harness, utteranceId: string): Message[] => h.of('ovos.utterance.handled').filter((m) => m.context['utterance_id'] === utteranceId);
+
+/** A willing fallback skill over client connection `connection` whose handler never completes on its own. */
+function busySkill(h: Harness, skillId: string, priority: number, connection: string): Message[] {
+  const dispatched: Message[] = [];
+  h.bus.subscribe((m) => {
+    if (m.type === `${skillId}.fallback.ping`) h.bus.publish(reply(m, `${skillId}.fallback.pong`, { skill_id: skillId, can_handle: true }), connection);
+    else if (m.type === `${skillId}:fallback`) {
+      dispatched.push(m);
+    }
+  });
+  h.bus.publish(createMessage('ovos.fallback.register', { skill_id: skillId, priority }, { skill_id: skillId, session: session('default') }), connection);
+  return dispatched;
+}
+
+/** A stage of our own returning `result` from match (an embedder's plugin). */
+function stage(h: Harness, pipelineId: string, result: () => unknown): void {
+  const plugin: PipelineStage = {
+    pipelineId,
+    match: async () => result() as Match | null,
+    intents: () => [],
+  };
+  h.system.orchestrator.register(plugin);
+}
+
+const lifecycle = (h: Harness, utteranceId: string): string[] =>
+  h.wire.filter((m) => m.context['utterance_id'] === utteranceId && !m.type.endsWith('.ping') && !m.type.endsWith('.pong')).map((m) => m.type);
+
+describe('OVOS-PIPELINE-1 §8: a dispatched skill whose connection closes ends its handler at once (embedded bus)', () => {
+  it('PIPELINE-1 §8 + §6: handler.error (skill disconnected) then exactly one handled, the moment the connection closes — not after the handler timeout', async () => {
+    const h = createHarness(CONFIG);
+    const dispatched = busySkill(h, 'dying', 10, 'c1');
+    await h.settle();
+    h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(5);
+    expect(dispatched).toHaveLength(1);
+    expect(handledOf(h, 'u1')).toEqual([]);
+
+    h.bus.closeConnection('c1');
+    await h.settle();
+    expect(lifecycle(h, 'u1')).toEqual([
+      'ovos.utterance.handle',
+      'ovos.intent.matched',
+      'dying:fallback',
+      'ovos.intent.handler.start',
+      'ovos.intent.handler.error',
+      'ovos.utterance.handled',
+    ]);
+    const error = h.of('ovos.intent.handler.error')[0]!;
+    expect(error.data).toMatchObject({ skill_id: 'dying', intent_name: 'fallback' });
+    expect(String(error.data['exception'])).toMatch(/^SkillDisconnected: .*dying.*closed/);
+    expect(h.system.supervisor.size).toBe(0);
+    expect(h.clock.pending).toBe(0); // the 30 s handler timer is gone with it
+
+    await h.advance(HANDLER_TIMEOUT_MS + 1);
+    expect(handledOf(h, 'u1')).toHaveLength(1);
+    expect(h.of('ovos.intent.handler.error')).toHaveLength(1);
+  });
+
+  it('PIPELINE-1 §8: a skill whose connection closed between its willing pong and the dispatch is ended too (no 30 s wait)', async () => {
+    const h = createHarness(CONFIG);
+    // The pong and the close are on the bus back to back: the close is seen before the dispatch goes out.
+    busySkill(h, 'racer', 10, 'c1');
+    h.bus.subscribe((m) => {
+      if (m.type === 'racer.fallback.pong') h.bus.closeConnection('c1');
+    });
+    await h.settle();
+    h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(1);
+    expect(lifecycle(h, 'u1').slice(-2)).toEqual(['ovos.intent.handler.error', 'ovos.utterance.handled']);
+    expect(handledOf(h, 'u1')).toHaveLength(1);
+  });
+
+  it('PIPELINE-1 §8: another connection closing, or the skill\'s old connection after it reconnected, changes nothing', async () => {
+    const h = createHarness(CONFIG);
+    // The skill registered over 'old', then reconnected: it speaks over 'new' now.
+    h.bus.publish(createMessage('ovos.fallback.register', { skill_id: 'worker', priority: 10 }, { skill_id: 'worker', session: session('default') }), 'old');
+    busySkill(h, 'worker', 10, 'new');
+    const bystander = busySkill(h, 'bystander', 50, 'other');
+    await h.settle();
+    h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(1);
+    const dispatch = h.of('worker:fallback')[0]!;
+    h.bus.closeConnection('old');
+    h.bus.closeConnection('other');
+    await h.settle();
+    expect(h.of('ovos.intent.handler.error')).toEqual([]);
+    expect(handledOf(h, 'u1')).toEqual([]);
+    expect(bystander).toEqual([]);
+
+    h.bus.publish(reply(dispatch, 'mycroft.skill.handler.complete'), 'new');
+    await h.settle();
+    expect(lifecycle(h, 'u1').slice(-2)).toEqual(['ovos.intent.handler.complete', 'ovos.utterance.handled']);
+    expect(handledOf(h, 'u1')).toHaveLength(1);
+  });
+
+  it('PIPELINE-1 §8: two utterances (two sessions) awaiting the same skill both end when it dies; each gets one handled', async () => {
+    const h = createHarness(CONFIG);
+    busySkill(h, 'shared', 10, 'c1');
+    await h.settle();
+    h.utter('one', { session: session('s1'), utteranceId: 'u1' });
+    h.utter('two', { session: session('s2'), utteranceId: 'u2' });
+    await h.advance(1);
+    expect(h.of('shared:fallback')).toHaveLength(2);
+    h.bus.closeConnection('c1');
+    await h.settle();
+    expect(handledOf(h, 'u1')).toHaveLength(1);
+    expect(handledOf(h, 'u2')).toHaveLength(1);
+    expect(h.of('ovos.intent.handler.error')).toHaveLength(2);
+  });
+});
+
+describe('OVOS-PIPELINE-1 §6: exactly one handled on every path', () => {
+  for (const [label, updated] of [
+    ['null', null],
+    ['a string', 'x'],
+    ['a list', ['s1']],
+  ] as const) {
+    it(`PIPELINE-1 §4.1 + §6: a Match whose updated_session is ${label} is a malformed Match (a decline): the next stage runs, one handled`, async () => {
+      const h = createHarness(withConfig((config) => ({ ...config, pipeline: ['broken', 'fallback_low'] })));
+      stage(h, 'broken', () => ({ skill_id: 'b', intent_name: 'x', lang: 'en-US', utterance: 'hello', slots: {}, updated_session: updated }));
+      fallbackSkill(h, 'catchall', 95);
+      await h.settle();
+      h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
+      await h.advance(1);
+      expect(withReason(h, 'malformed_match')).toHaveLength(1);
+      expect(h.of('catchall:fallback')).toHaveLength(1);
+      expect(h.of('b:x')).toEqual([]);
+      expect(handledOf(h, 'u1')).toHaveLength(1);
+      expect(handledOf(h, 'u1')[0]!.data).toEqual({});
+    });
+  }
+
+  it('PIPELINE-1 §6: a stage whose Match blows up the utterance actor (a throwing getter) still ends with one handled {error: utterance_error}', async () => {
+    const h = createHarness(withConfig((config) => ({ ...config, pipeline: ['evil'] })));
+    stage(h, 'evil', () => ({
+      skill_id: 'e',
+      intent_name: 'x',
+      lang: 'en-US',
+      utterance: 'hello',
+      get slots(): Record<string, string> {
+        throw new Error('getter exploded');
+      },
+    }));
+    await h.settle();
+    h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(1);
+    const handled = handledOf(h, 'u1');
+    expect(handled).toHaveLength(1);
+    expect(handled[0]!.data).toEqual({ error: 'utterance_error' });
+    expect(h.system.supervisor.size).toBe(0);
+    // The next utterance is not affected.
+    stage(h, 'evil', () => null);
+    h.utter('again', { session: session('s1'), utteranceId: 'u2' });
+    await h.advance(1);
+    expect(lifecycle(h, 'u2')).toEqual(['ovos.utterance.handle', 'ovos.intent.unmatched', 'ovos.utterance.handled']);
+  });
+
+  it('PIPELINE-1 §6: contests stopped (bus down) mid-match and mid-handler each end with one handled carrying the reason', async () => {
+    const h = createHarness(CONFIG);
+    fallbackSkill(h, 'silent', 5, { decide: () => 'silent' });
+    busySkill(h, 'busy', 10, 'c9');
+    await h.settle();
+    h.utter('hello', { session: session('matching'), utteranceId: 'u1' }); // 'busy' is asked after 'silent' times out
+    await h.advance(1);
+    expect(handledOf(h, 'u1')).toEqual([]);
+    h.system.supervisor.stopAll('bus_down:test');
+    await h.settle();
+    const handled = handledOf(h, 'u1');
+    expect(handled).toHaveLength(1);
+    expect(handled[0]!.data).toEqual({ error: 'bus_down:test' });
+    expect(handled[0]!.context['session']).toMatchObject({ session_id: 'matching' });
+
+    const h2 = createHarness(CONFIG);
+    busySkill(h2, 'busy', 10, 'c9');
+    await h2.settle();
+    h2.utter('hello', { session: session('handling'), utteranceId: 'u2' });
+    await h2.advance(1);
+    expect(h2.of('busy:fallback')).toHaveLength(1);
+    h2.system.supervisor.stopAll('bus_down:test');
+    await h2.advance(HANDLER_TIMEOUT_MS + 1);
+    expect(handledOf(h2, 'u2').map((m) => m.data)).toEqual([{ error: 'bus_down:test' }]);
+  });
+
+  for (const [label, data] of [
+    ['utterances: []', { utterances: [] }],
+    ['utterances: [""]', { utterances: [''] }],
+    ['utterances: ["  ", 3]', { utterances: ['  ', 3] }],
+    ['no utterances', {}],
+    ['utterances: "hello"', { utterances: 'hello' }],
+  ] as const) {
+    it(`PIPELINE-1 §4 + §6: an entry with ${label} ends at once with handled {error: utterances_invalid}, in its session`, async () => {
+      const h = createHarness(CONFIG);
+      fallbackSkill(h, 'a', 10);
+      await h.settle();
+      h.bus.publish(createMessage('ovos.utterance.handle', data as JsonObject, { session: session('s1'), utterance_id: 'bad' }));
+      await h.settle();
+      const handled = handledOf(h, 'bad');
+      expect(handled).toHaveLength(1);
+      expect(handled[0]!.data).toEqual({ error: 'utterances_invalid' });
+      expect(handled[0]!.context['session']).toEqual(session('s1'));
+      expect(withReason(h, 'utterances_invalid')).toHaveLength(1);
+      expect(h.of('a.fallback.ping')).toEqual([]);
+    });
+  }
+
+  it('PIPELINE-1 §4: a mixed list keeps its good entries (warned utterances_filtered) and is handled normally', async () => {
+    const h = createHarness(CONFIG);
+    fallbackSkill(h, 'a', 10);
+    await h.settle();
+    h.bus.publish(createMessage('ovos.utterance.handle', { utterances: ['', 'hello', 3, null] }, { session: session('s1'), utterance_id: 'mixed' }));
+    await h.advance(1);
+    expect(h.of('a.fallback.ping')[0]!.data['utterances']).toEqual(['hello']);
+    expect(handledOf(h, 'mixed').map((m) => m.data)).toEqual([{}]);
+    expect(withReason(h, 'utterances_filtered')).toEqual([expect.objectContaining({ level: 40, dropped: 3, kept: 1, utterance_id: 'mixed' })]);
+  });
+
+  it('SESSION-1 §2.5 + PIPELINE-1 §6: a malformed carrier with an utterance_id gets session.rejected, then handled {error: malformed_carrier} without the session', async () => {
+    const h = createHarness(CONFIG);
+    fallbackSkill(h, 'a', 10);
+    await h.settle();
+    h.bus.publish(createMessage('ovos.utterance.handle', { utterances: ['hello'] }, { session: 'x', utterance_id: 'bad-carrier' }));
+    await h.settle();
+    expect(h.wire.filter((m) => m.context['utterance_id'] === 'bad-carrier').map((m) => m.type)).toEqual([
+      'ovos.utterance.handle',
+      'ovos.session.rejected',
+      'ovos.utterance.handled',
+    ]);
+    const handled = handledOf(h, 'bad-carrier')[0]!;
+    expect(handled.data).toEqual({ error: 'malformed_carrier' });
+    expect('session' in handled.context).toBe(false);
+    expect(h.of('a.fallback.ping')).toEqual([]);
+  });
+
+  it('PIPELINE-1 §6: a duplicate utterance_id in flight is dropped without a second handled; the first gets exactly one', async () => {
+    const h = createHarness(CONFIG);
+    busySkill(h, 'slow', 10, 'c1');
+    await h.settle();
+    h.utter('hello', { session: session('s1'), utteranceId: 'dup' });
+    await h.advance(1);
+    h.utter('hello again', { session: session('s1'), utteranceId: 'dup' });
+    await h.settle();
+    expect(withReason(h, 'duplicate_utterance_id')).toHaveLength(1);
+    expect(handledOf(h, 'dup')).toEqual([]);
+    h.bus.publish(reply(h.of('slow:fallback')[0]!, 'mycroft.skill.handler.complete'), 'c1');
+    await h.settle();
+    expect(handledOf(h, 'dup')).toHaveLength(1);
+  });
+});
+
+describe('OVOS-PIPELINE-1 §5: unknown pipeline ids are skipped with a warning', () => {
+  it('PIPELINE-1 §5: an unknown id in config or session is warned once a minute per id, and the utterance still runs', async () => {
+    const h = createHarness(withConfig((config) => ({ ...config, pipeline: ['no_such_stage', ...FALLBACK_STAGES] })));
+    fallbackSkill(h, 'a', 10);
+    await h.settle();
+    for (const id of ['u1', 'u2']) {
+      h.utter('hello', { session: session('s1'), utteranceId: id });
+      await h.advance(1);
+    }
+    h.utter('hello', { session: { session_id: 's2', pipeline: ['typo_stage', 'fallback_high'] }, utteranceId: 'u3' });
+    await h.advance(1);
+    const warned = withReason(h, 'unknown_pipeline');
+    expect(warned).toEqual([
+      expect.objectContaining({ level: 40, pipeline_id: 'no_such_stage', source: 'config' }),
+      expect.objectContaining({ level: 40, pipeline_id: 'typo_stage', source: 'session' }),
+    ]);
+    expect(h.of('a:fallback')).toHaveLength(3);
+    expect(h.of('ovos.utterance.handled')).toHaveLength(3);
+
+    await h.advance(60_000);
+    h.utter('hello', { session: session('s1'), utteranceId: 'u4' });
+    await h.advance(1);
+    expect(withReason(h, 'unknown_pipeline').filter((l) => l['pipeline_id'] === 'no_such_stage')).toEqual([
+      expect.objectContaining({ suppressed: 0 }),
+      expect.objectContaining({ suppressed: 1 }),
+    ]);
+  });
+});
