@@ -4,6 +4,7 @@
  */
 import type { Bus } from './bus/bus.js';
 import { systemClock, type Clock } from './clock/clock.js';
+import { configWarnings, type ConfigWarning } from './config/config.js';
 import { DEFAULT_CONFIG, type Config } from './config/defaults.js';
 import { silentLogger, type Logger } from './log/logger.js';
 import { Orchestrator } from './orchestrator/orchestrator.js';
@@ -25,6 +26,8 @@ export interface SystemOptions {
 
 export interface ContestSystem {
   readonly config: Config;
+  /** `configWarnings(config)`: each was logged at warn when the system was created. */
+  readonly configWarnings: readonly ConfigWarning[];
   readonly supervisor: Supervisor;
   readonly orchestrator: Orchestrator;
   readonly fallback: FallbackPlugin;
@@ -41,8 +44,11 @@ export function createContestSystem(options: SystemOptions): ContestSystem {
     ...(options.inspect === undefined ? {} : { inspect: options.inspect }),
   };
   const supervisor = new Supervisor(supervisorOptions);
+  // One mechanism for the daemon and every embedder: what the config already says will cut a contest short.
+  const warnings = configWarnings(config);
+  for (const warning of warnings) supervisor.logger.warn({ reason: warning.reason, key: warning.key, ...warning.details }, warning.message);
   const orchestrator = new Orchestrator(supervisor, config);
-  const fallback = new FallbackPlugin(supervisor, config.fallback);
+  const fallback = new FallbackPlugin(supervisor, config.fallback, { matchTimeoutMs: config.orchestrator.matchTimeoutMs });
   for (const stage of fallback.stages()) orchestrator.register(stage);
   const commonQuery = new CommonQueryPlugin(supervisor, config.commonQuery, options.reranker === undefined ? {} : { reranker: options.reranker });
   orchestrator.register(commonQuery);
@@ -52,6 +58,7 @@ export function createContestSystem(options: SystemOptions): ContestSystem {
   });
   return {
     config,
+    configWarnings: warnings,
     supervisor,
     orchestrator,
     fallback,

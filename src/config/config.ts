@@ -428,6 +428,140 @@ function checkRelations(config: Config): void {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// configWarnings
+
+/** Why a valid config still works against itself (the `reason` of its warn line). */
+export type ConfigWarningReason =
+  | 'match_bound_below_ping_timeout'
+  | 'match_bound_below_common_query'
+  | 'fallback_whitelist_empty'
+  | 'fallback_list_ignored'
+  | 'priority_override_unstaged'
+  | 'priorities_unstaged'
+  | 'stage_ranges_overlap';
+
+export interface ConfigWarning {
+  readonly reason: ConfigWarningReason;
+  /** Dotted path of the key to change. */
+  readonly key: string;
+  /** What goes wrong at run time because of it, and what to change. */
+  readonly message: string;
+  /** The numbers and names behind it (snake_case, logged with the line). */
+  readonly details: Readonly<Record<string, unknown>>;
+}
+
+/** OVOS-FALLBACK-1 §3.3: the priority space the recommended tiers (and the catch-all at 100) live in. */
+const PRIORITY_SPACE: PriorityRange = [0, 100];
+
+const inRange = (priority: number, [min, max]: PriorityRange): boolean => priority >= min && priority <= max;
+const span = ([min, max]: PriorityRange): string => (min === max ? `${min}` : `${min}–${max}`);
+
+/**
+ * Everything a config reveals, before any utterance, that will cut a contest short or leave a skill unasked
+ * without an error: validation accepts these (they may be deliberate), so `createContestSystem` logs each one at
+ * warn once when the system is built — the daemon's start included. Pure; `[]` for the defaults.
+ */
+export function configWarnings(config: Config): ConfigWarning[] {
+  const warnings: ConfigWarning[] = [];
+  const { orchestrator, fallback, commonQuery: cq } = config;
+  const bound = orchestrator.matchTimeoutMs;
+
+  // OVOS-FALLBACK-1 §6.1 × PIPELINE-1 §4.4: the stage's match is bounded as a whole, the skills are asked one by one.
+  if (bound <= fallback.pingTimeoutMs) {
+    warnings.push({
+      reason: 'match_bound_below_ping_timeout',
+      key: 'orchestrator.matchTimeoutMs',
+      message:
+        `orchestrator.matchTimeoutMs (${bound} ms) ≤ fallback.pingTimeoutMs (${fallback.pingTimeoutMs} ms): one silent ` +
+        'fallback skill uses up the whole match bound, so every skill after it in its stage — the catch-all included — ' +
+        'is never asked (OVOS-FALLBACK-1 §6.1, OVOS-PIPELINE-1 §4.4); raise orchestrator.matchTimeoutMs or lower fallback.pingTimeoutMs',
+      details: { match_timeout_ms: bound, ping_timeout_ms: fallback.pingTimeoutMs },
+    });
+  }
+  // OVOS-COMMON-QUERY-1 §2.1. validateConfig refuses this; a Config built in code reaches createContestSystem unchecked.
+  const contestMs = cq.pollWindowMs + cq.collectionCeilingMs;
+  if (contestMs > bound) {
+    warnings.push({
+      reason: 'match_bound_below_common_query',
+      key: 'orchestrator.matchTimeoutMs',
+      message:
+        `commonQuery.pollWindowMs + commonQuery.collectionCeilingMs (${contestMs} ms) > orchestrator.matchTimeoutMs ` +
+        `(${bound} ms): a question whose skills take the whole poll and collection windows is cut mid-contest by the ` +
+        'match bound and never answered (OVOS-COMMON-QUERY-1 §2.1); raise orchestrator.matchTimeoutMs or lower the ceilings',
+      details: { match_timeout_ms: bound, poll_window_ms: cq.pollWindowMs, collection_ceiling_ms: cq.collectionCeilingMs, contest_ceiling_ms: contestMs },
+    });
+  }
+
+  // Access control (ovos-core fallback_mode).
+  if (fallback.mode === 'whitelist' && fallback.whitelist.length === 0) {
+    warnings.push({
+      reason: 'fallback_whitelist_empty',
+      key: 'fallback.whitelist',
+      message: 'fallback.mode is whitelist and fallback.whitelist is empty: no fallback skill is ever asked, the catch-all included (OVOS-FALLBACK-1 §3.3)',
+      details: { mode: fallback.mode },
+    });
+  }
+  for (const list of ['whitelist', 'blacklist'] as const) {
+    if (fallback[list].length > 0 && fallback.mode !== list) {
+      warnings.push({
+        reason: 'fallback_list_ignored',
+        key: `fallback.${list}`,
+        message: `fallback.${list} names ${fallback[list].length} skill(s) but fallback.mode is ${fallback.mode}: the list is ignored`,
+        details: { mode: fallback.mode, skills: [...fallback[list]] },
+      });
+    }
+  }
+
+  // OVOS-FALLBACK-1 §8.2: stage ranges. No stage at all is fallback switched off, not a gap.
+  const stages = Object.entries(fallback.stages);
+  if (stages.length > 0) {
+    for (const [skillId, priority] of Object.entries(fallback.priorities)) {
+      if (stages.some(([, range]) => inRange(priority, range))) continue;
+      warnings.push({
+        reason: 'priority_override_unstaged',
+        key: childKey('fallback.priorities', skillId),
+        message: `fallback.priorities gives ${skillId} priority ${priority}, which no fallback stage covers: that skill is never asked (OVOS-FALLBACK-1 §8.2)`,
+        details: { skill_id: skillId, priority, stages: Object.fromEntries(stages) },
+      });
+    }
+    const uncovered: PriorityRange[] = [];
+    for (let priority = PRIORITY_SPACE[0]; priority <= PRIORITY_SPACE[1]; priority++) {
+      if (stages.some(([, range]) => inRange(priority, range))) continue;
+      const last = uncovered[uncovered.length - 1];
+      if (last !== undefined && last[1] === priority - 1) uncovered[uncovered.length - 1] = [last[0], priority];
+      else uncovered.push([priority, priority]);
+    }
+    if (uncovered.length > 0) {
+      warnings.push({
+        reason: 'priorities_unstaged',
+        key: 'fallback.stages',
+        message:
+          `priorities ${uncovered.map(span).join(', ')} are covered by no fallback stage: a skill registered there is never ` +
+          'asked (OVOS-FALLBACK-1 §8.2; §3.3 recommends priorities 0–100, the catch-all at 100)',
+        details: { uncovered, stages: Object.fromEntries(stages) },
+      });
+    }
+    for (let i = 0; i < stages.length; i++) {
+      for (let j = i + 1; j < stages.length; j++) {
+        const [a, [aMin, aMax]] = stages[i]!;
+        const [b, [bMin, bMax]] = stages[j]!;
+        const overlap: PriorityRange = [Math.max(aMin, bMin), Math.min(aMax, bMax)];
+        if (overlap[0] > overlap[1]) continue;
+        warnings.push({
+          reason: 'stage_ranges_overlap',
+          key: 'fallback.stages',
+          message:
+            `fallback stages ${a} and ${b} both cover priorities ${span(overlap)}: a skill registered there is asked by ` +
+            'both, twice per utterance (a silent one costs two ping timeouts) (OVOS-FALLBACK-1 §8.2)',
+          details: { stages: [a, b], overlap },
+        });
+      }
+    }
+  }
+  return warnings;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // mergeConfig
 
 /** Records keyed by the deployer (not by us): merged entry by entry, and a `null` entry removes one. */

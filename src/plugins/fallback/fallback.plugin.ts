@@ -9,13 +9,22 @@ import { registrationRefused, topics, type DropReason } from '../../dialect/spec
 import type { Logger } from '../../log/logger.js';
 import type { Contest, Supervisor } from '../../supervisor/supervisor.js';
 import type { IntentListing, Match, MatchRequest, PipelineStage } from '../../pipeline/plugin.js';
-import { fallbackMachine, type FallbackEmitted, type FallbackEvent } from '../../../machines/fallback/fallback.machine.js';
+import { fallbackMachine, type FallbackContext, type FallbackEmitted, type FallbackEvent } from '../../../machines/fallback/fallback.machine.js';
 import { FallbackRegistry } from './registry.js';
 import { buildPool } from './pool.js';
 import { LogRateLimiter } from '../../log/rate-limit.js';
 import { SkillBreaker, type BreakerTransition } from './breaker.js';
 
 export type FallbackSettings = Config['fallback'];
+
+export interface FallbackPluginOptions {
+  /**
+   * The orchestrator's match bound (OVOS-PIPELINE-1 §4.4, `orchestrator.matchTimeoutMs`), known only to warn when a
+   * stage's pool cannot be asked within it; absent, that warning is off. The bound itself arrives as the match's
+   * abort signal.
+   */
+  readonly matchTimeoutMs?: number;
+}
 
 /** A per-skill ping timeout or a refused registration is logged at most once per key per minute. */
 const LOG_WINDOW_MS = 60_000;
@@ -29,12 +38,16 @@ export class FallbackPlugin {
   readonly #machine;
   readonly #timeoutLog = new LogRateLimiter(LOG_WINDOW_MS);
   readonly #refusalLog = new LogRateLimiter(LOG_WINDOW_MS);
+  /** A pool the match bound cannot cover: logged at most once a minute per (stage, pool size). */
+  readonly #poolBoundLog = new LogRateLimiter(LOG_WINDOW_MS);
+  readonly #matchTimeoutMs: number | undefined;
   /** Live contests of every stage: told when a skill becomes unreachable. */
   readonly #contests = new Set<Contest<typeof fallbackMachine>>();
 
-  constructor(supervisor: Supervisor, settings: FallbackSettings) {
+  constructor(supervisor: Supervisor, settings: FallbackSettings, options: FallbackPluginOptions = {}) {
     this.#supervisor = supervisor;
     this.#settings = settings;
+    this.#matchTimeoutMs = options.matchTimeoutMs;
     this.registry = new FallbackRegistry({ maxSkillsPerSession: settings.maxSkillsPerSession, maxSessions: settings.maxSessions });
     this.breaker = new SkillBreaker(settings, () => supervisor.clock.now());
     const bus = supervisor.bus;
@@ -167,9 +180,62 @@ export class FallbackPlugin {
       .filter((skillId) => !this.breaker.suspended(skillId));
   }
 
+  /**
+   * §6.1 × PIPELINE-1 §4.4: asking every skill of `pool` may take pool × pingTimeoutMs, the match bound cuts the
+   * stage before that — the skills at the end (where the catch-all sits, §3.3) go unasked when the ones before them
+   * stay silent. Warn, at most once a minute per (stage, pool size).
+   */
+  #checkPoolAgainstBound(pipelineId: string, poolSize: number): void {
+    const bound = this.#matchTimeoutMs;
+    const pingTimeoutMs = this.#settings.pingTimeoutMs;
+    if (bound === undefined || poolSize * pingTimeoutMs <= bound) return;
+    const { log, suppressed } = this.#poolBoundLog.shouldLog(`${pipelineId}\u0000${poolSize}`, this.#supervisor.clock.now());
+    if (!log) return;
+    this.#supervisor.logger.warn(
+      {
+        reason: 'pool_exceeds_match_bound',
+        stage: pipelineId,
+        pool_size: poolSize,
+        ping_timeout_ms: pingTimeoutMs,
+        worst_case_ms: poolSize * pingTimeoutMs,
+        match_timeout_ms: bound,
+        // Skill k is asked at k × pingTimeoutMs when every one before it stays silent; the bound fires first at a tie.
+        asked_if_all_silent: Math.ceil(bound / pingTimeoutMs),
+        hint: 'lower fallback.pingTimeoutMs or raise orchestrator.matchTimeoutMs',
+        suppressed,
+      },
+      'fallback stage pool cannot be asked within the match bound: silent skills would leave the last ones unasked',
+    );
+  }
+
+  /**
+   * The match bound (the request's abort signal, PIPELINE-1 §4.4) stopped the contest while it was still asking:
+   * one warn naming the skill it was waiting for and every skill that was never asked. Never silent (issue 7).
+   */
+  #reportCut(pipelineId: string, context: FallbackContext, startedAt: number, logger: Logger): void {
+    const awaiting = context.pool[context.index];
+    const neverAsked = context.pool.slice(context.index + 1).filter((skillId) => !context.gone.includes(skillId));
+    logger.warn(
+      {
+        reason: 'match_bound_cut',
+        stage: pipelineId,
+        awaiting,
+        never_asked: neverAsked,
+        asked: context.outcomes.map((o) => o.skill_id),
+        after_ms: this.#supervisor.clock.now() - startedAt,
+        ...(this.#matchTimeoutMs === undefined ? {} : { match_timeout_ms: this.#matchTimeoutMs }),
+        ping_timeout_ms: this.#settings.pingTimeoutMs,
+        hint: 'lower fallback.pingTimeoutMs or raise orchestrator.matchTimeoutMs',
+      },
+      'fallback stage cut by the match bound: skills never asked',
+    );
+  }
+
   async #match(pipelineId: string, range: PriorityRange | undefined, request: MatchRequest): Promise<Match | null> {
     const pool = this.pool(request.session, range);
     if (pool.length === 0) return null; // §5: an empty pool returns None immediately
+    this.#checkPoolAgainstBound(pipelineId, pool.length);
+    const startedAt = this.#supervisor.clock.now();
     const contest = this.#supervisor.spawn({
       kind: 'fallback',
       label: pipelineId,
@@ -188,6 +254,11 @@ export class FallbackPlugin {
     this.#contests.add(contest);
     void contest.done.then(() => this.#contests.delete(contest));
     const result = await contest.until(request.signal);
+    // `until` stops a contest still running when the signal fires with exactly this reason; any other stop
+    // (bus down, shutdown) has its own and is logged by the supervisor.
+    if (result.status === 'stopped' && result.reason === 'match_aborted') {
+      this.#reportCut(pipelineId, (contest.actor.getSnapshot() as { context: FallbackContext }).context, startedAt, contest.logger);
+    }
     if (result.status !== 'done' || result.output === null) return null;
     // §6.3 Match shape: the selected skill, reserved intent_name "fallback", empty slots.
     return {
