@@ -5,22 +5,25 @@
  *                                                                          └─(no claimant)──────────▶ done
  *
  * Poll (§6): `sendPing` broadcasts `ovos.common_query.ping`. The poll closes at the first of (§6.3 early close):
- *  1. every skill on the plugin's roster (`knownSkills`: every skill that has ever ponged) has answered this poll,
- *     `can_answer` true or false — nobody the plugin knows of is left to hear from (`all_known_answered`);
+ *  1. a claim is in hand and every skill on the plugin's roster (`knownSkills`: every skill that has ever ponged)
+ *     has answered this poll, `can_answer` true or false — nobody the plugin knows of is left to hear from. Without
+ *     a claim in hand rule 1 waits for (2): a skill that follows §6.2 ("SHOULD stay silent") is on no roster until
+ *     it first claims, and its claim within the bound must not be lost to a poll closed on everyone else's `false`;
  *  2. the claim bound `pollClaimBound` (Appendix A's 100 ms skill-side pong bound plus a transport allowance):
  *     a skill that honours the pong bound has answered by then, so silence means "no" — unless a skill known to
  *     answer every poll (`answeringSkills`: it has said `can_answer: false` before) is still outstanding: it is
  *     waited for until (3), so load on the bus never turns its late claim into a lost answer;
  *  3. the poll-window ceiling `pollWindow` (Appendix A 500 ms). What is in hand then are the claimants (§6.2).
- * A claim within the claim bound is never lost when it comes from a skill on the roster, or while nobody on the
- * roster has answered yet; a skill unknown to the plugin that claims after every known skill has answered (rule 1
- * closed the poll) is heard from its next question on.
+ * So a claim within the claim bound is never lost while no other claim is in hand; with one in hand, a skill unknown
+ * to the plugin that claims after every known skill has answered is heard from its next question on.
+ * A skill whose connection closes (`GONE`) is not waited for any more: it counts as having answered the poll, and as
+ * having responded without an answer if it was a claimant.
  *
  * Collection (§7): `sendRequests` asks every claimant in parallel. §7.2 sizes the *initial* window from the
  * claimants' `latency_ms` (`collectionWindow`: the largest, a claimant without one counting as the fixed initial
  * window, clamped to the ceiling); a claimant is treated as declining only when it has not answered by the
  * ceiling. So the window closes at the first of:
- *  - every claimant has responded (a response without `answer` counts) — `all_answered`;
+ *  - every claimant has responded (a response without `answer` counts) or is gone — `all_answered`;
  *  - a fast win under the live policy (§8 step 3) — `fast_win`;
  *  - the initial window has passed and a surviving answer (§8 steps 1–2 under the live policy) is in hand —
  *    at the window's end if one is already there, else the moment the first one arrives — `window`;
@@ -33,7 +36,7 @@
  * The output is the raw material only (§5.1): claimants, responses, who answered the poll. Selection runs in
  * `match`.
  */
-import { and, assign, emit, setup } from 'xstate';
+import { and, assign, emit, or, setup } from 'xstate';
 import type { Message } from '../../src/bus/message.js';
 import { fastWinner, survivors, type CandidateResponse, type SelectionPolicy } from '../../src/plugins/common-query/selection.js';
 
@@ -66,6 +69,8 @@ export interface CommonQueryContext extends CommonQueryInput {
   readonly claimants: readonly Claimant[];
   /** Every skill that answered the poll in time, true or false. */
   readonly polled: readonly string[];
+  /** Skills reported gone during this contest. */
+  readonly gone: readonly string[];
   readonly responses: readonly CandidateResponse[];
   readonly closedBy: ClosedBy | null;
 }
@@ -73,7 +78,9 @@ export interface CommonQueryContext extends CommonQueryInput {
 export type CommonQueryEvent =
   | { readonly type: 'PONG'; readonly skill_id: string; readonly can_answer: boolean; readonly latency_ms?: number }
   | { readonly type: 'RESPONSE'; readonly skill_id: string; readonly answer?: string; readonly conf?: number; readonly receivedAt: number }
-  | { readonly type: 'JOIN'; readonly policy: SelectionPolicy };
+  | { readonly type: 'JOIN'; readonly policy: SelectionPolicy }
+  /** The skill can no longer be reached (its connection closed): stop waiting for it. */
+  | { readonly type: 'GONE'; readonly skill_id: string };
 
 export type CommonQueryEmitted =
   | { readonly type: 'pong.ignored'; readonly skill_id: string; readonly reason: 'duplicate' | 'poll_closed' }
@@ -103,7 +110,14 @@ const asCandidate = (event: Response, order: number): CandidateResponse => {
 };
 
 const responded = (context: CommonQueryContext, skillId: string): boolean => context.responses.some((r) => r.skill_id === skillId);
-const polledAll = (polled: readonly string[], skills: readonly string[]): boolean => skills.every((skill) => polled.includes(skill));
+/** Every one of `skills` answered the poll (in `polled`) or is gone. */
+const heardAll = (context: CommonQueryContext, polled: readonly string[], skills: readonly string[]): boolean =>
+  skills.every((skill) => polled.includes(skill) || context.gone.includes(skill));
+/** Every claimant responded or is gone, `extra` (a responding or gone skill) counted too. */
+const claimantsSettled = (context: CommonQueryContext, extra: string): boolean =>
+  context.claimants.every((c) => c.skill_id === extra || responded(context, c.skill_id) || context.gone.includes(c.skill_id));
+const withGone = (context: CommonQueryContext, skillId: string): CommonQueryContext => ({ ...context, gone: [...context.gone, skillId] });
+const isClaimant = (context: CommonQueryContext, skillId: string): boolean => context.claimants.some((c) => c.skill_id === skillId);
 
 export const commonQueryMachine = setup({
   types: {
@@ -134,6 +148,9 @@ export const commonQueryMachine = setup({
         event.type === 'RESPONSE' ? [...context.responses, asCandidate(event, context.responses.length)] : context.responses,
     }),
     join: assign({ policy: ({ context, event }) => (event.type === 'JOIN' ? event.policy : context.policy) }),
+    markGone: assign({
+      gone: ({ context, event }) => (event.type === 'GONE' && !context.gone.includes(event.skill_id) ? [...context.gone, event.skill_id] : context.gone),
+    }),
     closeBy: assign({ closedBy: (_, params: { by: ClosedBy }) => params.by }),
     reportPongIgnored: emit(({ context, event }) => ({
       type: 'pong.ignored' as const,
@@ -152,17 +169,29 @@ export const commonQueryMachine = setup({
   },
   guards: {
     firstPong: ({ context, event }) => event.type === 'PONG' && !context.polled.includes(event.skill_id),
-    /** With this pong, every skill on the roster has answered the poll (rule 1). */
+    /** With this pong, a claim is in hand and every skill on the roster has answered the poll or is gone (rule 1). */
     lastKnown: ({ context, event }) =>
-      event.type === 'PONG' && context.knownSkills.length > 0 && polledAll([...context.polled, event.skill_id], context.knownSkills),
+      event.type === 'PONG' &&
+      (event.can_answer || context.claimants.length > 0) &&
+      context.knownSkills.length > 0 &&
+      heardAll(context, [...context.polled, event.skill_id], context.knownSkills),
     /** With this pong, no skill known to answer every poll is outstanding (ends the wait past the claim bound). */
-    lastAnswering: ({ context, event }) => event.type === 'PONG' && polledAll([...context.polled, event.skill_id], context.answeringSkills),
-    answeringOutstanding: ({ context }) => !polledAll(context.polled, context.answeringSkills),
+    lastAnswering: ({ context, event }) => event.type === 'PONG' && heardAll(context, [...context.polled, event.skill_id], context.answeringSkills),
+    answeringOutstanding: ({ context }) => !heardAll(context, context.polled, context.answeringSkills),
+    /** With this skill gone, rule 1 holds: a claim in hand, every known skill heard or gone. */
+    goneKnownHeard: ({ context, event }) =>
+      event.type === 'GONE' && context.claimants.length > 0 && context.knownSkills.length > 0 && heardAll(withGone(context, event.skill_id), context.polled, context.knownSkills),
+    /** With this skill gone, nobody known to answer every poll is outstanding. */
+    goneAnsweringHeard: ({ context, event }) => event.type === 'GONE' && heardAll(withGone(context, event.skill_id), context.polled, context.answeringSkills),
+    /** This GONE is of a claimant that has not responded, and with it every claimant is settled. */
+    goneCompletes: ({ context, event }) =>
+      event.type === 'GONE' && isClaimant(context, event.skill_id) && !responded(context, event.skill_id) && claimantsSettled(context, event.skill_id),
     hasClaimants: ({ context }) => context.claimants.length > 0,
+    claimantsAllGone: ({ context }) => context.claimants.length > 0 && context.claimants.every((c) => context.gone.includes(c.skill_id)),
     pendingClaimant: ({ context, event }) =>
       event.type === 'RESPONSE' && context.claimants.some((c) => c.skill_id === event.skill_id) && !responded(context, event.skill_id),
-    /** This response is the last one outstanding. */
-    completes: ({ context }) => context.responses.length + 1 === context.claimants.length,
+    /** This response is the last one outstanding (a gone claimant is not outstanding). */
+    completes: ({ context, event }) => event.type === 'RESPONSE' && claimantsSettled(context, event.skill_id),
     /** This response is a fast win under the live policy (§8 step 3). */
     fastWinWith: ({ context, event }) =>
       event.type === 'RESPONSE' && context.policy !== null && fastWinner([asCandidate(event, context.responses.length)], context.policy) !== null,
@@ -184,10 +213,11 @@ export const commonQueryMachine = setup({
   },
 }).createMachine({
   id: 'commonQuery',
-  context: ({ input }) => ({ ...input, claimants: [], polled: [], responses: [], closedBy: null }),
+  context: ({ input }) => ({ ...input, claimants: [], polled: [], gone: [], responses: [], closedBy: null }),
   initial: 'polling',
   on: {
     JOIN: { actions: 'join' },
+    GONE: { actions: 'markGone' },
     PONG: { actions: 'reportPongIgnored' },
     RESPONSE: { actions: 'reportResponseIgnored' },
   },
@@ -211,7 +241,12 @@ export const commonQueryMachine = setup({
           after: {
             pollClaimBound: [{ guard: 'answeringOutstanding', target: 'awaitingKnown' }, { target: '#commonQuery.closingPoll' }],
           },
+          // A gone skill no longer holds the poll open (rule 1).
+          on: {
+            GONE: [{ guard: 'goneKnownHeard', target: '#commonQuery.closingPoll', actions: 'markGone' }, { actions: 'markGone' }],
+          },
         },
+
         // Past the claim bound, only for skills known to answer every poll; the ceiling still applies.
         awaitingKnown: {
           on: {
@@ -220,12 +255,15 @@ export const commonQueryMachine = setup({
               { guard: 'firstPong', actions: 'recordPong' },
               { actions: 'reportPongIgnored' },
             ],
+            GONE: [{ guard: or(['goneKnownHeard', 'goneAnsweringHeard']), target: '#commonQuery.closingPoll', actions: 'markGone' }, { actions: 'markGone' }],
           },
         },
       },
     },
     closingPoll: {
       always: [
+        // Every claimant went away before it could be asked: nothing to collect (§7.2: they count as declining).
+        { guard: 'claimantsAllGone', target: 'done', actions: { type: 'closeBy', params: { by: 'all_answered' } } },
         { guard: 'hasClaimants', target: 'collecting' },
         { target: 'done', actions: { type: 'closeBy', params: { by: 'no_claimant' } } },
       ],
@@ -234,6 +272,11 @@ export const commonQueryMachine = setup({
       entry: 'sendRequests',
       after: { collectionCeiling: { target: 'done', actions: { type: 'closeBy', params: { by: 'ceiling' } } } },
       on: {
+        // §7.2: a gone claimant counts as declining now, not at the ceiling.
+        GONE: [
+          { guard: 'goneCompletes', target: 'done', actions: ['markGone', { type: 'closeBy', params: { by: 'all_answered' } }] },
+          { actions: 'markGone' },
+        ],
         RESPONSE: [
           { guard: and(['pendingClaimant', 'fastWinWith']), target: 'done', actions: ['addResponse', { type: 'closeBy', params: { by: 'fast_win' } }] },
           { guard: and(['pendingClaimant', 'completes']), target: 'done', actions: ['addResponse', { type: 'closeBy', params: { by: 'all_answered' } }] },

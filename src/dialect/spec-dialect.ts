@@ -126,10 +126,8 @@ export function registrationRefused(message: Message, reason: DropReason): Messa
  * utterance refused at entry, with why in `error` (our extension field), so a client waiting for it never hangs.
  * Derived by `reply` (session and utterance_id kept); a malformed session carrier is not echoed, and then only an
  * entry carrying a `context.utterance_id` is answered (without either, nothing could tell whose handled it is).
- * Null for `duplicate_utterance_id`: the first entry with that id gets the one handled.
  */
 export function utteranceRefused(message: Message, reason: DropReason): Message | null {
-  if (reason === 'duplicate_utterance_id') return null;
   const handled = reply(message, topics.utteranceHandled, { error: reason });
   const carrier = message.context['session'];
   if (carrier === undefined || carrier === null || isJsonObject(carrier)) return handled;

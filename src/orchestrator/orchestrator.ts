@@ -13,8 +13,9 @@
  *
  * Exactly one `ovos.utterance.handled` per accepted `ovos.utterance.handle` (§6), on every path: the machine sends
  * it on each of its final states; an utterance actor that is stopped (bus down, shutdown) or fails before sending
- * it gets one here, with an `error` field naming why. Entries refused before they start are answered by the
- * supervisor (`utteranceRefused`), except a duplicate utterance_id, whose first entry gets the one handled.
+ * it gets one here, with an `error` field naming why. Entries refused before they start (the supervisor's refusals
+ * of `ovos.utterance.handle`) are answered here too (`utteranceRefused`) — except one whose utterance_id is in flight
+ * in its session (a duplicate): that utterance's own handled is the one.
  */
 import { randomUUID } from 'node:crypto';
 import { assign, fromPromise } from 'xstate';
@@ -50,10 +51,10 @@ export class Orchestrator {
   readonly #inFlight = new Map<string, Contest<UtteranceLogic>>();
   /** Utterances whose `ovos.utterance.handled` went out. */
   readonly #handledSent = new Set<string>();
-  /** Dispatched bus skill → the utterances awaiting its handler (to end them when its connection closes). */
-  readonly #awaiting = new Map<string, Set<string>>();
-  /** The reverse: utterance → the skill it awaits. */
-  readonly #awaitedSkill = new Map<string, string>();
+  /** Connection → the utterances awaiting the handler of a skill that spoke over it last when it was dispatched. */
+  readonly #awaitingOn = new Map<string, Set<string>>();
+  /** Utterance → the skill it awaits, and the connection that skill spoke over last at dispatch. */
+  readonly #awaitedSkill = new Map<string, { readonly skill: string; readonly connection: string | undefined }>();
   /** Unknown pipeline ids: one warn per id (and session) per minute. */
   readonly #unknownLog = new LogRateLimiter(60_000);
   readonly #machine: UtteranceLogic;
@@ -71,9 +72,21 @@ export class Orchestrator {
       }
       this.handle(message, inbound.utterances);
     });
-    supervisor.onConnectionClosed((_connection, skills) => {
-      for (const skill of skills) {
-        for (const key of this.#awaiting.get(skill) ?? []) this.#inFlight.get(key)?.send({ type: 'SKILL_GONE', skill_id: skill });
+    // PIPELINE-1 §6: a refused entry still ends with its one handled — unless its utterance_id is in flight in
+    // that session (a duplicate), whose own handled is the one.
+    supervisor.onRefused('utterance.handle', (message, reason) => {
+      const sessionId = sessionIdOf(message);
+      const utteranceId = utteranceIdOf(message);
+      if (sessionId !== undefined && utteranceId !== undefined && this.#inFlight.has(keyOf(sessionId, utteranceId))) return;
+      const handled = utteranceRefused(message, reason);
+      if (handled !== null) supervisor.bus.publish(handled);
+    });
+    // A dispatched skill whose connection closed will never complete its handler: end it now — the utterances that
+    // dispatched to it while it spoke over that connection (the same skill_id over another one is another instance).
+    supervisor.onConnectionClosed((connection) => {
+      for (const key of this.#awaitingOn.get(connection) ?? []) {
+        const awaited = this.#awaitedSkill.get(key);
+        if (awaited !== undefined) this.#inFlight.get(key)?.send({ type: 'SKILL_GONE', skill_id: awaited.skill });
       }
     });
     // OVOS-PIPELINE-1 §10: each plugin answers its introspection request.
@@ -114,13 +127,17 @@ export class Orchestrator {
       return null;
     }
     // Everything derived from the utterance carries its session without null fields (OVOS-SESSION-1 §2).
-    const stamped = withContext(entry, { utterance_id: utteranceId, session: { ...session.raw, session_id: session.sessionId } });
+    // The entry as every stage sees it: its own candidates only (a mixed list was filtered by the dialect).
+    const stamped: Message = {
+      ...withContext(entry, { utterance_id: utteranceId, session: { ...session.raw, session_id: session.sessionId } }),
+      data: { ...entry.data, utterances: [...utterances] },
+    };
     const lang = resolveLang(stamped, session, this.#config.lang);
     const stages = this.effectivePipeline(session);
     const request: UtteranceRequest = { entry: stamped, utterances, lang, session };
 
     // OVOS-COMMON-QUERY-1 §5.2: every stage hears of the new utterance (eviction), not only those in its pipeline.
-    for (const stage of this.#stages.values()) stage.onUtterance?.(stamped, lang, session, stages.includes(stage.pipelineId));
+    for (const stage of this.#stages.values()) this.#hook(stage, 'onUtterance', () => stage.onUtterance?.(stamped, lang, session, stages.includes(stage.pipelineId)));
 
     const contest = this.#supervisor.spawn({
       kind: 'utterance',
@@ -159,7 +176,10 @@ export class Orchestrator {
           contest.logger.error({ err, reason: 'publish_failed' }, 'ovos.utterance.handled could not be sent');
         }
       }
-      for (const id of new Set(stages)) this.#stages.get(id)?.onHandled?.(stamped, session);
+      for (const id of new Set(stages)) {
+        const stage = this.#stages.get(id);
+        if (stage !== undefined) this.#hook(stage, 'onHandled', () => stage.onHandled?.(stamped, session));
+      }
       if (result.status === 'done') {
         contest.logger.info({ outcome: result.output.outcome, skill_id: result.output.match?.skill_id, stage: result.output.stage }, 'utterance handled');
         return result.output;
@@ -167,6 +187,15 @@ export class Orchestrator {
       return null;
     });
     return { utteranceId, sessionId: session.sessionId, done };
+  }
+
+  /** A plugin's hook that throws is logged and otherwise ignored: one plugin never costs an utterance its handled. */
+  #hook(stage: PipelineStage, name: string, call: () => void): void {
+    try {
+      call();
+    } catch (err) {
+      this.#supervisor.logger.error({ err, reason: 'plugin_hook_threw', stage: stage.pipelineId, hook: name }, 'pipeline plugin hook threw');
+    }
   }
 
   /** The utterance machine with the orchestrator's effects, built once (a `provide` per utterance costs ~19 KB). */
@@ -256,20 +285,24 @@ export class Orchestrator {
   /** The dispatched bus skill's handler is now awaited; a skill already gone is told to the utterance at once. */
   #await(request: UtteranceRequest, skillId: string): void {
     const key = keyOf(request.session.sessionId, utteranceIdOf(request.entry) ?? '');
-    let keys = this.#awaiting.get(skillId);
-    if (keys === undefined) this.#awaiting.set(skillId, (keys = new Set()));
-    keys.add(key);
-    this.#awaitedSkill.set(key, skillId);
+    const connection = this.#supervisor.latestConnectionOf(skillId);
+    this.#awaitedSkill.set(key, { skill: skillId, connection });
+    if (connection !== undefined) {
+      let keys = this.#awaitingOn.get(connection);
+      if (keys === undefined) this.#awaitingOn.set(connection, (keys = new Set()));
+      keys.add(key);
+    }
     // Its connection closed between its willing reply and this dispatch: nobody will complete the handler.
     if (this.#supervisor.isGone(skillId)) queueMicrotask(() => this.#inFlight.get(key)?.send({ type: 'SKILL_GONE', skill_id: skillId }));
   }
 
   #forgetAwaiting(key: string): void {
-    const skill = this.#awaitedSkill.get(key);
-    if (skill === undefined) return;
+    const awaited = this.#awaitedSkill.get(key);
+    if (awaited === undefined) return;
     this.#awaitedSkill.delete(key);
-    const keys = this.#awaiting.get(skill);
-    if (keys !== undefined && keys.delete(key) && keys.size === 0) this.#awaiting.delete(skill);
+    if (awaited.connection === undefined) return;
+    const keys = this.#awaitingOn.get(awaited.connection);
+    if (keys !== undefined && keys.delete(key) && keys.size === 0) this.#awaitingOn.delete(awaited.connection);
   }
 
   /** PIPELINE-1 §7: reply-derived from the utterance, ids stamped, activation pushed unless suppressed (§7.3). */

@@ -15,7 +15,7 @@ import type { Bus, Unsubscribe } from '../bus/bus.js';
 import { reply, stringField, utteranceIdOf, type Message } from '../bus/message.js';
 import { sessionIdOf } from '../bus/session.js';
 import type { Clock } from '../clock/clock.js';
-import { classify, isFallbackRegistration, registrationRefused, topics, utteranceRefused, type DropReason, type Inbound, type InboundKind, type InboundOf } from '../dialect/spec-dialect.js';
+import { classify, isFallbackRegistration, registrationRefused, topics, type DropReason, type Inbound, type InboundKind, type InboundOf } from '../dialect/spec-dialect.js';
 import type { Logger } from '../log/logger.js';
 import { LogRateLimiter } from '../log/rate-limit.js';
 
@@ -116,6 +116,7 @@ export class Supervisor {
   /** skill_ids whose latest connection closed and that have not spoken since (bounded, oldest forgotten first). */
   readonly #gone = new Set<string>();
   #closedHandlers: ConnectionClosedHandler[] = [];
+  readonly #refusalHandlers = new Map<InboundKind, Array<(message: Message, reason: DropReason) => void>>();
   /** Refused fallback registrations: at most one warn per reason and skill per minute. */
   readonly #refusalLog = new LogRateLimiter(60_000);
   /** Distinguishes this daemon's contest ids from another's on a shared bus. */
@@ -142,6 +143,19 @@ export class Supervisor {
     return () => {
       this.#closedHandlers = this.#closedHandlers.filter((h) => h !== handler);
     };
+  }
+
+  /** Hear about refused messages of a service kind you own (after the refusal is logged). */
+  onRefused(kind: InboundKind, handler: (message: Message, reason: DropReason) => void): Unsubscribe {
+    this.#refusalHandlers.set(kind, [...(this.#refusalHandlers.get(kind) ?? []), handler]);
+    return () => {
+      this.#refusalHandlers.set(kind, (this.#refusalHandlers.get(kind) ?? []).filter((h) => h !== handler));
+    };
+  }
+
+  /** The connection `skillId` spoke over most recently, while it is open (embedded bus only). */
+  latestConnectionOf(skillId: string): string | undefined {
+    return this.#latest.get(skillId);
   }
 
   /** skill_ids seen speaking over `connection`. */
@@ -230,7 +244,7 @@ export class Supervisor {
     const classified = classify(message);
     if (classified === null) return; // not a topic we consume
     if (!classified.ok) {
-      this.#drop(classified.reason, message, classified.detail);
+      this.#drop(classified.reason, message, classified.detail, classified.kind);
       return;
     }
     const { inbound } = classified;
@@ -241,7 +255,7 @@ export class Supervisor {
       // (and, for an utterance, end it with its handled: `#drop`).
       const { session: _malformed, ...context } = reply(message, topics.sessionRejected).context;
       this.bus.publish({ type: topics.sessionRejected, data: { msg_type: message.type, reason: 'malformed_carrier' }, context });
-      this.#drop('malformed_carrier', message);
+      this.#drop('malformed_carrier', message, undefined, inbound.kind);
       return;
     }
     // Owners of service kinds act on them; observers of contest kinds (the common-query roster) see them before
@@ -298,7 +312,7 @@ export class Supervisor {
     accepted.live.deliver(accepted.event);
   }
 
-  #drop(reason: DropReason, message: Message, detail?: string): void {
+  #drop(reason: DropReason, message: Message, detail?: string, kind?: InboundKind): void {
     // A refused fallback register/deregister is answered so the skill sees why (our extension, spec-dialect
     // `topics`), and logged at most once a minute per reason and sender. A malformed carrier is answered with
     // ovos.session.rejected instead.
@@ -314,16 +328,19 @@ export class Supervisor {
       this.bus.publish(registrationRefused(message, reason));
       return;
     }
-    // PIPELINE-1 §6: a refused utterance still ends with exactly one handled, carrying why.
-    if (message.type === topics.utteranceHandle) {
-      const handled = utteranceRefused(message, reason);
-      if (handled !== null) this.bus.publish(handled);
-    }
     const level = reason === 'no_live_contest' || reason === 'not_awaited' || reason === 'duplicate' ? 'info' : 'warn';
     this.logger[level](
       { reason, type: message.type, session_id: sessionIdOf(message), utterance_id: utteranceIdOf(message), detail, payload: message.data },
       'message dropped',
     );
+    // The owner of a service kind may answer a refusal (the orchestrator ends a refused utterance with its handled).
+    for (const handler of kind === undefined ? [] : (this.#refusalHandlers.get(kind) ?? [])) {
+      try {
+        handler(message, reason);
+      } catch (error) {
+        this.logger.error({ err: error, type: message.type, reason: 'service_threw' }, 'refusal handler threw');
+      }
+    }
   }
 
   /** Spawn one contest actor, route its replies, forget it when it finishes. */

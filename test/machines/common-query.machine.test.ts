@@ -8,10 +8,10 @@
  * plus a 25 ms allowance), collection initial 3 s, ceiling 5 s, min conf 0.5, fast win 0.9.
  *
  * The rules under test (the machine's header):
- *  - the poll closes at the first of: every skill on the roster (`knownSkills`) has answered, true or false; the
- *    claim bound — unless a skill known to answer every poll (`answeringSkills`) is still outstanding, in which
- *    case it is waited for; the poll ceiling;
- *  - collection closes at the first of: every claimant responded (`all_answered`); a fast win under the live
+ *  - the poll closes at the first of: a claim is in hand and every skill on the roster (`knownSkills`) has answered,
+ *    true or false, or is gone; the claim bound — unless a skill known to answer every poll (`answeringSkills`) is
+ *    still outstanding, in which case it is waited for; the poll ceiling;
+ *  - collection closes at the first of: every claimant responded or is gone (`all_answered`); a fast win under the live
  *    policy (`fast_win`); the initial window (max latency_ms, missing → initial, clamped) has passed AND a
  *    surviving answer is in hand — at the window end if already there, else when the first one arrives
  *    (`window`); the ceiling (`ceiling`). Before a JOIN (policy null) nothing survives.
@@ -241,15 +241,36 @@ describe('OVOS-COMMON-QUERY-1 §6.3 early close on the roster (every known skill
     expect(c.output()?.claimants).toEqual([{ skill_id: 'a' }]);
   });
 
-  it('§6.3: the only known skill declining ends an unclaimed question at once — no claim bound is paid', () => {
+  it('§6.2/§6.3: every known skill declining with no claim in hand does not close the poll: a silent-by-§6.2 skill\'s claim within the claim bound is heard', () => {
     const c = contest({ knownSkills: ['a'], answeringSkills: ['a'] });
     c.at(5);
     c.pong('a', false);
+    expect(c.done()).toBe(false);
+    c.at(CLAIM - 1);
+    c.pong('stranger'); // never ponged before: on no roster — and now a claim is in hand with every known skill heard
+    expect(c.requests).toEqual([{ at: CLAIM - 1, claimants: [{ skill_id: 'stranger' }] }]);
+  });
+
+  it('§6.3: every known skill declining and nobody else claiming closes the poll at the claim bound (no_claimant)', () => {
+    const c = contest({ knownSkills: ['a'], answeringSkills: ['a'] });
+    c.at(5);
+    c.pong('a', false);
+    c.at(CLAIM - 1);
+    expect(c.done()).toBe(false);
+    c.at(CLAIM);
     expect(c.done()).toBe(true);
-    expect(c.doneAt()).toBe(5);
     expect(c.output()).toEqual({ utterance: Q, lang: 'en-US', claimants: [], polled: ['a'], responses: [], closedBy: 'no_claimant' });
     expect(c.requests).toEqual([]);
     expect(c.clock.pending).toBe(0);
+  });
+
+  it('§6.3: with a claim in hand, the last known skill\'s decline closes the poll at once', () => {
+    const c = contest({ knownSkills: ['a', 'b'] });
+    c.at(3);
+    c.pong('a');
+    c.at(7);
+    c.pong('b', false);
+    expect(c.requests).toEqual([{ at: 7, claimants: [{ skill_id: 'a' }] }]);
   });
 
   it('§6.3: a claim from a skill not on the roster counts, but does not stand in for a known skill', () => {
@@ -934,6 +955,7 @@ describe('timer hygiene (STYLE 3, ENGINEERING-NOTES)', () => {
     noClaimant.at(CLAIM);
     const rosterDeclined = contest({ knownSkills: ['a'], answeringSkills: ['a'] });
     rosterDeclined.pong('a', false);
+    rosterDeclined.at(CLAIM);
     const awaitedNever = contest({ knownSkills: ['a'], answeringSkills: ['a'] });
     awaitedNever.at(POLL);
     const allAnswered = contest();
@@ -969,5 +991,91 @@ describe('timer hygiene (STYLE 3, ENGINEERING-NOTES)', () => {
       expect(c.clock.pending).toBe(0);
       expect(c.errors).toEqual([]);
     }
+  });
+});
+
+describe('OVOS-COMMON-QUERY-1 §6.3 / §7.2: a skill whose connection closed (GONE) is not waited for', () => {
+  const gone = (c: Contest, skill_id: string): void => c.actor.send({ type: 'GONE', skill_id });
+
+  it('§6.3: a known skill gone mid-poll no longer holds rule 1 open (a claim in hand): the poll closes at once', () => {
+    const c = contest({ knownSkills: ['a', 'b'] });
+    c.at(4);
+    c.pong('a');
+    c.at(9);
+    gone(c, 'b');
+    expect(c.requests).toEqual([{ at: 9, claimants: [{ skill_id: 'a' }] }]);
+  });
+
+  it('§6.3: without a claim in hand, a gone known skill leaves the poll to the claim bound', () => {
+    const c = contest({ knownSkills: ['a', 'b'] });
+    c.pong('a', false);
+    gone(c, 'b');
+    expect(c.done()).toBe(false);
+    c.at(CLAIM);
+    expect(c.output()?.closedBy).toBe('no_claimant');
+  });
+
+  it('§6.3: past the claim bound, the outstanding skill known to answer every poll going away ends the wait at once', () => {
+    const c = contest({ knownSkills: ['a', 'b'], answeringSkills: ['b'] });
+    c.pong('a');
+    c.at(CLAIM + 40);
+    expect(c.requests).toEqual([]);
+    gone(c, 'b');
+    expect(c.requests).toEqual([{ at: CLAIM + 40, claimants: [{ skill_id: 'a' }] }]);
+  });
+
+  it('§7.2: the only claimant gone during collection counts as declining now, not at the ceiling', () => {
+    const c = contest();
+    c.pong('a', true, 20);
+    c.at(CLAIM);
+    expect(c.requests).toHaveLength(1);
+    c.at(CLAIM + 30);
+    gone(c, 'a');
+    expect(c.done()).toBe(true);
+    expect(c.doneAt()).toBe(CLAIM + 30);
+    expect(c.output()?.closedBy).toBe('all_answered');
+    expect(c.clock.pending).toBe(0);
+  });
+
+  it('§7.2: one of two claimants gone; the other\'s response then completes the collection', () => {
+    const c = contest();
+    c.pong('a', true, 3000);
+    c.pong('b', true, 3000);
+    c.at(CLAIM);
+    gone(c, 'a');
+    expect(c.done()).toBe(false);
+    c.at(CLAIM + 50);
+    c.respond('b', 'Paris', 0.7);
+    expect(c.output()?.closedBy).toBe('all_answered');
+    expect(c.doneAt()).toBe(CLAIM + 50);
+  });
+
+  it('§7.2: a claimant gone after it responded changes nothing', () => {
+    const c = contest();
+    c.pong('a', true, 3000);
+    c.pong('b', true, 3000);
+    c.at(CLAIM);
+    c.respond('a', 'Paris', 0.6);
+    gone(c, 'a');
+    expect(c.done()).toBe(false);
+    c.at(CLAIM + 3000);
+    expect(c.output()?.closedBy).toBe('window');
+  });
+
+  it('§7.2: every claimant gone before the poll closed: nothing to collect, done at the close (all_answered)', () => {
+    const c = contest();
+    c.pong('a');
+    gone(c, 'a');
+    c.at(CLAIM);
+    expect(c.done()).toBe(true);
+    expect(c.output()?.closedBy).toBe('all_answered');
+    expect(c.requests).toEqual([]);
+  });
+
+  it('a GONE for a skill the contest never heard of changes nothing', () => {
+    const c = contest({ knownSkills: ['a'] });
+    gone(c, 'zzz');
+    c.pong('a');
+    expect(c.requests).toEqual([{ at: 0, claimants: [{ skill_id: 'a' }] }]);
   });
 });

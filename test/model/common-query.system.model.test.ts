@@ -32,15 +32,17 @@
  * response at the initial window's end arrives after the window has passed.
  *
  * THE RULES the model applies (spec text + the machine header's documented choices):
- *  §6.3 poll — closes at the first of: (1) every skill on the plugin's roster (every skill that has ever ponged, a
- *       snapshot taken when the contest starts; a closed connection takes its skills off the roster) has answered
- *       this poll, true or false (only with a non-empty roster); (2) the claim bound, 125 ms — unless a skill known
- *       to answer every poll (it has sent can_answer:false before) is outstanding: then it is waited for, and the
- *       poll closes when the last such skill answers; (3) the ceiling, 500 ms. A pong before the close counts.
- *       No claimant → None at once (§9).
+ *  §6.3 poll — closes at the first of: (1) a claim is in hand and every skill on the plugin's roster (every skill
+ *       that has ever ponged, a snapshot taken when the contest starts) has answered this poll, true or false, or is
+ *       gone; (2) the claim bound, 125 ms — unless a skill known to answer every poll (it declined the last
+ *       PROMOTE_AFTER polls) is outstanding: then it is waited for, and the poll closes when the last such skill
+ *       answers or is gone; (3) the ceiling, 500 ms. A pong before the close counts. No claimant, or every claimant
+ *       gone → None at once (§9).
+ *  gone — a closed connection takes its skills off the roster; a running contest stops waiting for them: heard from
+ *       in the poll (rules 1 and 2 re-checked at once), declining in collection (§7.2, checked at once).
  *  §7.1 requests to every claimant at the instant the poll closes, in claim order.
  *  §7.2 initial window W = the largest claimant latency_ms (omitted → 3000), clamped to the ceiling. The collection
- *       closes at the first of: every claimant responded (a response without answer counts); a fast win
+ *       closes at the first of: every claimant responded or is gone (a response without answer counts); a fast win
  *       (§8 step 3: conf ≥ 0.9 and ≥ min); W has passed and a surviving answer (§8 steps 1–2: answer with conf ≥ 0.5)
  *       is in hand — at W if one is already there, else when the first arrives; the ceiling, 5000 ms after the
  *       requests. So an answer arriving before the ceiling is never lost while no other survivor is in hand.
@@ -57,18 +59,19 @@
  *       one skill, fresh roster, latency_ms 20 ............................................... 45 paths
  *   (b) two skills, the second answers later with higher conf or never; latency_ms 0 + 20 ..... 168 paths
  *       latency_ms 20 + omitted (initial window 3000) ....................................... 176 paths
- *   (c) roster learnt by a warm-up question; a skill that sends can_answer:false ............. 1353 paths
+ *   (c) roster learnt by a warm-up question; a skill that sends can_answer:false ............. 1352 paths
  *       (responses only at the instant of the request: collection timing is (a) and (b)'s subject)
  *   (d) the same text asked twice in one session, early start behind fallback_high holding its pong
  *       200 ms .................................................................................. 10 paths
  *       100 ms .................................................................................. 10 paths
- *   (e) a skill on its own connection that closes at any point ................................ 818 paths
- * Total 2609 paths; the file runs in about 22 s on 2 cores (npx vitest run test/model/common-query.system.model.test.ts).
+ *   (e) a skill on its own connection that closes at any point ................................ 972 paths
+ * Total 2762 paths; the file runs in about 25 s on 2 cores (npx vitest run test/model/common-query.system.model.test.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { assign, setup, transition, type SnapshotFrom } from 'xstate';
 import { createTestModel } from 'xstate/graph';
 import { utteranceIdOf } from '../../src/bus/message.js';
+import { PROMOTE_AFTER } from '../../src/plugins/common-query/common-query.plugin.js';
 import { createHarness, fallbackSkill, type Harness } from '../support/harness.js';
 import { driveClock, holdingFallbackSkill, puppetCqSkill, wireLog, type ClockDriver, type PuppetCqSkill, type Timed } from '../support/system-replay.js';
 
@@ -182,6 +185,14 @@ function selectWinner(responses: Ctx['responses']): string | null {
 }
 
 const ponged = (c: Ctx) => (skill: string): boolean => c.skills[skill]?.pong !== null && c.skills[skill]?.pong !== undefined;
+/** Heard from in this poll, or gone (its connection closed): nobody waits for it any more. */
+const heard = (c: Ctx) => (skill: string): boolean => ponged(c)(skill) || c.skills[skill]?.closed === true;
+/** A claimant that has responded, or is gone (counts as declining, §7.2). */
+const settled = (c: Ctx) => (skill: string): boolean => c.skills[skill]?.conf !== undefined || c.skills[skill]?.closed === true;
+/** §6.3 rule 1: a claim in hand and every skill known when the contest started heard from. */
+const rule1 = (c: Ctx): boolean => c.claimants.length > 0 && c.known.length > 0 && c.known.every(heard(c));
+/** §6.3 rule 2, past the claim bound: nobody known to answer every poll is outstanding. */
+const rule2 = (c: Ctx): boolean => c.now >= CLAIM_BOUND && c.answering.every(heard(c));
 
 /** §7.2: the largest claimant latency_ms (omitted → the fixed initial window), clamped to the ceiling. */
 function windowMs(spec: ModelSpec, c: Ctx): number {
@@ -215,9 +226,10 @@ function decide(c: Ctx, at: number, cause: Cause): Ctx {
   return { ...c, phase: 'decided', decidedAt: at, cause, winner: selectWinner(c.responses) };
 }
 
-/** §6.3 close → §7.1 requests to every claimant now, or (§9) None at once without a claimant. */
+/** §6.3 close → §7.1 requests to every claimant now, or (§9) None at once without a claimant (or with every claimant gone). */
 function closePoll(c: Ctx, at: number): Ctx {
   if (c.claimants.length === 0) return decide(c, at, 'no_claimant');
+  if (c.claimants.every((s) => c.skills[s]?.closed === true)) return decide(c, at, 'all_answered');
   return { ...c, phase: 'collecting', requestsAt: at };
 }
 
@@ -238,18 +250,23 @@ function nextContext(spec: ModelSpec, c: Ctx, e: ModelEvent): Ctx | null {
     case 'CLOSE': {
       if (skillSpec?.connection === undefined || state === undefined || state.closed) return null;
       const skills = withSkill(c, e.skill, { closed: true });
-      // A closed connection takes its skills off the roster; a running contest keeps the snapshot it started with.
-      if (c.phase === 'idle') return { ...c, skills, roster: c.roster.filter((s) => s !== e.skill), answeringRoster: c.answeringRoster.filter((s) => s !== e.skill) };
-      return { ...c, skills };
+      // A closed connection takes its skills off the roster, and a running contest stops waiting for them: in the
+      // poll it is heard from (rules 1 and 2 re-checked), in collection a claimant counts as declining (§7.2).
+      const roster = c.roster.filter((s) => s !== e.skill);
+      const answeringRoster = c.answeringRoster.filter((s) => s !== e.skill);
+      const n: Ctx = { ...c, skills, roster, answeringRoster };
+      if (c.phase === 'polling' && (rule1(n) || rule2(n))) return closePoll(n, n.now);
+      if (c.phase === 'collecting' && c.claimants.includes(e.skill) && state.conf === undefined && n.claimants.every(settled(n))) return decide(n, n.now, 'all_answered');
+      return n;
     }
     case 'PONG': {
       if (c.phase !== 'polling' || skillSpec === undefined || state === undefined || state.closed || state.pong !== null) return null;
       if (!skillSpec.pongs.includes(e.canAnswer) || (skillSpec.pongAtOnceOnly === true && c.now !== 0)) return null;
       const n: Ctx = { ...c, skills: withSkill(c, e.skill, { pong: e.canAnswer, pongAt: c.now }), claimants: e.canAnswer ? [...c.claimants, e.skill] : c.claimants };
-      // §6.3 rule 1: nobody the plugin knows of is left to hear from.
-      if (n.known.length > 0 && n.known.every(ponged(n))) return closePoll(n, n.now);
+      // §6.3 rule 1: a claim in hand and nobody the plugin knows of is left to hear from.
+      if (rule1(n)) return closePoll(n, n.now);
       // §6.3 rule 2, past the claim bound: the last skill known to answer every poll has answered.
-      if (n.now >= CLAIM_BOUND && n.answering.every(ponged(n))) return closePoll(n, n.now);
+      if (rule2(n)) return closePoll(n, n.now);
       return n;
     }
     case 'RESPOND': {
@@ -258,7 +275,7 @@ function nextContext(spec: ModelSpec, c: Ctx, e: ModelEvent): Ctx | null {
       if (skillSpec.respondAtOnceOnly === true && c.now !== c.requestsAt) return null;
       const n: Ctx = { ...c, skills: withSkill(c, e.skill, { conf: e.conf }), responses: [...c.responses, { skill: e.skill, conf: e.conf, at: c.now }] };
       if (fastWins(e.conf)) return decide(n, n.now, 'fast_win'); // §8 step 3
-      if (n.claimants.every((s) => n.skills[s]?.conf !== undefined)) return decide(n, n.now, 'all_answered'); // §7.2
+      if (n.claimants.every(settled(n))) return decide(n, n.now, 'all_answered'); // §7.2
       const windowPassed = c.requestsAt !== null && n.now >= c.requestsAt + windowMs(spec, c);
       if (windowPassed && survives(e.conf)) return decide(n, n.now, 'window'); // §7.2: the first survivor past W
       return n;
@@ -268,7 +285,7 @@ function nextContext(spec: ModelSpec, c: Ctx, e: ModelEvent): Ctx | null {
       if (tick === null || tick.at !== e.at) return null;
       const n: Ctx = { ...c, now: e.at };
       if (c.phase === 'polling') {
-        if (e.at === CLAIM_BOUND && n.answering.every(ponged(n))) return closePoll(n, e.at); // §6.3 rule 2
+        if (e.at === CLAIM_BOUND && rule2(n)) return closePoll(n, e.at); // §6.3 rule 2
         if (e.at === POLL_CEILING) return closePoll(n, e.at); // §6.3 rule 3
         return n;
       }
@@ -477,7 +494,10 @@ async function startSystem(): Promise<System> {
   return { h, clock, wire };
 }
 
-/** A warm-up question so the roster learns the skills: known ones claim and answer, answering ones decline. */
+/**
+ * Warm-up questions so the roster learns the skills: known ones claim and answer, answering ones decline — the first
+ * puts them on the roster, the next PROMOTE_AFTER make the decliners "known to answer every poll".
+ */
 async function warmUp(system: System, spec: ModelSpec, puppets: ReadonlyMap<string, PuppetCqSkill>): Promise<void> {
   const { h, clock } = system;
   for (const skill of spec.skills) {
@@ -485,10 +505,12 @@ async function warmUp(system: System, spec: ModelSpec, puppets: ReadonlyMap<stri
     if (skill.roster === 'known') puppet.auto = { pong: true, answer: { answer: 'warm-up answer', conf: 0.7, afterMs: 0 } };
     if (skill.roster === 'answering') puppet.auto = { pong: false };
   }
-  h.utter(WARM_UP, { utteranceId: 'warm-up' });
-  await clock.advanceTo(clock.now() + POLL_CEILING + CEILING + 1_000);
+  for (let i = 0; i <= PROMOTE_AFTER; i++) {
+    h.utter(WARM_UP, { utteranceId: `warm-up-${i}` });
+    await clock.advanceTo(clock.now() + POLL_CEILING + CEILING + 1_000);
+    expect(system.wire.filter((w) => w.message.type === 'ovos.utterance.handled' && utteranceIdOf(w.message) === `warm-up-${i}`), 'warm-up handled').toHaveLength(1);
+  }
   for (const puppet of puppets.values()) puppet.auto = null;
-  expect(system.wire.filter((w) => w.message.type === 'ovos.utterance.handled' && utteranceIdOf(w.message) === 'warm-up'), 'warm-up handled').toHaveLength(1);
   const expected = spec.skills.filter((s) => s.roster !== 'unknown').map((s) => ({ skill_id: s.id, answersEveryPoll: s.roster === 'answering' }));
   expect([...h.system.commonQuery.roster()].sort((a, b) => a.skill_id.localeCompare(b.skill_id)), 'roster after the warm-up').toEqual(
     expected.sort((a, b) => a.skill_id.localeCompare(b.skill_id)),
@@ -673,8 +695,8 @@ describe(`${SPEC} §6–§9 through the whole system (orchestrator, supervisor, 
     modelSuite(CONNECTION_CLOSES, (paths) => {
       expect(causes(paths)).toEqual(new Set(['no_claimant', 'all_answered', 'window', 'ceiling']));
       reaches(paths, (c) => c.skills['remote']?.closed === true && c.known.length === 1 && c.requestsAt === 0, 'closed before the question: off the roster, the poll closes on wiki alone');
-      reaches(paths, (c) => c.skills['remote']?.closed === true && c.known.length === 2 && c.requestsAt === POLL_CEILING, 'closed mid-poll: still waited for until the poll ceiling');
-      reaches(paths, (c) => c.skills['remote']?.closed === true && c.cause === 'ceiling' && c.winner === null, 'claimed, then closed: the collection runs to the ceiling → fallback');
+      reaches(paths, (c) => c.skills['remote']?.closed === true && c.skills['remote']?.pong === null && c.known.length === 2 && c.requestsAt !== null && c.requestsAt < CLAIM_BOUND && c.requestsAt > 0, 'closed mid-poll after wiki claimed: no longer waited for, the poll closes at the close');
+      reaches(paths, (c) => c.skills['remote']?.closed === true && c.skills['remote']?.pong === true && c.cause === 'all_answered' && c.decidedAt !== null && c.decidedAt < CEILING, 'claimed, then closed: counts as declining at once, not at the ceiling');
     });
   });
 });

@@ -295,3 +295,98 @@ describe('OVOS-PIPELINE-1 §5: unknown pipeline ids are skipped with a warning',
     ]);
   });
 });
+
+describe('OVOS-PIPELINE-1 §6: plugins and duplicates never cost an utterance its one handled', () => {
+  it('PIPELINE-1 §6: a stage whose onUtterance or onHandled hook throws is logged; the utterance still ends with exactly one handled', async () => {
+    const h = createHarness(withConfig((config) => ({ ...config, pipeline: ['noisy', ...FALLBACK_STAGES] })));
+    h.system.orchestrator.register({
+      pipelineId: 'noisy',
+      match: async () => null,
+      intents: () => [],
+      onUtterance: () => {
+        throw new Error('onUtterance exploded');
+      },
+      onHandled: () => {
+        throw new Error('onHandled exploded');
+      },
+    });
+    fallbackSkill(h, 'a', 10);
+    await h.settle();
+    h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(1);
+    expect(handledOf(h, 'u1')).toHaveLength(1);
+    expect(h.of('a:fallback')).toHaveLength(1);
+    expect(withReason(h, 'plugin_hook_threw').map((l) => l['hook'])).toEqual(['onUtterance', 'onHandled']);
+  });
+
+  it('PIPELINE-1 §6: an invalid entry reusing the utterance_id of one in flight gets no handled of its own; the one in flight gets exactly one', async () => {
+    const h = createHarness(CONFIG);
+    busySkill(h, 'slow', 10, 'c1');
+    await h.settle();
+    h.utter('hello', { session: session('s1'), utteranceId: 'dup' });
+    await h.advance(1);
+    h.bus.publish(createMessage('ovos.utterance.handle', { utterances: [] }, { session: session('s1'), utterance_id: 'dup' }));
+    await h.settle();
+    expect(withReason(h, 'utterances_invalid')).toHaveLength(1);
+    expect(handledOf(h, 'dup')).toEqual([]);
+    h.bus.publish(reply(h.of('slow:fallback')[0]!, 'mycroft.skill.handler.complete'), 'c1');
+    await h.settle();
+    expect(handledOf(h, 'dup').map((m) => m.data)).toEqual([{}]);
+  });
+
+  it('COMMON-QUERY-1 §5 + PIPELINE-1 §4: early start gets the filtered candidates (a blank first entry does not hide the question from the gate)', async () => {
+    const h = createHarness(); // default pipeline: fallback_high, common_query, …
+    await h.settle();
+    h.bus.publish(createMessage('ovos.utterance.handle', { utterances: ['', 'who wrote hamlet'] }, { session: session('s1'), utterance_id: 'u1' }));
+    await h.settle();
+    // The contest started at entry (early start), for the real question.
+    expect(h.of('ovos.common_query.ping').map((m) => m.data['utterance'])).toEqual(['who wrote hamlet']);
+  });
+});
+
+describe('OVOS-FALLBACK-1 §3.4 / PIPELINE-1 §8: the same skill_id over two connections is two instances', () => {
+  it('FALLBACK-1 §6.1: one instance\'s connection closing does not pass over the other instance in another session\'s contest', async () => {
+    const h = createHarness(CONFIG);
+    // skill-x registered in s1 over A, and in s2 over B (the §3.4 session-scoped case); B answers its pings late.
+    const pings: Message[] = [];
+    h.bus.subscribe((m) => {
+      if (m.type === 'x.fallback.ping') pings.push(m);
+      else if (m.type === 'x:fallback') h.bus.publish(reply(m, 'mycroft.skill.handler.complete'), 'B');
+    });
+    h.bus.publish(createMessage('ovos.fallback.register', { skill_id: 'x', priority: 10 }, { skill_id: 'x', session: session('s2') }), 'B');
+    h.bus.publish(createMessage('ovos.fallback.register', { skill_id: 'x', priority: 10 }, { skill_id: 'x', session: session('s1') }), 'A');
+    await h.settle();
+    h.utter('hello', { session: session('s2'), utteranceId: 'u2' });
+    await h.advance(10);
+    expect(pings).toHaveLength(1);
+    h.bus.closeConnection('A');
+    await h.settle();
+    expect(handledOf(h, 'u2')).toEqual([]); // still waiting for B's instance
+    h.bus.publish(reply(pings[0]!, 'x.fallback.pong', { skill_id: 'x', can_handle: true }), 'B');
+    await h.settle();
+    expect(h.of('x:fallback')).toHaveLength(1);
+    expect(lifecycle(h, 'u2').slice(-2)).toEqual(['ovos.intent.handler.complete', 'ovos.utterance.handled']);
+  });
+
+  it('PIPELINE-1 §8: a handler dispatched to the instance on B is not ended when the instance on A goes away', async () => {
+    const h = createHarness(CONFIG);
+    h.bus.subscribe((m) => {
+      if (m.type === 'x.fallback.ping') h.bus.publish(reply(m, 'x.fallback.pong', { skill_id: 'x', can_handle: true }), 'B');
+    });
+    h.bus.publish(createMessage('ovos.fallback.register', { skill_id: 'x', priority: 10 }, { skill_id: 'x', session: session('s2') }), 'B');
+    await h.settle();
+    h.utter('hello', { session: session('s2'), utteranceId: 'u2' });
+    await h.advance(1);
+    expect(h.of('x:fallback')).toHaveLength(1);
+    // The instance on A speaks last (it registers for s1), then its connection closes.
+    h.bus.publish(createMessage('ovos.fallback.register', { skill_id: 'x', priority: 10 }, { skill_id: 'x', session: session('s1') }), 'A');
+    await h.settle();
+    h.bus.closeConnection('A');
+    await h.settle();
+    expect(h.of('ovos.intent.handler.error')).toEqual([]);
+    expect(handledOf(h, 'u2')).toEqual([]);
+    h.bus.closeConnection('B');
+    await h.settle();
+    expect(lifecycle(h, 'u2').slice(-2)).toEqual(['ovos.intent.handler.error', 'ovos.utterance.handled']);
+  });
+});

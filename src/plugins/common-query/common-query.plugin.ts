@@ -11,9 +11,11 @@
  * (§5.2); so does the end of the utterance it served.
  *
  * The roster: every skill that has ever ponged, learned from the bus (any pong, even one too late to count), and
- * whether it answers every poll (it has sent `can_answer: false`). The poll closes early on it (see the machine).
- * A skill leaves the roster when its connection closes (embedded bus); one that stops answering every poll is
- * no longer waited for past the claim bound.
+ * whether it answers every poll: it has sent `can_answer: false` and answered the last `PROMOTE_AFTER` polls it was
+ * known for in time. The poll closes early on it (see the machine). A skill leaves the roster when its connection
+ * closes (embedded bus), and the contests waiting for it stop waiting (`GONE`); one that misses a poll is no longer
+ * waited for past the claim bound until it has answered `PROMOTE_AFTER` polls in a row again — so a skill that
+ * answers only some polls never makes the poll wait past the claim bound.
  */
 import type { Config } from '../../config/defaults.js';
 import { forward, reply, utteranceIdOf, withContext, type Message } from '../../bus/message.js';
@@ -30,6 +32,8 @@ import { selectWithReranker, type Reranker, type SelectionPolicy } from './selec
 
 /** More skills than this on the roster are not remembered (each is a string per contest input). */
 const MAX_ROSTER = 1024;
+/** Polls answered in a row (true or false) before a skill that says `can_answer: false` is waited for past the claim bound. */
+export const PROMOTE_AFTER = 3;
 
 export type CommonQuerySettings = Config['commonQuery'];
 
@@ -44,9 +48,13 @@ interface CacheEntry {
 }
 
 interface RosterEntry {
-  /** It has answered `can_answer: false` and not missed a poll since: it answers every poll. */
-  answersEveryPoll: boolean;
+  /** It has sent `can_answer: false` at least once: it may answer every poll. */
+  saysNo: boolean;
+  /** Polls in a row, of those it was known for, that it answered in time. */
+  streak: number;
 }
+
+const answersEveryPoll = (entry: RosterEntry): boolean => entry.saysNo && entry.streak >= PROMOTE_AFTER;
 
 export class CommonQueryPlugin implements PipelineStage {
   readonly pipelineId: string;
@@ -57,6 +65,8 @@ export class CommonQueryPlugin implements PipelineStage {
   /** session_id → the one early-start entry of that session (§5.2). */
   readonly #cache = new Map<string, CacheEntry>();
   readonly #roster = new Map<string, RosterEntry>();
+  /** Live contests: told when a skill becomes unreachable. */
+  readonly #contests = new Set<Contest<Machine>>();
 
   constructor(supervisor: Supervisor, settings: CommonQuerySettings, options: { reranker?: Reranker } = {}) {
     this.pipelineId = settings.pipelineId;
@@ -84,6 +94,8 @@ export class CommonQueryPlugin implements PipelineStage {
     // The roster learns from every valid pong on the bus, whichever contest (if any) it is for.
     supervisor.on('common_query.pong', (inbound) => this.#heard(inbound.skill_id, inbound.can_answer));
     supervisor.onConnectionClosed((_connection, skills) => {
+      // An unreachable skill cannot pong or answer: no contest waits for it any longer (§6.3, §7.2).
+      for (const contest of this.#contests) for (const skill_id of skills) contest.send({ type: 'GONE', skill_id });
       const left = skills.filter((skill) => this.#roster.delete(skill));
       if (left.length > 0) supervisor.logger.info({ reason: 'connection_closed', skills: left }, 'common-query skills left the roster');
     });
@@ -110,27 +122,34 @@ export class CommonQueryPlugin implements PipelineStage {
 
   /** Skills on the roster right now, and which of them answer every poll (for tests and inspection). */
   roster(): ReadonlyArray<{ readonly skill_id: string; readonly answersEveryPoll: boolean }> {
-    return [...this.#roster].map(([skill_id, entry]) => ({ skill_id, answersEveryPoll: entry.answersEveryPoll }));
+    return [...this.#roster].map(([skill_id, entry]) => ({ skill_id, answersEveryPoll: answersEveryPoll(entry) }));
   }
 
   #heard(skillId: string, canAnswer: boolean): void {
     const known = this.#roster.get(skillId);
     if (known === undefined) {
       if (this.#roster.size >= MAX_ROSTER) return;
-      this.#roster.set(skillId, { answersEveryPoll: !canAnswer });
-      this.#supervisor.logger.info({ skill_id: skillId, answers_every_poll: !canAnswer }, 'common-query skill joined the roster');
+      this.#roster.set(skillId, { saysNo: !canAnswer, streak: 0 });
+      this.#supervisor.logger.info({ skill_id: skillId, can_answer: canAnswer }, 'common-query skill joined the roster');
     } else if (!canAnswer) {
-      known.answersEveryPoll = true;
+      known.saysNo = true;
     }
   }
 
-  /** A skill waited for as answering every poll that did not answer this one is not waited for again. */
-  #missed(waitedFor: readonly string[], polled: readonly string[], contest: Contest<Machine>): void {
-    for (const skillId of waitedFor) {
+  /**
+   * After a finished poll: every skill known when it started either answered in time (its streak grows) or missed
+   * it (its streak restarts; one that was waited for past the claim bound is not any more, logged).
+   */
+  #tally(known: readonly string[], polled: readonly string[], contest: Contest<Machine>): void {
+    for (const skillId of known) {
       const entry = this.#roster.get(skillId);
-      if (entry === undefined || !entry.answersEveryPoll || polled.includes(skillId)) continue;
-      entry.answersEveryPoll = false;
-      contest.logger.warn({ reason: 'poll_missed', skill_id: skillId }, 'common-query skill missed a poll: no longer waited for past the claim bound');
+      if (entry === undefined) continue;
+      if (polled.includes(skillId)) {
+        entry.streak += 1;
+        continue;
+      }
+      if (answersEveryPoll(entry)) contest.logger.warn({ reason: 'poll_missed', skill_id: skillId }, 'common-query skill missed a poll: no longer waited for past the claim bound');
+      entry.streak = 0;
     }
   }
 
@@ -204,7 +223,10 @@ export class CommonQueryPlugin implements PipelineStage {
     const origin = withContext(entry, { session: { ...session.raw, session_id: session.sessionId, lang } });
     const clock = this.#supervisor.clock;
     const knownSkills = [...this.#roster.keys()];
-    const answeringSkills = knownSkills.filter((skill) => this.#roster.get(skill)?.answersEveryPoll === true);
+    const answeringSkills = knownSkills.filter((skill) => {
+      const entry = this.#roster.get(skill);
+      return entry !== undefined && answersEveryPoll(entry);
+    });
     const contest = this.#supervisor.spawn({
       kind: 'common_query',
       label: this.pipelineId,
@@ -239,8 +261,10 @@ export class CommonQueryPlugin implements PipelineStage {
         return 'not_awaited';
       },
     });
+    this.#contests.add(contest);
     void contest.done.then((result) => {
-      if (result.status === 'done') this.#missed(answeringSkills, result.output.polled, contest);
+      this.#contests.delete(contest);
+      if (result.status === 'done') this.#tally(knownSkills, result.output.polled, contest);
     });
     return contest;
   }

@@ -92,12 +92,17 @@ export class FallbackPlugin {
       supervisor.logger.info({ skill_id: inbound.skill_id, session_id: sessionId, removed }, 'fallback skill deregistered');
     });
     // Embedded bus: a closed connection takes every registration made over it, in every session, with it.
-    supervisor.onConnectionClosed((connection, gone) => {
-      // §6.1: an unreachable skill cannot answer — the contest asking it moves on now, not after its timeout.
-      for (const contest of this.#contests) for (const skill_id of gone) contest.send({ type: 'GONE', skill_id });
+    supervisor.onConnectionClosed((connection) => {
       const removed = this.registry.removeConnection(connection);
       if (removed.length === 0) return;
       const skills = [...new Set(removed.map((entry) => entry.skillId))];
+      // §6.1: a skill that can no longer answer in a contest's session (the registration that put it in that pool
+      // went with the connection) is passed over now, not after its timeout. The same skill_id registered over
+      // another connection, for another session, is another instance and stays.
+      for (const contest of this.#contests) {
+        const available = this.registry.availableFor(contest.info.sessionId);
+        for (const skill_id of skills) if (!available.has(skill_id)) contest.send({ type: 'GONE', skill_id });
+      }
       const sessions = [...new Set(removed.map((entry) => entry.sessionId))];
       for (const skill of skills) if (!this.registry.holds(skill)) this.breaker.forget(skill);
       supervisor.logger.info({ reason: 'connection_closed', connection, skills, sessions }, 'fallback registrations removed');

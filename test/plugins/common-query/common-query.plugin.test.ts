@@ -19,6 +19,7 @@ import type { DropReason } from '../../../src/dialect/spec-dialect.js';
 import type { Match, PipelineStage } from '../../../src/pipeline/plugin.js';
 import { createHarness, fallbackSkill, withConfig, type Harness } from '../../support/harness.js';
 import { cqSkill, langSeenBySkill, sessionOf, timedWire } from '../../support/cq-skills.js';
+import { PROMOTE_AFTER } from '../../../src/plugins/common-query/common-query.plugin.js';
 
 const PIPELINE = ['common_query', 'fallback_high', 'fallback_medium', 'fallback_low'];
 const CLAIM_BOUND = 125; // the poll closes here on a fresh roster (nobody known yet)
@@ -856,7 +857,7 @@ describe('OVOS-COMMON-QUERY-1 §6.3 poll close (whole system): claim bound, rost
     expectOneHandledEach(h);
   });
 
-  it('§6.3 roster: when the only known skill declines (can_answer false), an unclaimed question reaches fallback at its pong — it costs no claim bound', async () => {
+  it('§6.2/§6.3 roster: when every known skill declines (can_answer false) and nobody claims, the poll closes at the claim bound — and a newcomer\'s claim within it is heard', async () => {
     const h = createHarness(config());
     const wire = timedWire(h);
     const wiki = cqSkill(h, 'wiki', { claim: false, pongDelayMs: 5 });
@@ -866,17 +867,46 @@ describe('OVOS-COMMON-QUERY-1 §6.3 poll close (whole system): claim bound, rost
     const t0 = h.clock.now();
     h.utter(FRANCE);
     await h.advance(CLAIM_BOUND + 20);
-    expect(speakAt(t0)).toEqual([CLAIM_BOUND]); // a fresh roster: the claim bound
-    expect(h.system.commonQuery.roster()).toEqual([{ skill_id: 'wiki', answersEveryPoll: true }]);
+    expect(speakAt(t0)).toEqual([CLAIM_BOUND]);
+    expect(h.system.commonQuery.roster()).toEqual([{ skill_id: 'wiki', answersEveryPoll: false }]);
 
     const t1 = h.clock.now();
-    h.utter(ELECTRICITY);
+    h.utter(ELECTRICITY); // wiki (known) declines at 5; no claim in hand: the claim bound still applies
     await h.advance(CLAIM_BOUND + 20);
-    expect(speakAt(t1)).toEqual([5]);
-    expect(spoken(h)).toEqual(['fb says hi', 'fb says hi']);
+    expect(speakAt(t1)).toEqual([CLAIM_BOUND]);
+
+    // A skill that follows §6.2 ("SHOULD stay silent" when it cannot answer) is on no roster until it first claims:
+    // its first claim, 60 ms after the ping, is not lost to the known skill's early decline.
+    cqSkill(h, 'newbie', { claim: (u) => (u === FRANCE ? true : 'silent'), pongDelayMs: 60, latencyMs: 20, answer: 'Paris', conf: 0.8 });
+    await h.settle();
+    const t2 = h.clock.now();
+    h.utter(FRANCE);
+    await h.advance(CLAIM_BOUND + 20);
+    expect(speakAt(t2)).toEqual([60]); // claim in hand + every known skill heard → the poll closes at the claim
+    expect(spoken(h)).toEqual(['fb says hi', 'fb says hi', 'Paris']);
     expect(wiki.requests).toEqual([]);
-    expect(h.of('ovos.common_query.ping')).toHaveLength(2);
     expectOneHandledEach(h);
+  });
+
+  /** Ask ELECTRICITY `n` times, each to its end (the skills' answers to it are their business). */
+  async function askElectricity(h: Harness, n: number): Promise<void> {
+    for (let i = 0; i < n; i++) {
+      h.utter(ELECTRICITY);
+      await h.advance(POLL + 20);
+    }
+  }
+
+  it(`§6.3: a skill that declined the last ${PROMOTE_AFTER} polls it was known for is waited for past the claim bound; fewer are not enough`, async () => {
+    const h = createHarness(config());
+    cqSkill(h, 'wiki', { claim: false });
+    fallbackSkill(h, 'fb', 10);
+    await h.settle();
+    await askElectricity(h, 1); // joins the roster (it was not known when that poll started)
+    for (let i = 0; i < PROMOTE_AFTER; i++) {
+      expect(h.system.commonQuery.roster()).toEqual([{ skill_id: 'wiki', answersEveryPoll: false }]);
+      await askElectricity(h, 1);
+    }
+    expect(h.system.commonQuery.roster()).toEqual([{ skill_id: 'wiki', answersEveryPoll: true }]);
   });
 
   it.each([
@@ -884,20 +914,18 @@ describe('OVOS-COMMON-QUERY-1 §6.3 poll close (whole system): claim bound, rost
     [POLL - 1, true],
     [POLL, false],
     [POLL + 1, false],
-  ])('§6.3: a skill known to answer every poll (it declined before) whose claim comes %i ms after the ping — past the claim bound — is a claimant: %s', async (delay, counts) => {
+  ])('§6.3: a skill known to answer every poll (it declined the polls before) whose claim comes %i ms after the ping — past the claim bound — is a claimant: %s', async (delay, counts) => {
     const h = createHarness(config());
     const wire = timedWire(h);
     const wiki = cqSkill(h, 'wiki', {
-      claim: (u) => u === FRANCE, // declines the first question, claims the second
+      claim: (u) => u === FRANCE, // declines the warm-up questions, claims FRANCE
       pongDelayFor: (u) => (u === FRANCE ? delay : 0),
       answer: 'Paris',
       conf: 0.8,
     });
     fallbackSkill(h, 'fb', 10);
     await h.settle();
-    h.utter(ELECTRICITY);
-    await h.advance(CLAIM_BOUND + 20);
-    expect(spoken(h)).toEqual(['fb says hi']);
+    await askElectricity(h, PROMOTE_AFTER + 1);
     expect(h.system.commonQuery.roster()).toEqual([{ skill_id: 'wiki', answersEveryPoll: true }]);
 
     const t1 = h.clock.now();
@@ -905,40 +933,73 @@ describe('OVOS-COMMON-QUERY-1 §6.3 poll close (whole system): claim bound, rost
     await h.advance(POLL + 20);
     const speakAt = wire.filter((w) => w.message.type === 'ovos.utterance.speak' && w.at >= t1).map((w) => w.at - t1);
     if (counts) {
-      expect(spoken(h)).toEqual(['fb says hi', 'Paris']);
+      expect(spoken(h).at(-1)).toBe('Paris');
       expect(wiki.requests.map((r) => r.at - t1)).toEqual([delay]); // the poll closed at its (late) claim
       expect(speakAt).toEqual([delay]);
     } else {
       // The poll ceiling passed first: not a claimant, treated as not claiming — fallback answers at the ceiling.
-      expect(spoken(h)).toEqual(['fb says hi', 'fb says hi']);
+      expect(spoken(h).at(-1)).toBe('fb says hi');
       expect(wiki.requests).toEqual([]);
       expect(speakAt).toEqual([POLL]);
     }
     expectOneHandledEach(h);
   });
-  it('§6.3: a skill known to answer every poll that misses one is waited for that once (to the ceiling), then no longer past the claim bound', async () => {
+
+  it(`§6.3: a skill known to answer every poll that misses one is waited for that once (to the ceiling), then only at the claim bound until it has answered ${PROMOTE_AFTER} in a row again — a skill that answers every other poll costs no ceiling`, async () => {
     const h = createHarness(config());
     const wire = timedWire(h);
-    const wiki = cqSkill(h, 'wiki', { claim: (u) => (u === ELECTRICITY ? false : 'silent') });
+    let silentNext = false;
+    const wiki = cqSkill(h, 'wiki', { claim: (u) => (u === ELECTRICITY ? false : silentNext ? 'silent' : false) });
     fallbackSkill(h, 'fb', 10);
     await h.settle();
     const speakAt = (from: number): number[] => wire.filter((w) => w.message.type === 'ovos.utterance.speak' && w.at >= from).map((w) => w.at - from);
-    h.utter(ELECTRICITY); // wiki declines: it answers every poll
-    await h.advance(CLAIM_BOUND + 20);
+    await askElectricity(h, PROMOTE_AFTER + 1);
     expect(h.system.commonQuery.roster()).toEqual([{ skill_id: 'wiki', answersEveryPoll: true }]);
 
+    silentNext = true;
     const t1 = h.clock.now();
-    h.utter(FRANCE); // wiki stays silent: waited for up to the poll ceiling
+    h.utter(FRANCE); // wiki stays silent: waited for up to the poll ceiling, once
     await h.advance(POLL + 20);
     expect(speakAt(t1)).toEqual([POLL]);
     expect(h.system.commonQuery.roster()).toEqual([{ skill_id: 'wiki', answersEveryPoll: false }]);
+    expect(h.logs.filter((l) => l['reason'] === 'poll_missed')).toHaveLength(1);
 
-    const t2 = h.clock.now();
-    h.utter(FRANCE); // silent again: no longer waited for — the claim bound closes the poll
-    await h.advance(POLL + 20);
-    expect(speakAt(t2)).toEqual([CLAIM_BOUND]);
-    expect(spoken(h)).toEqual(['fb says hi', 'fb says hi', 'fb says hi']);
+    // Alternating: answers one poll, misses the next — never waited for past the claim bound again.
+    for (let i = 0; i < 3; i++) {
+      silentNext = false;
+      await askElectricity(h, 1);
+      silentNext = true;
+      const t = h.clock.now();
+      h.utter(FRANCE);
+      await h.advance(POLL + 20);
+      expect(speakAt(t)).toEqual([CLAIM_BOUND]);
+    }
     expect(wiki.requests).toEqual([]);
+    expectOneHandledEach(h);
+  });
+
+  it('§6.3 / §7.2 (embedded bus): a skill whose connection closed is not waited for — neither in the poll nor as a claimant in collection', async () => {
+    const h = createHarness(config());
+    const wire = timedWire(h);
+    const speakAt = (from: number): number[] => wire.filter((w) => w.message.type === 'ovos.utterance.speak' && w.at >= from).map((w) => w.at - from);
+    // 'remote' claims over connection c1 and never answers the request; its connection dies 30 ms into collection.
+    h.bus.subscribe((m) => {
+      if (m.type === 'ovos.common_query.ping') {
+        h.bus.publish(createMessage('ovos.common_query.pong', { utterance: String(m.data['utterance']), skill_id: 'remote', can_answer: true, latency_ms: 20 }, { ...m.context }), 'c1');
+      }
+    });
+    fallbackSkill(h, 'fb', 10);
+    await h.settle();
+    const t0 = h.clock.now();
+    h.utter(FRANCE);
+    await h.advance(CLAIM_BOUND + 30);
+    expect(h.of('remote:common_query')).toHaveLength(1);
+    h.bus.closeConnection('c1');
+    await h.settle();
+    expect(speakAt(t0)).toEqual([CLAIM_BOUND + 30]); // not the 5 s ceiling
+    expect(spoken(h)).toEqual(['fb says hi']);
+    expect(logsWith(h, 'common query decided').map((l) => l['closed_by'])).toEqual(['all_answered']);
+    expect(h.system.commonQuery.roster()).toEqual([]);
     expectOneHandledEach(h);
   });
 });
