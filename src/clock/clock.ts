@@ -10,9 +10,38 @@ export interface Clock {
   clearTimeout(id: TimerId): void;
 }
 
-/** Wall-clock time for the daemon. */
+interface SystemTimer {
+  timer: ReturnType<typeof setTimeout> | undefined;
+  immediate: ReturnType<typeof setImmediate> | undefined;
+}
+
+/**
+ * Wall-clock time for the daemon. A deadline never beats a message that reached the daemon before it fired: Node
+ * runs expired timers *before* it reads the sockets in each turn of its event loop, so after a busy stretch (a burst
+ * of hundreds of questions) a 125 ms claim bound would close a poll while the pongs sent in time still sit unread in
+ * the socket — measured: whole bursts of answers lost. So an expired timer's callback runs one `setImmediate` later,
+ * after the I/O phase of that turn has delivered everything already received (the bus delivers from a microtask).
+ * On an idle daemon this costs well under a millisecond.
+ */
 export const systemClock: Clock = {
   now: () => Date.now(),
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (id) => clearTimeout(id as ReturnType<typeof setTimeout>),
+  setTimeout: (fn, ms) => {
+    const handle: SystemTimer = { timer: undefined, immediate: undefined };
+    handle.timer = setTimeout(() => {
+      handle.timer = undefined;
+      handle.immediate = setImmediate(() => {
+        handle.immediate = undefined;
+        fn();
+      });
+    }, ms);
+    return handle;
+  },
+  clearTimeout: (id) => {
+    const handle = id as SystemTimer | undefined;
+    if (handle === undefined) return;
+    if (handle.timer !== undefined) clearTimeout(handle.timer);
+    if (handle.immediate !== undefined) clearImmediate(handle.immediate);
+    handle.timer = undefined;
+    handle.immediate = undefined;
+  },
 };

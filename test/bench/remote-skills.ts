@@ -13,6 +13,8 @@ export interface FallbackSkillPlan {
   readonly priority: number;
   /** Pong `can_handle` for every utterance. */
   readonly willing: boolean;
+  /** `die`: the skill's process kills itself (SIGKILL) the moment it is pinged, a crash with a question in flight. */
+  readonly onPing?: 'pong' | 'die';
 }
 
 export interface CommonQuerySkillPlan {
@@ -20,6 +22,13 @@ export interface CommonQuerySkillPlan {
   /** Sent in the pong (sizes the collection window). */
   readonly latencyMs: number;
   readonly conf: number;
+  /**
+   * `claim` (default): pong `can_answer: true`, then answer; `decline`: pong `can_answer: false` to every ping;
+   * `silent`: connected to the bus but never pongs (a skill that cannot answer in time, or does not say no).
+   */
+  readonly mode?: 'claim' | 'decline' | 'silent';
+  /** Answer after a uniformly random delay in [min, max] ms (default: at once). */
+  readonly answerDelayMs?: readonly [min: number, max: number];
 }
 
 export interface SkillsPlan {
@@ -28,14 +37,20 @@ export interface SkillsPlan {
   readonly commonQuery: readonly CommonQuerySkillPlan[];
 }
 
-export type ToSkills = { readonly type: 'start'; readonly plan: SkillsPlan } | { readonly type: 'stop' };
+export type ToSkills = { readonly type: 'start'; readonly plan: SkillsPlan } | { readonly type: 'stop' } | { readonly type: 'answerDelays' };
 export type FromSkills =
   | { readonly type: 'ready'; readonly clients: number }
+  | { readonly type: 'answerDelays'; readonly delays: Readonly<Record<string, readonly number[]>> }
   | { readonly type: 'stopped' }
   | { readonly type: 'failed'; readonly message: string };
 
 export interface RemoteSkills {
   readonly pid: number;
+  /**
+   * Per common-query skill, how long each answer took inside the skill process (request received → response
+   * sent, ms) since the previous call: what the skill itself did, before any bus or daemon delay.
+   */
+  answerDelays(): Promise<Readonly<Record<string, readonly number[]>>>;
   stop(): Promise<void>;
 }
 
@@ -78,8 +93,24 @@ export async function startRemoteSkills(plan: SkillsPlan): Promise<RemoteSkills>
 
   return {
     pid: child.pid ?? -1,
+    answerDelays: () =>
+      new Promise((resolve, reject) => {
+        const onMessage = (message: FromSkills): void => {
+          if (message.type !== 'answerDelays') return;
+          child.off('message', onMessage);
+          resolve(message.delays);
+        };
+        child.on('message', onMessage);
+        child.send({ type: 'answerDelays' } satisfies ToSkills, (error) => {
+          if (error === null) return;
+          child.off('message', onMessage);
+          reject(error);
+        });
+      }),
     stop: async () => {
-      if (child.connected) child.send({ type: 'stop' } satisfies ToSkills);
+      // A child that died (or was killed) may still look connected until its exit is processed: a failed send is
+      // that, not news — with a callback it is not raised as an 'error' event.
+      if (child.connected) child.send({ type: 'stop' } satisfies ToSkills, () => {});
       const timer = setTimeout(kill, STOP_TIMEOUT_MS);
       await exited;
       clearTimeout(timer);

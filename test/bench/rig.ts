@@ -10,10 +10,11 @@ import { BusClient } from '../../src/bus/ws-client.js';
 import { BusServer } from '../../src/bus/ws-server.js';
 import type { Clock } from '../../src/clock/clock.js';
 import { DEFAULT_CONFIG, type Config } from '../../src/config/defaults.js';
+import { startDaemon, type Daemon } from '../../src/daemon/daemon.js';
 import { silentLogger, type Logger } from '../../src/log/logger.js';
 import { runFallbackSkill } from '../../src/skills/fallback-skill.js';
 import { createContestSystem, type ContestSystem } from '../../src/system.js';
-import { startRemoteSkills, type CommonQuerySkillPlan, type FallbackSkillPlan } from './remote-skills.js';
+import { startRemoteSkills, type CommonQuerySkillPlan, type FallbackSkillPlan, type RemoteSkills } from './remote-skills.js';
 
 /** A deep copy of the defaults, so a benchmark can never alter what another one reads. */
 function defaults(): Config {
@@ -34,6 +35,15 @@ export function fallbackConfig(pingTimeoutMs = DEFAULT_CONFIG.fallback.pingTimeo
 export function commonQueryConfig(pollClaimBoundMs: number): Config {
   const base = defaults();
   return { ...base, pipeline: ['common_query'], commonQuery: { ...base.commonQuery, pollClaimBoundMs } };
+}
+
+/**
+ * The daemon exactly as `npm start` configures it (pipeline, stages, timeouts, poll and collection bounds), except
+ * that it listens on an ephemeral port and starts no example skills: the benchmark brings its own, in a child process.
+ */
+export function daemonConfig(): Config {
+  const base = defaults();
+  return { ...base, bus: { ...base.bus, port: 0 }, exampleSkills: false };
 }
 
 /** `n` fallback skills with priorities 10, 20, …: all decline except the last (the worst case: n round trips). */
@@ -118,7 +128,50 @@ export async function startWsRig(config: Config, skills: { fallback?: readonly F
   }
 }
 
-async function waitForRegistrations(system: ContestSystem, count: number): Promise<void> {
+export interface DaemonRig {
+  readonly daemon: Daemon;
+  readonly system: ContestSystem;
+  /** The front end's own connection: it publishes utterances and observes everything. */
+  readonly driver: BusClient;
+  readonly skills: RemoteSkills;
+  close(): Promise<void>;
+}
+
+/** The real daemon (`startDaemon`: embedded bus server + contest system) here, skills in a child process, a driver client here. */
+export async function startDaemonRig(
+  config: Config,
+  skills: { fallback?: readonly FallbackSkillPlan[]; commonQuery?: readonly CommonQuerySkillPlan[] },
+  logger: Logger = silentLogger(),
+): Promise<DaemonRig> {
+  const daemon = await startDaemon(config, logger);
+  const closers: Array<() => Promise<void> | void> = [() => daemon.close()];
+  const close = async (): Promise<void> => {
+    for (const closer of [...closers].reverse()) await closer();
+  };
+  try {
+    const fallback = skills.fallback ?? [];
+    const remote = await startRemoteSkills({ url: daemon.url, fallback, commonQuery: skills.commonQuery ?? [] });
+    closers.push(() => remote.stop());
+    await waitForRegistrations(daemon.system, fallback.length);
+    const driver = new BusClient({
+      url: daemon.url,
+      heartbeatMs: config.bus.heartbeatMs,
+      reconnectInitialMs: config.bus.reconnectInitialMs,
+      reconnectMaxMs: config.bus.reconnectMaxMs,
+      maxFrameBytes: config.bus.maxFrameBytes,
+      logger: silentLogger(),
+    });
+    closers.push(() => driver.close());
+    driver.connect();
+    await driver.waitUntilUp(5_000);
+    return { daemon, system: daemon.system, driver, skills: remote, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+export async function waitForRegistrations(system: ContestSystem, count: number): Promise<void> {
   await waitUntil(() => system.fallback.registry.availableFor('default').size === count, 5_000, `${count} fallback registrations`);
 }
 

@@ -14,6 +14,7 @@ import { benchMemory } from './memory.js';
 import { machineInfo, renderMachine, renderSection, writeResults, type Section } from './report.js';
 import { canCollectGarbage, collectGarbage, settle } from './rig.js';
 import { benchRouting } from './routing.js';
+import { benchTimingUnderLoad } from './timing-under-load.js';
 
 const RESULTS = new URL('../../../test/bench/results/latest.json', import.meta.url);
 
@@ -23,6 +24,7 @@ const BENCHMARKS: ReadonlyArray<readonly [name: string, run: () => Promise<Secti
   ['common query over websocket', benchCommonQueryWs],
   ['memory', benchMemory],
   ['routing', benchRouting],
+  ['timing under load', benchTimingUnderLoad],
 ];
 
 const machine = machineInfo();

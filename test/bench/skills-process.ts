@@ -1,6 +1,8 @@
 /**
  * Child-process entry of `remote-skills.ts`: the project's own skill runtimes (`runFallbackSkill`,
- * `runCommonQuerySkill`), each on its own `BusClient` connection, answering at once.
+ * `runCommonQuerySkill`), each on its own `BusClient` connection, answering at once unless the plan says otherwise
+ * (a common-query skill that declines, stays silent or answers after a random delay; a fallback skill whose process
+ * dies when it is pinged).
  */
 import { BusClient } from '../../src/bus/ws-client.js';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.js';
@@ -10,7 +12,10 @@ import { runFallbackSkill } from '../../src/skills/fallback-skill.js';
 import type { FromSkills, SkillsPlan, ToSkills } from './remote-skills.js';
 
 const logger = silentLogger();
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const running: Array<{ client: BusClient; stop: () => void }> = [];
+/** Per common-query skill: each answer's time in this process (request in → response out, ms), until collected. */
+const answerDelays = new Map<string, number[]>();
 
 function send(message: FromSkills): void {
   if (process.connected) process.send?.(message);
@@ -36,19 +41,35 @@ async function start(plan: SkillsPlan): Promise<void> {
     const stop = runFallbackSkill(client, {
       skillId: skill.skillId,
       priority: skill.priority,
-      canHandle: () => skill.willing,
+      canHandle: () => {
+        // A crash with a question in flight: the kernel closes this process's sockets, nothing is sent.
+        if (skill.onPing === 'die') process.kill(process.pid, 'SIGKILL');
+        return skill.willing;
+      },
       answer: () => `${skill.skillId} handled it`,
     });
     running.push({ client, stop });
   }
   for (const skill of plan.commonQuery) {
     const client = await connect(plan.url);
-    const stop = runCommonQuerySkill(client, {
-      skillId: skill.skillId,
-      latencyMs: skill.latencyMs,
-      canAnswer: () => true,
-      answer: async () => ({ answer: `answer from ${skill.skillId}`, conf: skill.conf }),
-    });
+    const mode = skill.mode ?? 'claim';
+    const delay = skill.answerDelayMs;
+    const stop =
+      mode === 'silent'
+        ? () => {}
+        : runCommonQuerySkill(client, {
+            skillId: skill.skillId,
+            latencyMs: skill.latencyMs,
+            canAnswer: () => mode === 'claim',
+            answer: async () => {
+              const started = performance.now();
+              if (delay !== undefined) await sleep(delay[0] + Math.random() * (delay[1] - delay[0]));
+              const list = answerDelays.get(skill.skillId) ?? [];
+              list.push(performance.now() - started); // the response goes out as this resolves
+              answerDelays.set(skill.skillId, list);
+              return { answer: `answer from ${skill.skillId}`, conf: skill.conf };
+            },
+          });
     running.push({ client, stop });
   }
   send({ type: 'ready', clients: running.length });
@@ -70,6 +91,9 @@ process.on('message', (message: ToSkills) => {
     });
   } else if (message.type === 'stop') {
     void stopAll();
+  } else if (message.type === 'answerDelays') {
+    send({ type: 'answerDelays', delays: Object.fromEntries(answerDelays) });
+    answerDelays.clear();
   }
 });
 // The parent went away without saying stop: don't linger.
