@@ -24,9 +24,10 @@ export type InspectionHook = (event: InspectionEvent) => void;
 /** What a contest reports for inspection besides XState's own events: its identity. */
 export interface ContestInfo {
   /**
-   * Unique per contest run, daemon-wide. Every message a contest sends carries it as `context.contest_id`, and a
-   * reply derived from it (`reply` keeps context keys) names the run it answers: a reply to a discarded run (a
-   * §5.1 re-run, the same question asked twice) never reaches another run.
+   * Unique per contest run, daemon-wide. Every query a plugin contest (fallback, common query) sends carries it as
+   * `context.contest_id`, and a reply derived from it (`reply` keeps context keys) names the run it answers: a reply
+   * to a discarded run (a §5.1 re-run, the same question asked twice) never reaches another run. (The utterance
+   * lifecycle's messages do not carry it: handler signals are matched by utterance_id and skill_id.)
    */
   readonly id: string;
   readonly kind: string;

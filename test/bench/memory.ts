@@ -67,7 +67,9 @@ export async function benchMemory(): Promise<Section> {
     },
   };
   const logger = pino({ level: 'silent' }, sink);
-  const config = fallbackConfig(PING_TIMEOUT_MS);
+  // The skill never answers on purpose: keep the circuit breaker from suspending it (it would empty the pool).
+  const base = fallbackConfig(PING_TIMEOUT_MS);
+  const config = { ...base, fallback: { ...base.fallback, suspendAfterTimeouts: Number.MAX_SAFE_INTEGER } };
   const rig = await startInProcess(config, [], { logger });
   const { bus, system } = rig;
   const supervisor: Supervisor = system.supervisor;
