@@ -41,6 +41,7 @@ export function createContestSystem(options: SystemOptions): ContestSystem {
     bus: options.bus,
     clock: options.clock ?? systemClock,
     logger: options.logger ?? silentLogger(),
+    dialects: config.dialects,
     ...(options.inspect === undefined ? {} : { inspect: options.inspect }),
   };
   const supervisor = new Supervisor(supervisorOptions);

@@ -246,7 +246,7 @@ function priorityRange(value: unknown, key: string): PriorityRange {
  */
 export function validateConfig(value: unknown): Config {
   const root = section(value, '', [
-    'bus', 'log', 'lang', 'pipeline', 'orchestrator', 'fallback', 'commonQuery', 'exampleSkills',
+    'bus', 'log', 'lang', 'pipeline', 'orchestrator', 'fallback', 'commonQuery', 'exampleSkills', 'dialects',
   ]);
 
   const busIn = section(own(root, 'bus'), 'bus', [
@@ -279,8 +279,11 @@ export function validateConfig(value: unknown): Config {
   const fallback = validateFallback(own(root, 'fallback'));
   const commonQuery = validateCommonQuery(own(root, 'commonQuery'));
   const exampleSkills = boolean(own(root, 'exampleSkills'), 'exampleSkills');
+  const dialectsIn = section(own(root, 'dialects'), 'dialects', ['spec', 'legacy']);
+  const dialects: Config['dialects'] = { spec: boolean(own(dialectsIn, 'spec'), 'dialects.spec'), legacy: boolean(own(dialectsIn, 'legacy'), 'dialects.legacy') };
+  if (!dialects.spec && !dialects.legacy) throw new ConfigError('CONFIG_INVALID', 'dialects: at least one dialect must be on (spec, legacy)', { key: 'dialects' });
 
-  const config: Config = { bus, log, lang, pipeline, orchestrator, fallback, commonQuery, exampleSkills };
+  const config: Config = { bus, log, lang, pipeline, orchestrator, fallback, commonQuery, exampleSkills, dialects };
   checkRelations(config);
   return deepFreeze(config);
 }

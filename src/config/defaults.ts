@@ -70,8 +70,8 @@ export interface Config {
     readonly pollWindowMs: number;
     /**
      * §6.3 early close: the poll closes this long after the ping unless a skill known to answer every poll is still
-     * outstanding — Appendix A's 100 ms skill-side pong bound plus a transport allowance. It closes at once when
-     * every skill the plugin knows of has answered.
+     * outstanding — Appendix A's 100 ms skill-side pong bound plus a transport allowance. It closes at once when a
+     * claim is in hand and every skill the plugin knows of has answered.
      */
     readonly pollClaimBoundMs: number;
     /** Appendix A: collection window when no claimant gave latency_ms. */
@@ -85,6 +85,11 @@ export interface Config {
   };
   /** Start the bundled example skills as bus clients of the daemon. */
   readonly exampleSkills: boolean;
+  /**
+   * The protocol dialects spoken on the bus (src/dialect/): `spec` — the OVOS-*-1 topics; `legacy` — what shipping
+   * OpenVoiceOS programs send today (ovos-wire-today.md). At least one must be on.
+   */
+  readonly dialects: { readonly spec: boolean; readonly legacy: boolean };
 }
 
 export const DEFAULT_CONFIG: Config = {
@@ -214,6 +219,7 @@ export const DEFAULT_CONFIG: Config = {
     fastWinConfidence: 0.9,
   },
   exampleSkills: true,
+  dialects: { spec: true, legacy: true },
 };
 
 /** OVOS names accepted as aliases of our pipeline ids (ovos-wire-today.md). */
@@ -222,6 +228,7 @@ export const PIPELINE_ALIASES: Readonly<Record<string, string>> = {
   'ovos-fallback-pipeline-plugin-medium': 'fallback_medium',
   'ovos-fallback-pipeline-plugin-low': 'fallback_low',
   'ovos-common-query-pipeline-plugin': 'common_query',
+  common_qa: 'common_query', // ovos-core's legacy name (ovos-wire-today.md)
 };
 
 /** Our pipeline id for an id from a session or config (own keys only: "constructor" is not an alias). */

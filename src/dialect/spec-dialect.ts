@@ -136,6 +136,16 @@ export function utteranceRefused(message: Message, reason: DropReason): Message 
   return { ...handled, context };
 }
 
+/** An utterance entry's `{utterances}` (the spec's and the legacy dialect's entry carry the same payload). */
+export function classifyUtterances(data: JsonObject): Classified {
+  const utterances = data['utterances'];
+  if (!Array.isArray(utterances)) return fail('utterance.handle', 'utterances_invalid', 'not a list');
+  // PIPELINE-1 §4: match takes a non-empty list of candidates. One bad entry does not void the good ones.
+  const list = utterances.filter((u): u is string => typeof u === 'string' && u.trim() !== '');
+  if (list.length === 0) return fail('utterance.handle', 'utterances_invalid', 'no non-blank string');
+  return { ok: true, inbound: { kind: 'utterance.handle', utterances: list, dropped: utterances.length - list.length } };
+}
+
 const fail = (kind: InboundKind, reason: DropReason, detail?: string): Classified =>
   detail === undefined ? { ok: false, kind, reason } : { ok: false, kind, reason, detail };
 
@@ -154,14 +164,8 @@ function skillIdFrom(data: JsonObject, kind: InboundKind, topicSkillId?: string)
 export function classify(message: Message): Classified {
   const { type, data } = message;
   switch (type) {
-    case topics.utteranceHandle: {
-      const utterances = data['utterances'];
-      if (!Array.isArray(utterances)) return fail('utterance.handle', 'utterances_invalid', 'not a list');
-      // PIPELINE-1 §4: match takes a non-empty list of candidates. One bad entry does not void the good ones.
-      const list = utterances.filter((u): u is string => typeof u === 'string' && u.trim() !== '');
-      if (list.length === 0) return fail('utterance.handle', 'utterances_invalid', 'no non-blank string');
-      return { ok: true, inbound: { kind: 'utterance.handle', utterances: list, dropped: utterances.length - list.length } };
-    }
+    case topics.utteranceHandle:
+      return classifyUtterances(data);
     case topics.fallbackRegister: {
       const skillId = skillIdFrom(data, 'fallback.register');
       if (typeof skillId !== 'string') return skillId;

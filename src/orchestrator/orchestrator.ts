@@ -23,7 +23,7 @@ import { forward, reply, response, utteranceIdOf, withContext, type JsonObject, 
 import { pushActiveHandler, readSession, resolveLang, sessionFromObject, sessionIdOf, type SessionView } from '../bus/session.js';
 import { canonicalPipelineId, type Config } from '../config/defaults.js';
 import { topics, utteranceRefused } from '../dialect/spec-dialect.js';
-import { LogRateLimiter } from '../log/rate-limit.js';
+import { legacyUnmatched } from '../dialect/legacy-dialect.js';
 import type { Match, PipelineStage } from '../pipeline/plugin.js';
 import type { Contest, Supervisor } from '../supervisor/supervisor.js';
 import {
@@ -33,6 +33,9 @@ import {
   type UtteranceOutput,
   type UtteranceRequest,
 } from '../../machines/utterance/utterance.machine.js';
+
+/** Distinct unknown pipeline ids warned about; beyond this, ids from the bus are no longer remembered (nor warned). */
+const MAX_UNKNOWN_WARNED = 256;
 
 /** OVOS-PIPELINE-1 §7.3: reserved intent names whose dispatch does not push `active_handlers`. */
 const NON_ACTIVATING = new Set(['common_query']);
@@ -55,8 +58,8 @@ export class Orchestrator {
   readonly #awaitingOn = new Map<string, Set<string>>();
   /** Utterance → the skill it awaits, and the connection that skill spoke over last at dispatch. */
   readonly #awaitedSkill = new Map<string, { readonly skill: string; readonly connection: string | undefined }>();
-  /** Unknown pipeline ids: one warn per id (and session) per minute. */
-  readonly #unknownLog = new LogRateLimiter(60_000);
+  /** Unknown pipeline ids already warned about (bounded): one warn per id, not per utterance. */
+  readonly #unknownWarned = new Set<string>();
   readonly #machine: UtteranceLogic;
 
   constructor(supervisor: Supervisor, config: Config) {
@@ -250,6 +253,8 @@ export class Orchestrator {
         unmatched: ({ context }) => {
           const { entry, utterances, lang } = context.request;
           bus.publish(reply(entry, topics.intentUnmatched, { utterances: [...utterances], lang }));
+          // OVOS clients of today wait for the error sound and complete_intent_failure (ovos-wire-today.md).
+          if (this.#config.dialects.legacy) for (const message of legacyUnmatched(entry, utterances, lang)) bus.publish(message);
         },
         handled: ({ context }) => {
           this.#handledSent.add(keyOf(context.request.session.sessionId, utteranceIdOf(context.request.entry) ?? ''));
@@ -270,10 +275,13 @@ export class Orchestrator {
     for (const raw of preference) {
       const id = canonicalPipelineId(raw);
       if (!this.#stages.has(id)) {
-        // PIPELINE-1 §5: skipped with a warning, never aborting the utterance; at most once a minute per id.
-        const source = session.pipeline === undefined ? 'config' : 'session';
-        const { log, suppressed } = this.#unknownLog.shouldLog(`${source}\u0000${raw}`, this.#supervisor.clock.now());
-        if (log) this.#supervisor.logger.warn({ reason: 'unknown_pipeline', pipeline_id: raw, source, session_id: session.sessionId, suppressed }, 'pipeline stage skipped');
+        // PIPELINE-1 §5: skipped with a warning, never aborting the utterance — once per id: a real OVOS session
+        // names a dozen stages we do not run (stop, converse, padatious, adapt, ocp, …) in every utterance.
+        if (!this.#unknownWarned.has(raw) && this.#unknownWarned.size < MAX_UNKNOWN_WARNED) {
+          this.#unknownWarned.add(raw);
+          const source = session.pipeline === undefined ? 'config' : 'session';
+          this.#supervisor.logger.warn({ reason: 'unknown_pipeline', pipeline_id: raw, source, session_id: session.sessionId }, 'pipeline stage skipped (warned once per id)');
+        }
         continue;
       }
       if (blacklisted.has(id) || effective.includes(id)) continue;

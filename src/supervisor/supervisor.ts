@@ -15,7 +15,8 @@ import type { Bus, Unsubscribe } from '../bus/bus.js';
 import { reply, stringField, utteranceIdOf, type Message } from '../bus/message.js';
 import { sessionIdOf } from '../bus/session.js';
 import type { Clock } from '../clock/clock.js';
-import { classify, isFallbackRegistration, registrationRefused, topics, type DropReason, type Inbound, type InboundKind, type InboundOf } from '../dialect/spec-dialect.js';
+import { classifyLegacy } from '../dialect/legacy-dialect.js';
+import { classify, isFallbackRegistration, registrationRefused, topics, type Classified, type DropReason, type Inbound, type InboundKind, type InboundOf } from '../dialect/spec-dialect.js';
 import type { Logger } from '../log/logger.js';
 import { LogRateLimiter } from '../log/rate-limit.js';
 
@@ -81,6 +82,8 @@ export interface SupervisorOptions {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly inspect?: InspectionHook;
+  /** The dialects this supervisor understands (src/dialect/); both by default. */
+  readonly dialects?: { readonly spec: boolean; readonly legacy: boolean };
 }
 
 const CONTEST_KINDS: ReadonlySet<InboundKind> = new Set<InboundKind>([
@@ -105,6 +108,7 @@ export class Supervisor {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly #inspect: InspectionHook | undefined;
+  readonly #classify: (message: Message) => Classified;
   readonly #routes = new Map<string, Set<Live>>();
   readonly #live = new Map<string, Live>();
   readonly #services = new Map<InboundKind, Array<(inbound: Inbound, message: Message) => void>>();
@@ -129,6 +133,9 @@ export class Supervisor {
     this.clock = options.clock;
     this.logger = options.logger;
     this.#inspect = options.inspect;
+    const { spec, legacy } = options.dialects ?? { spec: true, legacy: true };
+    // Every dialect maps its topics onto the same Inbound kinds; a topic belongs to at most one of them.
+    this.#classify = (message) => (spec ? classify(message) : null) ?? (legacy ? classifyLegacy(message) : null);
     this.#unsubscribe = this.bus.subscribe((message) => this.receive(message));
     this.#unsubscribeClosed = this.bus.onConnectionClosed?.((connection) => this.#connectionClosed(connection)) ?? (() => {});
   }
@@ -242,7 +249,7 @@ export class Supervisor {
   }
 
   #receive(message: Message): void {
-    const classified = classify(message);
+    const classified = this.#classify(message);
     if (classified === null) return; // not a topic we consume
     if (!classified.ok) {
       this.#drop(classified.reason, message, classified.detail, classified.kind);

@@ -268,12 +268,14 @@ describe('daemon over a real websocket (no example skills)', () => {
       'ovos.utterance.handle',
       'ovos.common_query.ping',
       'ovos.intent.unmatched',
+      'mycroft.audio.play_sound',
+      'complete_intent_failure',
       'ovos.utterance.handled',
     ]);
     expect(only(messages, 'ovos.intent.unmatched').data).toEqual({ utterances: [MEANING], lang: 'en-US' });
 
     // A non-question skips common query too and is just as final.
     const command = await utter(probe, BARREL_ROLL, 'unmatched-2');
-    expect(command.map((message) => message.type)).toEqual(['ovos.utterance.handle', 'ovos.intent.unmatched', 'ovos.utterance.handled']);
+    expect(command.map((message) => message.type)).toEqual(['ovos.utterance.handle', 'ovos.intent.unmatched', 'mycroft.audio.play_sound', 'complete_intent_failure', 'ovos.utterance.handled']);
   });
 });

@@ -53,6 +53,13 @@ const MATCHED_SEQUENCE = (skillId: string): string[] => [
 ];
 
 describe('OVOS-PIPELINE-1 §6 lifecycle', () => {
+  it('§6 with only the spec dialect on (dialects.legacy false): unmatched ends [..., ovos.intent.unmatched, ovos.utterance.handled] — no legacy events', async () => {
+    const h = createHarness(withConfig((config) => ({ ...config, pipeline: FALLBACK_STAGES, dialects: { spec: true, legacy: false } })));
+    h.utter('gibberish', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(1);
+    expect(h.timeline('s1')).toEqual(['ovos.utterance.handle', 'ovos.intent.unmatched', 'ovos.utterance.handled']);
+  });
+
   it('§6: a matched utterance produces exactly the full message sequence', async () => {
     const h = createHarness(CONFIG);
     fallbackSkill(h, 'a', 10);
@@ -85,7 +92,7 @@ describe('OVOS-PIPELINE-1 §6 lifecycle', () => {
     expect(matched.context).toMatchObject({ source: 'orchestrator', destination: 'test' });
   });
 
-  it('§6: an unmatched utterance ends [..., ovos.intent.unmatched, ovos.utterance.handled]', async () => {
+  it('§6: an unmatched utterance ends [..., ovos.intent.unmatched, (legacy: the error sound, complete_intent_failure), ovos.utterance.handled]', async () => {
     const h = createHarness(CONFIG);
     fallbackSkill(h, 'a', 10, { decide: () => false });
     await h.settle();
@@ -96,11 +103,16 @@ describe('OVOS-PIPELINE-1 §6 lifecycle', () => {
       'a.fallback.ping',
       'a.fallback.pong',
       'ovos.intent.unmatched',
+      'mycroft.audio.play_sound',
+      'complete_intent_failure',
       'ovos.utterance.handled',
     ]);
     const unmatched = only(h.of('ovos.intent.unmatched'));
     expect(unmatched.data).toEqual({ utterances: ['gibberish'], lang: CONFIG.lang });
     expect(unmatched.context).toMatchObject({ source: 'orchestrator', destination: 'test', utterance_id: 'u1' });
+    // ovos-wire-today.md "no match": what OVOS clients of today wait for, derived from the utterance the same way.
+    expect(only(h.of('mycroft.audio.play_sound')).data).toEqual({ uri: 'snd/error.mp3' });
+    expect(only(h.of('complete_intent_failure'))).toMatchObject({ data: { utterances: ['gibberish'], lang: CONFIG.lang }, context: { destination: 'test', utterance_id: 'u1' } });
     expectOneHandledEach(h, ['u1']);
   });
 
@@ -108,7 +120,7 @@ describe('OVOS-PIPELINE-1 §6 lifecycle', () => {
     const h = createHarness(CONFIG);
     h.utter('anything', { session: session('s1'), utteranceId: 'u1' });
     await h.settle();
-    expect(h.timeline('s1')).toEqual(['ovos.utterance.handle', 'ovos.intent.unmatched', 'ovos.utterance.handled']);
+    expect(h.timeline('s1')).toEqual(['ovos.utterance.handle', 'ovos.intent.unmatched', 'mycroft.audio.play_sound', 'complete_intent_failure', 'ovos.utterance.handled']);
     expect(h.clock.pending).toBe(0);
   });
 
@@ -329,7 +341,7 @@ describe('OVOS-PIPELINE-1 §4.4 match bound', () => {
     expect(h.of('ovos.utterance.handled')).toEqual([]);
     await h.advance(1);
     // The only stage with a skill timed out; the other two had empty pools.
-    expect(h.timeline('s1')).toEqual(['ovos.utterance.handle', 'a.fallback.ping', 'ovos.intent.unmatched', 'ovos.utterance.handled']);
+    expect(h.timeline('s1')).toEqual(['ovos.utterance.handle', 'a.fallback.ping', 'ovos.intent.unmatched', 'mycroft.audio.play_sound', 'complete_intent_failure', 'ovos.utterance.handled']);
     expect(h.logs.some((l) => l['msg'] === 'contest stopped' && l['reason'] === 'match_aborted')).toBe(true);
     expect(h.system.supervisor.size).toBe(0);
     expect(h.clock.pending).toBe(0);
@@ -357,7 +369,7 @@ describe('OVOS-PIPELINE-1 §4.4 match bound', () => {
     expect(drops(h, 'wrong_contest').map((l) => l['type'])).toEqual(['a.fallback.pong']);
     await h.advance(BOUND_MS);
     expect(dispatches(h)).toEqual([]);
-    expect(h.timeline('s1').slice(-2)).toEqual(['ovos.intent.unmatched', 'ovos.utterance.handled']);
+    expect(h.timeline('s1').slice(-4)).toEqual(['ovos.intent.unmatched', 'mycroft.audio.play_sound', 'complete_intent_failure', 'ovos.utterance.handled']);
     expectOneHandledEach(h, ['u1']);
   });
 
@@ -384,7 +396,7 @@ describe('OVOS-PIPELINE-1 §6.5 concurrency and correlation', () => {
     await h.advance(1);
     expect(a.pings).toHaveLength(2);
     expect(h.timeline('A')).toEqual(MATCHED_SEQUENCE('a'));
-    expect(h.timeline('B')).toEqual(['ovos.utterance.handle', 'a.fallback.ping', 'a.fallback.pong', 'ovos.intent.unmatched', 'ovos.utterance.handled']);
+    expect(h.timeline('B')).toEqual(['ovos.utterance.handle', 'a.fallback.ping', 'a.fallback.pong', 'ovos.intent.unmatched', 'mycroft.audio.play_sound', 'complete_intent_failure', 'ovos.utterance.handled']);
     expect(only(dispatches(h)).data['utterance']).toBe('alpha question');
     expectOneHandledEach(h, ['uA', 'uB']);
   });
@@ -403,7 +415,7 @@ describe('OVOS-PIPELINE-1 §6.5 concurrency and correlation', () => {
     h.bus.publish(reply(pingA!, 'a.fallback.pong', { skill_id: 'a', can_handle: true }));
     await h.advance(1);
     expect(only(dispatches(h)).context['utterance_id']).toBe('uA');
-    expect(h.timeline('B').slice(-2)).toEqual(['ovos.intent.unmatched', 'ovos.utterance.handled']);
+    expect(h.timeline('B').slice(-4)).toEqual(['ovos.intent.unmatched', 'mycroft.audio.play_sound', 'complete_intent_failure', 'ovos.utterance.handled']);
     expectOneHandledEach(h, ['uA', 'uB']);
   });
 
@@ -548,7 +560,7 @@ describe('OVOS-PIPELINE-1 §5 effective pipeline', () => {
     expect(h.system.orchestrator.stages.filter((stage) => stage.pipelineId.startsWith('fallback'))).toEqual([]);
     h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
     await h.settle();
-    expect(h.timeline('s1')).toEqual(['ovos.utterance.handle', 'ovos.intent.unmatched', 'ovos.utterance.handled']);
+    expect(h.timeline('s1')).toEqual(['ovos.utterance.handle', 'ovos.intent.unmatched', 'mycroft.audio.play_sound', 'complete_intent_failure', 'ovos.utterance.handled']);
   });
 
   it('§5: all pipelines blacklisted (ids and OVOS aliases) → unmatched + handled, no skill pinged', async () => {
@@ -563,7 +575,7 @@ describe('OVOS-PIPELINE-1 §5 effective pipeline', () => {
     });
     await h.settle();
     expect([...a.pings, ...b.pings, ...c.pings]).toEqual([]);
-    expect(h.timeline('s1')).toEqual(['ovos.utterance.handle', 'ovos.intent.unmatched', 'ovos.utterance.handled']);
+    expect(h.timeline('s1')).toEqual(['ovos.utterance.handle', 'ovos.intent.unmatched', 'mycroft.audio.play_sound', 'complete_intent_failure', 'ovos.utterance.handled']);
   });
 
   it('§5: a blacklisted stage is skipped, the others still run', async () => {
@@ -584,7 +596,7 @@ describe('OVOS-PIPELINE-1 §5 effective pipeline', () => {
     h.utter('hello', { session: session('s1', { pipeline: [] }) });
     await h.settle();
     expect(a.pings).toEqual([]);
-    expect(h.timeline('s1')).toEqual(['ovos.utterance.handle', 'ovos.intent.unmatched', 'ovos.utterance.handled']);
+    expect(h.timeline('s1')).toEqual(['ovos.utterance.handle', 'ovos.intent.unmatched', 'mycroft.audio.play_sound', 'complete_intent_failure', 'ovos.utterance.handled']);
   });
 
   it('§5: unknown pipeline ids are skipped (logged with a reason), never abort the utterance', async () => {

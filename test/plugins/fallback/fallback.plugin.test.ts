@@ -45,7 +45,7 @@ describe('OVOS-FALLBACK-1 §3 registration over the bus', () => {
     h.utter('anything', { session: session('s1') });
     await h.advance(1);
     expect(pingOrder(h)).toEqual([]);
-    expect(h.timeline('s1')).toEqual(['ovos.utterance.handle', 'ovos.intent.unmatched', 'ovos.utterance.handled']);
+    expect(h.timeline('s1')).toEqual(['ovos.utterance.handle', 'ovos.intent.unmatched', 'mycroft.audio.play_sound', 'complete_intent_failure', 'ovos.utterance.handled']);
   });
 
   it('§3.1: a registration with no context.skill_id at all is not indexed either', async () => {
@@ -73,7 +73,7 @@ describe('OVOS-FALLBACK-1 §3 registration over the bus', () => {
     h.utter('hello', { session: session('s1') });
     await h.advance(1);
     expect(h.wire.filter((m) => m.type.includes(':') && !m.type.endsWith(':fallback'))).toEqual([]);
-    expect(h.timeline('s1')).toEqual(['ovos.utterance.handle', 'ovos.intent.unmatched', 'ovos.utterance.handled']);
+    expect(h.timeline('s1')).toEqual(['ovos.utterance.handle', 'ovos.intent.unmatched', 'mycroft.audio.play_sound', 'complete_intent_failure', 'ovos.utterance.handled']);
   });
 
   it('§3.1: re-registration replaces the prior entry — the skill moves from fallback_high to fallback_low', async () => {
@@ -202,7 +202,7 @@ describe('OVOS-FALLBACK-1 §6.1 ping derivation and pong validation', () => {
     expect(only(drops(h, 'wrong_utterance_id'))['utterance_id']).toBe('u-other');
     await h.advance(PING_TIMEOUT_MS);
     expect(dispatches(h)).toEqual([]);
-    expect(h.timeline('s1')).toEqual(['ovos.utterance.handle', 'a.fallback.ping', 'a.fallback.pong', 'ovos.intent.unmatched', 'ovos.utterance.handled']);
+    expect(h.timeline('s1')).toEqual(['ovos.utterance.handle', 'a.fallback.ping', 'a.fallback.pong', 'ovos.intent.unmatched', 'mycroft.audio.play_sound', 'complete_intent_failure', 'ovos.utterance.handled']);
   });
 
   it('§6.1 (SESSION-1): a pong carrying another session is dropped (no_live_contest) and does not win', async () => {
@@ -373,7 +373,7 @@ describe('OVOS-FALLBACK-1 §8.2 multiple stages', () => {
     await h.advance(1);
     expect(high.pings).toHaveLength(1);
     expect(low.pings).toEqual([]);
-    expect(h.timeline('s1').slice(-2)).toEqual(['ovos.intent.unmatched', 'ovos.utterance.handled']);
+    expect(h.timeline('s1').slice(-4)).toEqual(['ovos.intent.unmatched', 'mycroft.audio.play_sound', 'complete_intent_failure', 'ovos.utterance.handled']);
   });
 
   it('§8.2 (ovos-wire-today): alias ovos-fallback-pipeline-plugin-low matches, and ovos.intent.matched names fallback_low', async () => {

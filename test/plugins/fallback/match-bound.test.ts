@@ -48,7 +48,7 @@ describe('OVOS-FALLBACK-1 §6.1 / PIPELINE-1 §4.4 match bound: a cut stage is n
 
     // The cut really happened: the catch-all was never pinged and the utterance went unmatched.
     expect(pingOrder(h)).toEqual(['silent-1', 'silent-2']);
-    expect(h.timeline('s1')).toEqual(['ovos.utterance.handle', 'silent-1.fallback.ping', 'silent-2.fallback.ping', 'ovos.intent.unmatched', 'ovos.utterance.handled']);
+    expect(h.timeline('s1')).toEqual(['ovos.utterance.handle', 'silent-1.fallback.ping', 'silent-2.fallback.ping', 'ovos.intent.unmatched', 'mycroft.audio.play_sound', 'complete_intent_failure', 'ovos.utterance.handled']);
     const cut = only(withReason(h, 'match_bound_cut'));
     expect(cut).toMatchObject({
       level: 40,
