@@ -116,6 +116,8 @@ const heardAll = (context: CommonQueryContext, polled: readonly string[], skills
 /** Every claimant responded or is gone, `extra` (a responding or gone skill) counted too. */
 const claimantsSettled = (context: CommonQueryContext, extra: string): boolean =>
   context.claimants.every((c) => c.skill_id === extra || responded(context, c.skill_id) || context.gone.includes(c.skill_id));
+/** Claims in hand from skills not gone: a gone claimant's claim will never be answered. */
+const liveClaims = (context: CommonQueryContext): number => context.claimants.filter((c) => !context.gone.includes(c.skill_id)).length;
 const withGone = (context: CommonQueryContext, skillId: string): CommonQueryContext => ({ ...context, gone: [...context.gone, skillId] });
 const isClaimant = (context: CommonQueryContext, skillId: string): boolean => context.claimants.some((c) => c.skill_id === skillId);
 
@@ -172,7 +174,7 @@ export const commonQueryMachine = setup({
     /** With this pong, a claim is in hand and every skill on the roster has answered the poll or is gone (rule 1). */
     lastKnown: ({ context, event }) =>
       event.type === 'PONG' &&
-      (event.can_answer || context.claimants.length > 0) &&
+      (event.can_answer || liveClaims(context) > 0) &&
       context.knownSkills.length > 0 &&
       heardAll(context, [...context.polled, event.skill_id], context.knownSkills),
     /** With this pong, no skill known to answer every poll is outstanding (ends the wait past the claim bound). */
@@ -180,7 +182,7 @@ export const commonQueryMachine = setup({
     answeringOutstanding: ({ context }) => !heardAll(context, context.polled, context.answeringSkills),
     /** With this skill gone, rule 1 holds: a claim in hand, every known skill heard or gone. */
     goneKnownHeard: ({ context, event }) =>
-      event.type === 'GONE' && context.claimants.length > 0 && context.knownSkills.length > 0 && heardAll(withGone(context, event.skill_id), context.polled, context.knownSkills),
+      event.type === 'GONE' && liveClaims(withGone(context, event.skill_id)) > 0 && context.knownSkills.length > 0 && heardAll(withGone(context, event.skill_id), context.polled, context.knownSkills),
     /** With this skill gone, nobody known to answer every poll is outstanding. */
     goneAnsweringHeard: ({ context, event }) => event.type === 'GONE' && heardAll(withGone(context, event.skill_id), context.polled, context.answeringSkills),
     /** This GONE is of a claimant that has not responded, and with it every claimant is settled. */

@@ -56,7 +56,9 @@ export class Orchestrator {
   readonly #handledSent = new Set<string>();
   /** Connection → the utterances awaiting the handler of a skill that spoke over it last when it was dispatched. */
   readonly #awaitingOn = new Map<string, Set<string>>();
-  /** Utterance → the skill it awaits, and the connection that skill spoke over last at dispatch. */
+  /** Utterance → skill → the connection its willing fallback pong for that utterance came over (embedded bus). */
+  readonly #willingVia = new Map<string, Map<string, string>>();
+  /** Utterance → the skill it awaits, and the connection of the instance it was dispatched to. */
   readonly #awaitedSkill = new Map<string, { readonly skill: string; readonly connection: string | undefined }>();
   /** Unknown pipeline ids already warned about (bounded): one warn per id, not per utterance. */
   readonly #unknownWarned = new Set<string>();
@@ -80,12 +82,25 @@ export class Orchestrator {
     supervisor.onRefused('utterance.handle', (message, reason) => {
       const sessionId = sessionIdOf(message);
       const utteranceId = utteranceIdOf(message);
-      if (sessionId !== undefined && utteranceId !== undefined && this.#inFlight.has(keyOf(sessionId, utteranceId))) return;
+      if (utteranceId !== undefined && this.#utteranceInFlight(sessionId, utteranceId)) return;
       const handled = utteranceRefused(message, reason);
       if (handled !== null) supervisor.bus.publish(handled);
     });
     // A dispatched skill whose connection closed will never complete its handler: end it now — the utterances that
     // dispatched to it while it spoke over that connection (the same skill_id over another one is another instance).
+    // Which instance said yes: a skill_id may speak over more than one connection (a reconnect race, two instances).
+    supervisor.on('fallback.pong', (inbound, message) => {
+      if (!inbound.can_handle) return;
+      const sessionId = sessionIdOf(message);
+      const utteranceId = utteranceIdOf(message);
+      const connection = supervisor.connectionOf(message);
+      if (sessionId === undefined || utteranceId === undefined || connection === undefined) return;
+      const key = keyOf(sessionId, utteranceId);
+      if (!this.#inFlight.has(key)) return;
+      let via = this.#willingVia.get(key);
+      if (via === undefined) this.#willingVia.set(key, (via = new Map()));
+      via.set(inbound.skill_id, connection);
+    });
     supervisor.onConnectionClosed((connection) => {
       for (const key of this.#awaitingOn.get(connection) ?? []) {
         const awaited = this.#awaitedSkill.get(key);
@@ -192,6 +207,14 @@ export class Orchestrator {
     return { utteranceId, sessionId: session.sessionId, done };
   }
 
+  /** Whether `utteranceId` is in flight in that session — in any session when the session is unreadable. */
+  #utteranceInFlight(sessionId: string | undefined, utteranceId: string): boolean {
+    if (sessionId !== undefined) return this.#inFlight.has(keyOf(sessionId, utteranceId));
+    const suffix = `\u0000${utteranceId}`;
+    for (const key of this.#inFlight.keys()) if (key.endsWith(suffix)) return true;
+    return false;
+  }
+
   /** A plugin's hook that throws is logged and otherwise ignored: one plugin never costs an utterance its handled. */
   #hook(stage: PipelineStage, name: string, call: () => void): void {
     try {
@@ -293,7 +316,8 @@ export class Orchestrator {
   /** The dispatched bus skill's handler is now awaited; a skill already gone is told to the utterance at once. */
   #await(request: UtteranceRequest, skillId: string): void {
     const key = keyOf(request.session.sessionId, utteranceIdOf(request.entry) ?? '');
-    const connection = this.#supervisor.latestConnectionOf(skillId);
+    // The instance whose willing pong won, else (a foreign bus, a pong without utterance_id) the latest one heard.
+    const connection = this.#willingVia.get(key)?.get(skillId) ?? this.#supervisor.latestConnectionOf(skillId);
     this.#awaitedSkill.set(key, { skill: skillId, connection });
     if (connection !== undefined) {
       let keys = this.#awaitingOn.get(connection);
@@ -301,10 +325,12 @@ export class Orchestrator {
       keys.add(key);
     }
     // Its connection closed between its willing reply and this dispatch: nobody will complete the handler.
-    if (this.#supervisor.isGone(skillId)) queueMicrotask(() => this.#inFlight.get(key)?.send({ type: 'SKILL_GONE', skill_id: skillId }));
+    const gone = connection === undefined ? this.#supervisor.isGone(skillId) : !this.#supervisor.isOpen(connection);
+    if (gone) queueMicrotask(() => this.#inFlight.get(key)?.send({ type: 'SKILL_GONE', skill_id: skillId }));
   }
 
   #forgetAwaiting(key: string): void {
+    this.#willingVia.delete(key);
     const awaited = this.#awaitedSkill.get(key);
     if (awaited === undefined) return;
     this.#awaitedSkill.delete(key);

@@ -95,8 +95,12 @@ const CONTEST_KINDS: ReadonlySet<InboundKind> = new Set<InboundKind>([
 
 type ServiceHandler<K extends InboundKind> = (inbound: InboundOf<K>, message: Message) => void;
 
-/** A client connection closed; `skills`: the skill_ids that spoke over it last (and are now unreachable). */
-export type ConnectionClosedHandler = (connection: string, skills: readonly string[]) => void;
+/**
+ * A client connection closed. `skills`: the skill_ids that spoke over it and over no other open connection — now
+ * unreachable. `spoke`: every skill_id that spoke over it (one that also speaks over another connection is another
+ * instance, still there; what this connection's instance was doing is gone).
+ */
+export type ConnectionClosedHandler = (connection: string, skills: readonly string[], spoke: readonly string[]) => void;
 
 /** At most this many skill_ids are remembered per connection (one client may host several skills). */
 const MAX_SKILLS_PER_CONNECTION = 256;
@@ -184,32 +188,48 @@ export class Supervisor {
   }
 
   /**
-   * Whether `skillId`'s latest connection closed and it has not spoken since: a message sent to it now reaches
-   * nobody. False for a skill never seen over a connection (a foreign bus shows none).
+   * Whether every connection `skillId` spoke over has closed and it has not spoken since: a message sent to it now
+   * reaches nobody. False for a skill never seen over a connection (a foreign bus shows none).
    */
   isGone(skillId: string): boolean {
     return this.#gone.has(skillId);
   }
 
+  /** Whether `connection` is a client connection that has spoken as a skill and is still open. */
+  isOpen(connection: string): boolean {
+    return this.#peers.has(connection);
+  }
+
   /**
-   * Reported as gone: the skills whose most recent connection this was. A skill that already spoke over a newer
-   * connection (it reconnected before the old one was noticed dead) is not gone.
+   * Reported as gone: the skills that spoke over this connection and over no other open one. A skill that also
+   * speaks over another connection (it reconnected before the old one was noticed dead, or runs twice) is not gone.
    */
   #connectionClosed(connection: string): void {
-    const skills = this.skillsOn(connection).filter((skill) => this.#latest.get(skill) === connection);
-    for (const skill of skills) {
-      this.#latest.delete(skill);
-      this.#gone.add(skill);
+    const spoke = this.skillsOn(connection);
+    this.#peers.delete(connection);
+    const elsewhere = (skill: string): string | undefined => {
+      for (const [other, skills] of this.#peers) if (skills.has(skill)) return other;
+      return undefined;
+    };
+    const skills: string[] = [];
+    for (const skill of spoke) {
+      const other = elsewhere(skill);
+      if (other === undefined) {
+        skills.push(skill);
+        this.#latest.delete(skill);
+        this.#gone.add(skill);
+      } else if (this.#latest.get(skill) === connection) {
+        this.#latest.set(skill, other);
+      }
     }
     for (const oldest of this.#gone) {
       if (this.#gone.size <= MAX_GONE) break;
       this.#gone.delete(oldest);
     }
-    this.#peers.delete(connection);
-    if (skills.length > 0) this.logger.info({ connection, skills }, 'skill connection closed');
+    if (spoke.length > 0) this.logger.info({ connection, skills, spoke }, 'skill connection closed');
     for (const handler of this.#closedHandlers) {
       try {
-        handler(connection, skills);
+        handler(connection, skills, spoke);
       } catch (error) {
         this.logger.error({ err: error, reason: 'service_threw', connection }, 'connection-closed handler threw');
       }

@@ -1072,6 +1072,18 @@ describe('OVOS-COMMON-QUERY-1 §6.3 / §7.2: a skill whose connection closed (GO
     expect(c.requests).toEqual([]);
   });
 
+  it('§6.3: a claim whose skill is gone is no claim in hand: the last known decline does not close the poll, a newcomer\'s claim within the bound is heard', () => {
+    const c = contest({ knownSkills: ['a', 'b'] });
+    c.pong('a');
+    gone(c, 'a');
+    c.at(5);
+    c.pong('b', false);
+    expect(c.done()).toBe(false);
+    c.at(10);
+    c.pong('newcomer');
+    expect(c.requests).toEqual([{ at: 10, claimants: [{ skill_id: 'a' }, { skill_id: 'newcomer' }] }]);
+  });
+
   it('a GONE for a skill the contest never heard of changes nothing', () => {
     const c = contest({ knownSkills: ['a'] });
     gone(c, 'zzz');

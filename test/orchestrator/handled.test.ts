@@ -331,6 +331,21 @@ describe('OVOS-PIPELINE-1 §6: plugins and duplicates never cost an utterance it
     expect(handledOf(h, 'dup').map((m) => m.data)).toEqual([{}]);
   });
 
+  it('SESSION-1 §2.5 + PIPELINE-1 §6: an entry with a malformed carrier reusing an utterance_id in flight gets no handled of its own', async () => {
+    const h = createHarness(CONFIG);
+    busySkill(h, 'slow', 10, 'c1');
+    await h.settle();
+    h.utter('hello', { session: session('s1'), utteranceId: 'dup' });
+    await h.advance(1);
+    h.bus.publish(createMessage('ovos.utterance.handle', { utterances: ['hello'] }, { session: 'garbage', utterance_id: 'dup' }));
+    await h.settle();
+    expect(h.of('ovos.session.rejected')).toHaveLength(1);
+    expect(handledOf(h, 'dup')).toEqual([]);
+    h.bus.publish(reply(h.of('slow:fallback')[0]!, 'mycroft.skill.handler.complete'), 'c1');
+    await h.settle();
+    expect(handledOf(h, 'dup').map((m) => m.data)).toEqual([{}]);
+  });
+
   it('COMMON-QUERY-1 §5 + PIPELINE-1 §4: early start gets the filtered candidates (a blank first entry does not hide the question from the gate)', async () => {
     const h = createHarness(); // default pipeline: fallback_high, common_query, …
     await h.settle();
@@ -385,5 +400,60 @@ describe('OVOS-FALLBACK-1 §3.4 / PIPELINE-1 §8: the same skill_id over two con
     h.bus.closeConnection('B');
     await h.settle();
     expect(lifecycle(h, 'u2').slice(-2)).toEqual(['ovos.intent.handler.error', 'ovos.utterance.handled']);
+  });
+});
+
+describe('OVOS-PIPELINE-1 §8 / COMMON-QUERY-1 §7.2: instances of one skill_id on two connections, asked at once', () => {
+  it('PIPELINE-1 §8: each session\'s handler ends when the connection of the instance it was dispatched to closes — not the other\'s', async () => {
+    const h = createHarness(CONFIG);
+    // X registered for s1 over c1 and for s2 over c2; each instance answers its own session's pings.
+    for (const [conn, sid] of [['c1', 's1'], ['c2', 's2']] as const) {
+      h.bus.subscribe((m) => {
+        if (m.type === 'x.fallback.ping' && (m.context['session'] as JsonObject)['session_id'] === sid) {
+          h.bus.publish(reply(m, 'x.fallback.pong', { skill_id: 'x', can_handle: true }), conn);
+        }
+      });
+      h.bus.publish(createMessage('ovos.fallback.register', { skill_id: 'x', priority: 10 }, { skill_id: 'x', session: session(sid) }), conn);
+    }
+    await h.settle();
+    h.utter('one', { session: session('s1'), utteranceId: 'u1' });
+    h.utter('two', { session: session('s2'), utteranceId: 'u2' });
+    await h.advance(1);
+    expect(h.of('x:fallback')).toHaveLength(2);
+
+    h.bus.closeConnection('c1');
+    await h.settle();
+    expect(lifecycle(h, 'u1').slice(-2)).toEqual(['ovos.intent.handler.error', 'ovos.utterance.handled']);
+    expect(handledOf(h, 'u2')).toEqual([]);
+
+    h.bus.closeConnection('c2');
+    await h.settle();
+    expect(lifecycle(h, 'u2').slice(-2)).toEqual(['ovos.intent.handler.error', 'ovos.utterance.handled']);
+  });
+
+  it('COMMON-QUERY-1 §7.2: another instance\'s connection closing does not cost a claimant\'s answer', async () => {
+    const h = createHarness(withConfig((config) => ({ ...config, pipeline: ['common_query', 'fallback_low'] })));
+    fallbackSkill(h, 'catchall', 95);
+    // Instance on c1 claims and answers 300 ms after the request; the instance on c2 pongs (declines), then dies.
+    h.bus.subscribe((m) => {
+      const utterance = String(m.data['utterance']);
+      if (m.type === 'ovos.common_query.ping') {
+        h.bus.publish(reply(m, 'ovos.common_query.pong', { utterance, skill_id: 'x', can_answer: true, latency_ms: 20 }), 'c1');
+        h.bus.publish(reply(m, 'ovos.common_query.pong', { utterance, skill_id: 'x', can_answer: false }), 'c2');
+      } else if (m.type === 'x:common_query') {
+        h.clock.setTimeout(() => h.bus.publish(reply(m, 'x.common_query.response', { utterance, skill_id: 'x', answer: 'Paris.', conf: 0.8 }), 'c1'), 300);
+      }
+    });
+    await h.settle();
+    h.utter('what is the capital of france', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(130);
+    expect(h.of('x:common_query')).toHaveLength(1);
+    h.bus.closeConnection('c2');
+    await h.advance(400);
+    expect(h.of('ovos.utterance.speak').map((m) => m.data['utterance'])).toEqual(['Paris.']);
+    expect(h.system.commonQuery.roster().map((r) => r.skill_id)).toEqual(['x']);
+    h.bus.closeConnection('c1');
+    await h.settle();
+    expect(h.system.commonQuery.roster()).toEqual([]);
   });
 });

@@ -18,7 +18,7 @@
  * answers only some polls never makes the poll wait past the claim bound.
  */
 import type { Config } from '../../config/defaults.js';
-import { forward, reply, utteranceIdOf, withContext, type Message } from '../../bus/message.js';
+import { forward, reply, stringField, utteranceIdOf, withContext, type Message } from '../../bus/message.js';
 import type { SessionView } from '../../bus/session.js';
 import { topics } from '../../dialect/spec-dialect.js';
 import type { IntentListing, Match, MatchRequest, PipelineStage } from '../../pipeline/plugin.js';
@@ -67,6 +67,8 @@ export class CommonQueryPlugin implements PipelineStage {
   readonly #roster = new Map<string, RosterEntry>();
   /** Live contests: told when a skill becomes unreachable. */
   readonly #contests = new Set<Contest<Machine>>();
+  /** Live contest id → skill → the connection its pong in that contest came over (embedded bus). */
+  readonly #pongVia = new Map<string, Map<string, string>>();
 
   constructor(supervisor: Supervisor, settings: CommonQuerySettings, options: { reranker?: Reranker } = {}) {
     this.pipelineId = settings.pipelineId;
@@ -91,11 +93,22 @@ export class CommonQueryPlugin implements PipelineStage {
         },
       },
     });
-    // The roster learns from every valid pong on the bus, whichever contest (if any) it is for.
-    supervisor.on('common_query.pong', (inbound) => this.#heard(inbound.skill_id, inbound.can_answer));
-    supervisor.onConnectionClosed((_connection, skills) => {
-      // An unreachable skill cannot pong or answer: no contest waits for it any longer (§6.3, §7.2).
-      for (const contest of this.#contests) for (const skill_id of skills) contest.send({ type: 'GONE', skill_id });
+    // The roster learns from every valid pong on the bus, whichever contest (if any) it is for; a live contest
+    // remembers which connection each of its pongs came over.
+    supervisor.on('common_query.pong', (inbound, message) => {
+      this.#heard(inbound.skill_id, inbound.can_answer);
+      const via = this.#pongVia.get(stringField(message.context, 'contest_id') ?? '');
+      const connection = supervisor.connectionOf(message);
+      if (via !== undefined && connection !== undefined && !via.has(inbound.skill_id)) via.set(inbound.skill_id, connection);
+    });
+    supervisor.onConnectionClosed((connection, skills, spoke) => {
+      // A skill that can no longer answer a contest is not waited for any longer (§6.3, §7.2): unreachable
+      // everywhere, or its pong in that contest came over this connection (the same skill_id elsewhere is another
+      // instance, which did not claim here).
+      for (const contest of this.#contests) {
+        const via = this.#pongVia.get(contest.info.id);
+        for (const skill_id of spoke) if (skills.includes(skill_id) || via?.get(skill_id) === connection) contest.send({ type: 'GONE', skill_id });
+      }
       const left = skills.filter((skill) => this.#roster.delete(skill));
       if (left.length > 0) supervisor.logger.info({ reason: 'connection_closed', skills: left }, 'common-query skills left the roster');
     });
@@ -262,8 +275,10 @@ export class CommonQueryPlugin implements PipelineStage {
       },
     });
     this.#contests.add(contest);
+    this.#pongVia.set(contest.info.id, new Map());
     void contest.done.then((result) => {
       this.#contests.delete(contest);
+      this.#pongVia.delete(contest.info.id);
       if (result.status === 'done') this.#tally(knownSkills, result.output.polled, contest);
     });
     return contest;
