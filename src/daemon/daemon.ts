@@ -57,7 +57,9 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     const connectSkill = async (skillId: string, run: (client: BusClient) => () => void): Promise<void> => {
       const client = clientOf(url, config, logger.child({ component: 'skill', skill_id: skillId }));
       client.connect();
-      await client.waitUntilUp(5_000);
+      // The embedded bus is up at once. A foreign bus may not be up yet (a daemon started before ovos-messagebus
+      // under systemd): the skill keeps retrying and registers whenever the bus comes up — nothing to wait for here.
+      if (config.bus.url === null) await client.waitUntilUp(5_000);
       const stop = run(client);
       closers.unshift(async () => {
         stop();

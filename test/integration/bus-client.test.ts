@@ -17,7 +17,7 @@ import { silentLogger } from '../../src/log/logger.js';
 import { runFallbackSkill } from '../../src/skills/fallback-skill.js';
 import { meaningOfLifeSkill } from '../../src/skills/example-skills.js';
 import { createContestSystem } from '../../src/system.js';
-import { GUARD_MS, Probe, captureLogs, configWith, spoken, within, type LogLine } from './probe.js';
+import { GUARD_MS, Probe, captureLogs, configWith, freePort, spoken, within, type LogLine } from './probe.js';
 
 const SILENT_SKILL = 'silent.test';
 const UTTERANCE = 'do a barrel roll'; // the gate rejects it: only the fallback contest runs
@@ -129,6 +129,22 @@ describe('the daemon as a client of an existing bus (--bus URL)', () => {
     expect(watcher.of('echo-1').flatMap((message) => spoken(message) ?? [])).toEqual(['42']);
     // The client's subscribers saw the same wire, once each, its own publications included.
     expect(delivered).toEqual(seen);
+  });
+
+  it('a daemon with example skills started before its bus is up waits for it: the skills register when it comes up (no BUS_UP_TIMEOUT)', async () => {
+    const port = await freePort();
+    const url = `ws://127.0.0.1:${port}/core`;
+    const config = configWith({ bus: { url, reconnectInitialMs: 50, reconnectMaxMs: 200 }, exampleSkills: true, log: { level: 'info' } });
+    const { logger, lines } = captureLogs('info');
+    const daemon = await within(startDaemon(config, logger), GUARD_MS, 'startDaemon with no bus yet');
+    cleanups.push(() => daemon.close());
+    const server = await BusServer.start({ host: '127.0.0.1', port, route: '/core', maxFrameBytes: 1024 * 1024, logger: silentLogger() });
+    cleanups.push(() => server.close());
+    await lines.waitFor((line) => line.msg === 'fallback skill registered' && line['skill_id'] === meaningOfLifeSkill.skillId, 'the example skill registered once the bus came up');
+    const probe = await watch(server.url);
+    probe.utter('what is the meaning of life', { utteranceId: 'late-bus', session: { session_id: 'late-bus' } });
+    await probe.handled('late-bus');
+    expect(probe.of('late-bus').flatMap((m) => spoken(m) ?? [])).toEqual(['42']);
   });
 
   it('a daemon joining a bus where skills are already connected gets their registrations (ovos.fallback.reregister)', async () => {
