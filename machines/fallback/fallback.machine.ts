@@ -9,9 +9,16 @@
  * already passed), duplicate (it already answered), or unsolicited (not asked yet, not in the pool) — changes
  * nothing and is reported with a reason.
  *
- * No bus here: `sendPing` is provided from outside (the plugin derives `<skill_id>.fallback.ping` by `reply`).
+ * Skills asked by one broadcast (`broadcast`: the legacy dialect's single ping reaches every skill at once) are
+ * asked when the contest starts; the order of decision is still the pool's: an answer from a broadcast skill ahead
+ * in the pool is kept (`early`) and decides the moment its turn comes, and a broadcast skill that has not answered
+ * by its turn is waited for like any other, `pingTimeout` from its turn. So the winner is always the first willing
+ * skill in pool order, never the first to answer.
+ *
+ * No bus here: `sendPing` and `sendBroadcast` are provided from outside (the plugin derives the pings by `reply` /
+ * `forward` of the utterance).
  */
-import { and, assign, emit, setup } from 'xstate';
+import { and, assign, emit, enqueueActions, setup } from 'xstate';
 import type { Message } from '../../src/bus/message.js';
 
 /** What every ping of this contest carries (§6.1): derived from `origin` with `{utterances, lang}`. */
@@ -19,6 +26,8 @@ export interface FallbackQuery {
   readonly origin: Message;
   readonly utterances: readonly string[];
   readonly lang: string;
+  /** The stage's priority range, for a broadcast that names it (the legacy ping's `range`). */
+  readonly range?: readonly [number, number];
 }
 
 export interface FallbackInput {
@@ -26,6 +35,8 @@ export interface FallbackInput {
   /** The effective pool, already ordered (§5). */
   readonly pool: readonly string[];
   readonly pingTimeoutMs: number;
+  /** Skills of the pool asked together by one broadcast when the contest starts (none: every skill its own ping). */
+  readonly broadcast?: readonly string[];
 }
 
 export type SkillOutcome = 'willing' | 'declined' | 'timeout' | 'gone';
@@ -40,6 +51,10 @@ export interface FallbackContext {
   readonly outcomes: ReadonlyArray<{ readonly skill_id: string; readonly outcome: SkillOutcome }>;
   /** Skills reported unreachable during the contest: never asked. */
   readonly gone: readonly string[];
+  /** Skills asked by the broadcast at the start. */
+  readonly broadcast: readonly string[];
+  /** Answers (can_handle) of broadcast skills received before their turn. */
+  readonly early: Readonly<Record<string, boolean>>;
 }
 
 export type FallbackEvent =
@@ -54,6 +69,11 @@ export type FallbackEmitted =
 export type FallbackOutput = { readonly skill_id: string } | null;
 
 const current = (context: FallbackContext): string | undefined => context.pool[context.index];
+/** The early answer of the skill whose turn it is, if it gave one. */
+const earlyAnswer = (context: FallbackContext): boolean | undefined => {
+  const skill = current(context);
+  return skill !== undefined && Object.hasOwn(context.early, skill) ? context.early[skill] : undefined;
+};
 
 /** The index of the next skill to ask after `index`, skipping unreachable ones; `pool.length` when none is left. */
 const nextIndex = (context: Pick<FallbackContext, 'pool' | 'gone'>, index: number): number => {
@@ -73,6 +93,11 @@ export const fallbackMachine = setup({
   actions: {
     /** Provided by the plugin: send `<skill_id>.fallback.ping` for the current skill. */
     sendPing: (_args: { context: FallbackContext }, _params: { skill_id: string }) => {},
+    /** Provided by the plugin: the one broadcast that asks every skill of `broadcast`. */
+    sendBroadcast: (_args: { context: FallbackContext }) => {},
+    recordEarly: assign({
+      early: ({ context, event }) => (event.type === 'PONG' ? { ...context.early, [event.skill_id]: event.can_handle } : context.early),
+    }),
     recordOutcome: assign({
       outcomes: ({ context }, params: { outcome: SkillOutcome }) => [
         ...context.outcomes,
@@ -97,22 +122,53 @@ export const fallbackMachine = setup({
     fromAwaitedSkill: ({ context, event }) => event.skill_id === current(context),
     willing: ({ event }) => event.type === 'PONG' && event.can_handle,
     hasNext: ({ context }) => nextIndex(context, context.index) < context.pool.length,
+    hasBroadcast: ({ context }) => context.broadcast.length > 0,
+    earlyWilling: ({ context }) => earlyAnswer(context) === true,
+    earlyDeclined: ({ context }) => earlyAnswer(context) === false,
+    /** A broadcast skill's first answer before its turn (still ahead in the pool). */
+    aheadInBroadcast: ({ context, event }) => {
+      if (event.type !== 'PONG' || !context.broadcast.includes(event.skill_id) || Object.hasOwn(context.early, event.skill_id)) return false;
+      return context.pool.indexOf(event.skill_id) > context.index;
+    },
   },
   delays: {
     pingTimeout: ({ context }) => context.pingTimeoutMs,
   },
 }).createMachine({
   id: 'fallback',
-  context: ({ input }) => ({ query: input.query, pool: input.pool, pingTimeoutMs: input.pingTimeoutMs, index: 0, outcomes: [], gone: [] }),
+  context: ({ input }) => ({
+    query: input.query,
+    pool: input.pool,
+    pingTimeoutMs: input.pingTimeoutMs,
+    index: 0,
+    outcomes: [],
+    gone: [],
+    broadcast: (input.broadcast ?? []).filter((skill) => input.pool.includes(skill)),
+    early: {},
+  }),
   // A skill that becomes unreachable before its turn is skipped when its turn comes.
   on: { GONE: { actions: 'markGone' } },
   initial: 'start',
   states: {
     start: {
-      always: [{ guard: 'poolEmpty', target: 'exhausted' }, { target: 'querying' }],
+      always: [
+        { guard: 'poolEmpty', target: 'exhausted' },
+        { guard: 'hasBroadcast', target: 'querying', actions: 'sendBroadcast' },
+        { target: 'querying' },
+      ],
     },
     querying: {
-      entry: { type: 'sendPing', params: ({ context }) => ({ skill_id: current(context) ?? '' }) },
+      // Its own ping, unless the broadcast already asked it.
+      entry: enqueueActions(({ context, enqueue }) => {
+        const skill = current(context) ?? '';
+        if (!context.broadcast.includes(skill)) enqueue({ type: 'sendPing', params: { skill_id: skill } });
+      }),
+      // A broadcast skill that already answered decides at its turn, at once.
+      always: [
+        { guard: 'earlyWilling', target: 'matched', actions: { type: 'recordOutcome', params: { outcome: 'willing' } } },
+        { guard: and(['earlyDeclined', 'hasNext']), target: 'querying', reenter: true, actions: [{ type: 'recordOutcome', params: { outcome: 'declined' } }, 'advance'] },
+        { guard: 'earlyDeclined', target: 'exhausted', actions: { type: 'recordOutcome', params: { outcome: 'declined' } } },
+      ],
       after: {
         pingTimeout: [
           {
@@ -142,6 +198,7 @@ export const fallbackMachine = setup({
             target: 'exhausted',
             actions: { type: 'recordOutcome', params: { outcome: 'declined' } },
           },
+          { guard: 'aheadInBroadcast', actions: 'recordEarly' },
           { actions: 'reportIgnored' },
         ],
         GONE: [

@@ -5,11 +5,21 @@
  * legacy side expects to see back is built here too.
  *
  * So far: the utterance entry (`recognizer_loop:utterance`, as the OVOS voice loop and ovos-bus-client clients send
- * it) and the no-match events OVOS clients listen for. The legacy fallback and common-query topics are to follow.
+ * it), the no-match events OVOS clients listen for, and fallback skills written on ovos-workshop (`FallbackSkill`):
+ *   - `ovos.skills.fallback.register {skill_id, priority?}` / `.deregister {skill_id}` — no `context.skill_id`;
+ *     a missing priority is ovos-core's 101, i.e. our lowest, 100;
+ *   - one broadcast `ovos.skills.fallback.ping {utterances, lang, range}` per contest, answered on
+ *     `ovos.skills.fallback.pong {skill_id, can_handle}` by reply — so the pong carries the ping's session,
+ *     utterance_id and contest_id, which is how it is correlated (`data.skill_id` names the skill: when skills share
+ *     a bus client `context.skill_id` can name another one);
+ *   - the winner is dispatched on `ovos.skills.fallback.<skill_id>.request`, answers `.start` then
+ *     `.response {result}` (`result: false` is a handler error), and ends the utterance with its own
+ *     `ovos.utterance.handled`.
+ * The common-query topics are to follow.
  */
 import type { JsonObject, Message } from '../bus/message.js';
-import { reply } from '../bus/message.js';
-import { classifyUtterances, type Classified } from './spec-dialect.js';
+import { forward, reply, stringField } from '../bus/message.js';
+import { classifyUtterances, fail, skillIdFrom, type Classified } from './spec-dialect.js';
 
 export const legacyTopics = {
   /** The utterance entry of the OVOS voice loop and of ovos-bus-client clients. */
@@ -17,19 +27,82 @@ export const legacyTopics = {
   /** Emitted by ovos-core when no stage matched (with the error sound), before its `ovos.utterance.handled`. */
   completeIntentFailure: 'complete_intent_failure',
   playSound: 'mycroft.audio.play_sound',
+  fallbackRegister: 'ovos.skills.fallback.register',
+  fallbackDeregister: 'ovos.skills.fallback.deregister',
+  fallbackPing: 'ovos.skills.fallback.ping',
+  fallbackPong: 'ovos.skills.fallback.pong',
+  fallbackRequest: (skillId: string): string => `ovos.skills.fallback.${skillId}.request`,
+  utteranceHandled: 'ovos.utterance.handled',
 } as const;
+
+const FALLBACK_PREFIX = 'ovos.skills.fallback.';
+const RESPONSE_SUFFIX = '.response';
+/** ovos-core's default priority for a registration without one (the end of its low stage). */
+const LEGACY_DEFAULT_PRIORITY = 101;
 
 /** The error sound ovos-core plays when nothing matched. */
 export const ERROR_SOUND = 'snd/error.mp3';
 
 /** A legacy message we consume, as the same `Inbound` the spec dialect produces; null when not ours. */
 export function classifyLegacy(message: Message): Classified {
-  switch (message.type) {
+  const { type, data } = message;
+  switch (type) {
     case legacyTopics.recognizerUtterance:
-      return classifyUtterances(message.data);
-    default:
-      return null;
+      return classifyUtterances(data);
+    case legacyTopics.fallbackRegister: {
+      const skillId = skillIdFrom(data, 'fallback.register');
+      if (typeof skillId !== 'string') return skillId;
+      const raw = data['priority'];
+      if (raw !== undefined && raw !== null && (typeof raw !== 'number' || !Number.isFinite(raw))) return fail('fallback.register', 'priority_invalid');
+      // ovos-core's scale runs to 101 (its low stage is (90, 101]); ours to 100: the same place, the lowest.
+      const priority = Math.min(100, Math.max(0, Math.round(typeof raw === 'number' ? raw : LEGACY_DEFAULT_PRIORITY)));
+      return { ok: true, inbound: { kind: 'fallback.register', skill_id: skillId, priority, legacy: true } };
+    }
+    case legacyTopics.fallbackDeregister: {
+      const skillId = skillIdFrom(data, 'fallback.deregister');
+      if (typeof skillId !== 'string') return skillId;
+      return { ok: true, inbound: { kind: 'fallback.deregister', skill_id: skillId, context_skill_id: stringField(message.context, 'skill_id'), legacy: true } };
+    }
+    case legacyTopics.fallbackPong: {
+      const skillId = skillIdFrom(data, 'fallback.pong');
+      if (typeof skillId !== 'string') return skillId;
+      const canHandle = data['can_handle'];
+      if (typeof canHandle !== 'boolean') return fail('fallback.pong', 'can_handle_invalid');
+      return { ok: true, inbound: { kind: 'fallback.pong', skill_id: skillId, can_handle: canHandle } };
+    }
+    case legacyTopics.utteranceHandled:
+      return { ok: true, inbound: { kind: 'utterance.handled' } };
   }
+  // ovos.skills.fallback.<skill_id>.response {result, fallback_handler}: the legacy handler's end.
+  if (type.startsWith(FALLBACK_PREFIX) && type.endsWith(RESPONSE_SUFFIX)) {
+    const skillId = type.slice(FALLBACK_PREFIX.length, -RESPONSE_SUFFIX.length);
+    if (skillId === '') return null;
+    const result = data['result'];
+    if (result === true) return { ok: true, inbound: { kind: 'skill.handler.done', skill_id: skillId, ok: true } };
+    const handler = stringField(data, 'fallback_handler');
+    const exception = `FallbackHandlerFailed: ${skillId} answered result ${JSON.stringify(result ?? null)}${handler === undefined ? '' : ` (${handler})`}`;
+    return { ok: true, inbound: { kind: 'skill.handler.done', skill_id: skillId, ok: false, exception } };
+  }
+  return null;
+}
+
+/** The legacy ping (ovos-wire-today.md): one broadcast, a `forward` of the utterance, `{utterances, lang, range}`. */
+export function legacyFallbackPing(origin: Message, utterances: readonly string[], lang: string, range: readonly [number, number]): Message {
+  return forward(origin, legacyTopics.fallbackPing, { utterances: [...utterances], lang, range: [range[0], range[1]] });
+}
+
+/**
+ * The legacy dispatch of a fallback winner: `ovos.skills.fallback.<skill_id>.request {utterances, lang, range,
+ * skill_id, utterance}`, with the context of the spec dispatch (derived from the utterance by reply, ids stamped).
+ */
+export function legacyFallbackRequest(dispatch: Message, skillId: string, utterances: readonly string[], range: readonly [number, number]): Message {
+  const lang = stringField(dispatch.data, 'lang') ?? '';
+  const utterance = stringField(dispatch.data, 'utterance') ?? utterances[0] ?? '';
+  return {
+    type: legacyTopics.fallbackRequest(skillId),
+    data: { utterances: [...utterances], lang, range: [range[0], range[1]], skill_id: skillId, utterance },
+    context: dispatch.context,
+  };
 }
 
 /**

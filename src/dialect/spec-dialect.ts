@@ -47,9 +47,10 @@ const INTENTS_LIST = /^ovos\.pipeline\.([A-Za-z0-9_-]+)\.intents\.list$/;
 export type Inbound =
   /** `dropped`: entries of a mixed list that were not non-blank strings (the rest are kept; the orchestrator warns). */
   | { readonly kind: 'utterance.handle'; readonly utterances: readonly string[]; readonly dropped: number }
-  | { readonly kind: 'fallback.register'; readonly skill_id: string; readonly priority: number }
+  /** `legacy`: registered in the legacy dialect (polled by the broadcast legacy ping, dispatched the legacy way). */
+  | { readonly kind: 'fallback.register'; readonly skill_id: string; readonly priority: number; readonly legacy?: true }
   /** `context_skill_id`: the plugin decides who may deregister (§3.2 does not require context.skill_id). */
-  | { readonly kind: 'fallback.deregister'; readonly skill_id: string; readonly context_skill_id: string | undefined }
+  | { readonly kind: 'fallback.deregister'; readonly skill_id: string; readonly context_skill_id: string | undefined; readonly legacy?: true }
   | { readonly kind: 'fallback.pong'; readonly skill_id: string; readonly can_handle: boolean }
   | {
       readonly kind: 'common_query.pong';
@@ -66,7 +67,9 @@ export type Inbound =
       readonly conf?: number;
     }
   | { readonly kind: 'skill.handler.done'; readonly skill_id: string; readonly ok: boolean; readonly exception?: string }
-  | { readonly kind: 'intents.list'; readonly pipeline_id: string };
+  | { readonly kind: 'intents.list'; readonly pipeline_id: string }
+  /** Legacy dialect: a skill announcing the end of the utterance itself (ovos-workshop skills do). */
+  | { readonly kind: 'utterance.handled' };
 
 export type InboundKind = Inbound['kind'];
 export type InboundOf<K extends InboundKind> = Extract<Inbound, { kind: K }>;
@@ -146,11 +149,11 @@ export function classifyUtterances(data: JsonObject): Classified {
   return { ok: true, inbound: { kind: 'utterance.handle', utterances: list, dropped: utterances.length - list.length } };
 }
 
-const fail = (kind: InboundKind, reason: DropReason, detail?: string): Classified =>
+export const fail = (kind: InboundKind, reason: DropReason, detail?: string): Classified =>
   detail === undefined ? { ok: false, kind, reason } : { ok: false, kind, reason, detail };
 
 /** Payload `skill_id` must be a non-empty string and, where the topic names one, equal the topic prefix. */
-function skillIdFrom(data: JsonObject, kind: InboundKind, topicSkillId?: string): string | Classified {
+export function skillIdFrom(data: JsonObject, kind: InboundKind, topicSkillId?: string): string | Classified {
   const skillId = stringField(data, 'skill_id');
   if (skillId === undefined || skillId === '') return fail(kind, 'skill_id_missing');
   // OVOS-MSG-1 topics: only dispatch topics contain ':' — a skill_id with one would break every topic built from it.

@@ -26,6 +26,7 @@ import { topics, utteranceRefused } from '../dialect/spec-dialect.js';
 import { legacyUnmatched } from '../dialect/legacy-dialect.js';
 import type { Match, PipelineStage } from '../pipeline/plugin.js';
 import type { Contest, Supervisor } from '../supervisor/supervisor.js';
+import type { TimerId } from '../clock/clock.js';
 import {
   utteranceMachine,
   type UtteranceContext,
@@ -33,6 +34,12 @@ import {
   type UtteranceOutput,
   type UtteranceRequest,
 } from '../../machines/utterance/utterance.machine.js';
+
+/**
+ * How long a legacy skill that answered its handler has to send the utterance's `ovos.utterance.handled` itself
+ * (ovos-workshop sends it right after `.response`); after that the orchestrator sends it.
+ */
+export const SKILL_HANDLED_GRACE_MS = 1_000;
 
 /** Distinct unknown pipeline ids warned about; beyond this, ids from the bus are no longer remembered (nor warned). */
 const MAX_UNKNOWN_WARNED = 256;
@@ -60,6 +67,10 @@ export class Orchestrator {
   readonly #willingVia = new Map<string, Map<string, string>>();
   /** Utterance → the skill it awaits, and the connection of the instance it was dispatched to. */
   readonly #awaitedSkill = new Map<string, { readonly skill: string; readonly connection: string | undefined }>();
+  /** Utterances dispatched to a skill that announces the end of the utterance itself (the legacy dialect). */
+  readonly #skillEnds = new Set<string>();
+  /** Utterances whose handled is the skill's to send: ours goes out only if it has not come when the timer fires. */
+  readonly #pendingHandled = new Map<string, { readonly timer: TimerId; readonly handled: Message }>();
   /** Unknown pipeline ids already warned about (bounded): one warn per id, not per utterance. */
   readonly #unknownWarned = new Set<string>();
   readonly #machine: UtteranceLogic;
@@ -100,6 +111,19 @@ export class Orchestrator {
       let via = this.#willingVia.get(key);
       if (via === undefined) this.#willingVia.set(key, (via = new Map()));
       via.set(inbound.skill_id, connection);
+    });
+    // A legacy skill's own ovos.utterance.handled (our own echoes come here too, and change nothing).
+    supervisor.on('utterance.handled', (_inbound, message) => {
+      const sessionId = sessionIdOf(message);
+      const utteranceId = utteranceIdOf(message);
+      if (sessionId === undefined || utteranceId === undefined) return;
+      const key = keyOf(sessionId, utteranceId);
+      const pending = this.#pendingHandled.get(key);
+      if (pending === undefined) return;
+      supervisor.clock.clearTimeout(pending.timer);
+      this.#pendingHandled.delete(key);
+      this.#skillEnds.delete(key);
+      supervisor.logger.info({ session_id: sessionId, utterance_id: utteranceId, reason: 'handled_by_skill' }, 'utterance handled by the skill itself');
     });
     supervisor.onConnectionClosed((connection) => {
       for (const key of this.#awaitingOn.get(connection) ?? []) {
@@ -183,6 +207,7 @@ export class Orchestrator {
     const done = contest.done.then((result) => {
       this.#inFlight.delete(key);
       this.#forgetAwaiting(key);
+      if (!this.#pendingHandled.has(key)) this.#skillEnds.delete(key);
       const sent = this.#handledSent.delete(key);
       if (!sent) {
         // Stopped (bus down, shutdown) or failed before the machine sent it: PIPELINE-1 §6 still owes one handled.
@@ -205,6 +230,16 @@ export class Orchestrator {
       return null;
     });
     return { utteranceId, sessionId: session.sessionId, done };
+  }
+
+  /** Give the skill `SKILL_HANDLED_GRACE_MS` to send the utterance's handled; send ours if it does not. */
+  #awaitSkillHandled(key: string, handled: Message): void {
+    const timer = this.#supervisor.clock.setTimeout(() => {
+      this.#pendingHandled.delete(key);
+      this.#skillEnds.delete(key);
+      this.#supervisor.bus.publish(handled);
+    }, SKILL_HANDLED_GRACE_MS);
+    this.#pendingHandled.set(key, { timer, handled });
   }
 
   /** Whether `utteranceId` is in flight in that session — in any session when the session is unreadable. */
@@ -252,7 +287,14 @@ export class Orchestrator {
       },
       actions: {
         prepareDispatch: assign({
-          dispatched: ({ context }: { context: UtteranceContext }) => this.#dispatchMessage(context.request, context.match!, context.matchedStage!),
+          dispatched: ({ context }: { context: UtteranceContext }) => {
+            const spec = this.#dispatchMessage(context.request, context.match!, context.matchedStage!);
+            const stage = this.#stages.get(context.matchedStage!);
+            const dispatched = stage?.dispatchFor?.(spec, context.match!, context.request) ?? spec;
+            // A skill dispatched in another dialect announces the end of the utterance itself (ovos-workshop does).
+            if (dispatched.type !== spec.type) this.#skillEnds.add(keyOf(context.request.session.sessionId, utteranceIdOf(context.request.entry) ?? ''));
+            return dispatched;
+          },
         }),
         dispatch: ({ context }) => {
           const match = context.match!;
@@ -280,11 +322,20 @@ export class Orchestrator {
           if (this.#config.dialects.legacy) for (const message of legacyUnmatched(entry, utterances, lang)) bus.publish(message);
         },
         handled: ({ context }) => {
-          this.#handledSent.add(keyOf(context.request.session.sessionId, utteranceIdOf(context.request.entry) ?? ''));
+          const key = keyOf(context.request.session.sessionId, utteranceIdOf(context.request.entry) ?? '');
+          this.#handledSent.add(key);
           // The last message of the lifecycle carries the session as it now is (with any activation pushed).
-          const handled = reply(context.request.entry, topics.utteranceHandled, {});
+          const built = reply(context.request.entry, topics.utteranceHandled, {});
           const session = context.dispatched?.context['session'];
-          bus.publish(session === undefined ? handled : withContext(handled, { session }));
+          const handled = session === undefined ? built : withContext(built, { session });
+          // PIPELINE-1 §6, exactly one handled on the wire whoever sends it: a skill that ends the utterance itself
+          // (legacy) and answered its handler gets a moment to send its own; ours goes only if it does not.
+          const skillAnswered = context.outcome === 'completed' || context.outcome === 'handler_error';
+          if (this.#skillEnds.has(key) && skillAnswered) this.#awaitSkillHandled(key, handled);
+          else {
+            this.#skillEnds.delete(key);
+            bus.publish(handled);
+          }
         },
       },
     });

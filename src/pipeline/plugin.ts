@@ -48,6 +48,11 @@ export interface PipelineStage {
    * (OVOS-COMMON-QUERY-1 §5) when `inPipeline`, and a session's new utterance in any case (§5.2 eviction).
    */
   onUtterance?(entry: Message, lang: string, session: SessionView, inPipeline: boolean): void;
+  /**
+   * The dispatch of an accepted Match as the winning skill expects it: a stage whose skills speak another dialect
+   * rewrites the spec dispatch (PIPELINE-1 §7) into theirs, keeping its context. Absent: the spec dispatch.
+   */
+  dispatchFor?(dispatch: Message, match: Match, utterance: { readonly session: SessionView; readonly utterances: readonly string[] }): Message;
   /** Called once the orchestrator emitted `ovos.utterance.handled` for an utterance. */
   onHandled?(entry: Message, session: SessionView): void;
 }

@@ -138,8 +138,9 @@ export class Supervisor {
     this.logger = options.logger;
     this.#inspect = options.inspect;
     const { spec, legacy } = options.dialects ?? { spec: true, legacy: true };
-    // Every dialect maps its topics onto the same Inbound kinds; a topic belongs to at most one of them.
-    this.#classify = (message) => (spec ? classify(message) : null) ?? (legacy ? classifyLegacy(message) : null);
+    // Every dialect maps its topics onto the same Inbound kinds. Legacy first: `ovos.skills.fallback.pong` would
+    // otherwise read as the spec pong of a skill named "ovos.skills".
+    this.#classify = (message) => (legacy ? classifyLegacy(message) : null) ?? (spec ? classify(message) : null);
     this.#unsubscribe = this.bus.subscribe((message) => this.receive(message));
     this.#unsubscribeClosed = this.bus.onConnectionClosed?.((connection) => this.#connectionClosed(connection)) ?? (() => {});
   }

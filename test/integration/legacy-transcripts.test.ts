@@ -13,7 +13,7 @@ import type { JsonObject, Message } from '../../src/bus/message.js';
 import { sessionIdOf } from '../../src/bus/session.js';
 import { startDaemon } from '../../src/daemon/daemon.js';
 import { silentLogger } from '../../src/log/logger.js';
-import { Probe, configWith } from './probe.js';
+import { Probe, captureLogs, configWith, type LogLine, type Recorder } from './probe.js';
 
 interface Recorded {
   readonly t_ms: number;
@@ -141,5 +141,163 @@ describe('ovos-wire-today: an utterance from a real OVOS client, no skills at al
     await probe.waitFor((m) => m.type === 'ovos.utterance.handled' && sessionIdOf(m) === 'bench-session', 'handled');
     await probe.barrier();
     expect(inSession(probe, 'spec-off').map((m) => m.type)).toEqual(['ovos.utterance.handle']);
+  });
+});
+
+// ---- Legacy fallback skills (ovos-workshop FallbackSkill), played by a plain websocket client ----------------------
+
+/** ovos-bus-client's Message.reply: the context copied, routing flipped, `extra` merged in. */
+function ovosReply(from: Message, type: string, data: JsonObject, extra: JsonObject = {}): Message {
+  const context: JsonObject = { ...from.context, ...extra };
+  const { source, destination } = from.context;
+  if (destination !== undefined) context['source'] = Array.isArray(destination) ? (destination[0] ?? null) : destination;
+  if (source !== undefined) context['destination'] = source;
+  return { type, data, context };
+}
+
+/** ovos-bus-client's Message.forward: the context copied as it is. */
+const ovosForward = (from: Message, type: string, data: JsonObject = {}): Message => ({ type, data, context: { ...from.context } });
+
+/**
+ * A FallbackSkill as ovos-workshop runs it (transcripts/fallback-*.jsonl): the recorded register frame sent verbatim;
+ * on the broadcast ping a pong by reply with context.skill_id; on its request `.start`, `.response {result}`, then
+ * `ovos.utterance.handled`, each a forward of the request.
+ */
+function workshopFallbackSkill(probe: Probe, registerText: string, canHandle: boolean, result = true): void {
+  const skillId = (JSON.parse(registerText) as Message).data['skill_id'] as string;
+  probe.sendText(registerText);
+  probe.frames.subscribe((frame) => {
+    const message = frame.message;
+    if (message === undefined) return;
+    if (message.type === 'ovos.skills.fallback.ping') {
+      probe.send(ovosReply(message, 'ovos.skills.fallback.pong', { skill_id: skillId, can_handle: canHandle }, { skill_id: skillId }));
+    } else if (message.type === `ovos.skills.fallback.${skillId}.request`) {
+      probe.send(ovosForward(message, `ovos.skills.fallback.${skillId}.start`));
+      probe.send(ovosForward(message, `ovos.skills.fallback.${skillId}.response`, { result, fallback_handler: 'WorkshopFallback.handle_fallback' }));
+      probe.send(ovosForward(message, 'ovos.utterance.handled'));
+    }
+  });
+}
+
+function registerTexts(name: string): string[] {
+  return transcript(name)
+    .filter((r) => r.frame.type === 'ovos.skills.fallback.register')
+    .map((r) => JSON.stringify(r.frame));
+}
+
+async function daemonWithLogs(): Promise<{ probe: Probe; lines: Recorder<LogLine> }> {
+  const config = configWith({ bus: { port: 0 }, exampleSkills: false, log: { level: 'info' } });
+  const { logger, lines } = captureLogs('info');
+  const started = await startDaemon(config, logger);
+  cleanups.push(() => started.close());
+  const probe = await Probe.connect(started.url);
+  cleanups.push(() => probe.close());
+  return { probe, lines };
+}
+
+describe('ovos-wire-today: fallback skills written on ovos-workshop take part unmodified', () => {
+  it('fallback-workshop-willing: fb.barrel (priority 30) is pinged by the broadcast, wins, gets its request, and its own ovos.utterance.handled is the only one', async () => {
+    const { probe, lines } = await daemonWithLogs();
+    const [register] = registerTexts('fallback-workshop-willing');
+    workshopFallbackSkill(probe, register!, true);
+    await probe.barrier();
+    probe.sendText(recordedText('fallback-workshop-willing', 'recognizer_loop:utterance'));
+    await lines.waitFor((line) => line.msg === 'utterance handled by the skill itself', 'the skill ended the utterance');
+    await probe.barrier();
+    const turn = inSession(probe, 'bench-session');
+    // The skill sends `.response` and its handled back to back, so its handled may reach the wire before the
+    // ovos.intent.handler.complete we derive from that `.response`: only their relative order is free.
+    const types = turn.map((m) => m.type);
+    expect(types.filter((t) => t !== 'ovos.utterance.handled')).toEqual([
+      'recognizer_loop:utterance',
+      'ovos.skills.fallback.ping',
+      'ovos.skills.fallback.pong',
+      'ovos.intent.matched',
+      'ovos.skills.fallback.fb.barrel.request',
+      'ovos.intent.handler.start',
+      'ovos.skills.fallback.fb.barrel.start',
+      'ovos.skills.fallback.fb.barrel.response',
+      'ovos.intent.handler.complete',
+    ]);
+    expect(types.filter((t) => t === 'ovos.utterance.handled')).toHaveLength(1);
+    expect(types.indexOf('ovos.utterance.handled')).toBeGreaterThan(types.indexOf('ovos.skills.fallback.fb.barrel.response'));
+    expect(turn[1]).toMatchObject({ data: { utterances: ['do a barrel roll please'], lang: 'en-US', range: [0, 49] }, context: { source: 'bench', destination: 'skills' } });
+    expect(turn[4]).toMatchObject({
+      data: { utterances: ['do a barrel roll please'], lang: 'en-US', skill_id: 'fb.barrel', utterance: 'do a barrel roll please' },
+      context: { session: { session_id: 'bench-session' }, skill_id: 'fb.barrel' },
+    });
+    expect(turn[3]!.data).toMatchObject({ skill_id: 'fb.barrel', intent_name: 'fallback', pipeline_id: 'fallback_high' });
+  });
+
+  it('fallback-two-skills-order: fb.unwilling (20) declines, fb.willing (60) wins; the unwilling skill never gets a request', async () => {
+    const { probe, lines } = await daemonWithLogs();
+    const [unwilling, willing] = registerTexts('fallback-two-skills-order');
+    workshopFallbackSkill(probe, unwilling!, false);
+    workshopFallbackSkill(probe, willing!, true);
+    await probe.barrier();
+    probe.sendText(recordedText('fallback-two-skills-order', 'recognizer_loop:utterance'));
+    await lines.waitFor((line) => line.msg === 'utterance handled by the skill itself', 'the skill ended the utterance');
+    await probe.barrier();
+    const types = inSession(probe, 'bench-session').map((m) => m.type);
+    expect(types.filter((t) => t.endsWith('.request'))).toEqual(['ovos.skills.fallback.fb.willing.request']);
+    expect(types.filter((t) => t === 'ovos.utterance.handled')).toHaveLength(1);
+    expect(inSession(probe, 'bench-session').find((m) => m.type === 'ovos.intent.matched')?.data).toMatchObject({ skill_id: 'fb.willing', pipeline_id: 'fallback_medium' });
+  });
+
+  it('fallback-none-willing: three skills (3, 50, 95) all decline → one broadcast per stage, unmatched, the error sound, complete_intent_failure, one handled (ours)', async () => {
+    const { probe } = await daemonWithLogs();
+    for (const register of registerTexts('fallback-none-willing')) workshopFallbackSkill(probe, register, false);
+    await probe.barrier();
+    probe.sendText(recordedText('fallback-none-willing', 'recognizer_loop:utterance'));
+    await probe.waitFor((m) => m.type === 'ovos.utterance.handled' && sessionIdOf(m) === 'bench-session', 'handled');
+    await probe.barrier();
+    const turn = inSession(probe, 'bench-session');
+    expect(turn.filter((m) => m.type === 'ovos.skills.fallback.ping').map((m) => m.data['range'])).toEqual([[0, 49], [50, 74], [75, 100]]);
+    expect(turn.filter((m) => m.type.endsWith('.request'))).toEqual([]);
+    expect(turn.map((m) => m.type).slice(-4)).toEqual(['ovos.intent.unmatched', 'mycroft.audio.play_sound', 'complete_intent_failure', 'ovos.utterance.handled']);
+    expect(turn.filter((m) => m.type === 'ovos.utterance.handled')).toHaveLength(1);
+  });
+
+  it('a fallback handler answering result: false is a handler error (not a second contest); the skill\'s own handled is still the only one', async () => {
+    const { probe, lines } = await daemonWithLogs();
+    const [register] = registerTexts('fallback-workshop-willing');
+    workshopFallbackSkill(probe, register!, true, false);
+    await probe.barrier();
+    probe.sendText(recordedText('fallback-workshop-willing', 'recognizer_loop:utterance'));
+    await lines.waitFor((line) => line.msg === 'utterance handled by the skill itself', 'the skill ended the utterance');
+    await probe.barrier();
+    const turn = inSession(probe, 'bench-session');
+    const error = turn.find((m) => m.type === 'ovos.intent.handler.error');
+    expect(String(error?.data['exception'])).toMatch(/FallbackHandlerFailed: fb\.barrel answered result false/);
+    expect(turn.filter((m) => m.type === 'ovos.utterance.handled')).toHaveLength(1);
+    expect(turn.filter((m) => m.type === 'ovos.skills.fallback.ping')).toHaveLength(1);
+  });
+
+  it('a mixed pool (spec skill at 10, legacy skill at 30): pool order decides, not who answers first', async () => {
+    const { probe } = await daemonWithLogs();
+    const [register] = registerTexts('fallback-workshop-willing'); // fb.barrel, priority 30, answers the broadcast at once
+    workshopFallbackSkill(probe, register!, true);
+    // A spec skill at priority 10 that answers willing only once the legacy skill's pong is on the wire.
+    probe.send({ type: 'ovos.fallback.register', data: { skill_id: 'spec.first', priority: 10 }, context: { skill_id: 'spec.first', session: { session_id: 'default' } } });
+    probe.frames.subscribe((frame) => {
+      const m = frame.message;
+      if (m?.type === 'spec.first.fallback.ping') {
+        void probe
+          .waitFor((x) => x.type === 'ovos.skills.fallback.pong' && sessionIdOf(x) === 'bench-session', 'the legacy pong')
+          .then(() => probe.send(ovosReply(m, 'spec.first.fallback.pong', { skill_id: 'spec.first', can_handle: true })));
+      } else if (m?.type === 'spec.first:fallback') {
+        probe.send(ovosReply(m, 'mycroft.skill.handler.complete', {}, { skill_id: 'spec.first' }));
+      }
+    });
+    await probe.barrier();
+    probe.sendText(recordedText('fallback-workshop-willing', 'recognizer_loop:utterance'));
+    await probe.waitFor((m) => m.type === 'ovos.utterance.handled' && sessionIdOf(m) === 'bench-session', 'handled');
+    await probe.barrier();
+    const turn = inSession(probe, 'bench-session');
+    const types = turn.map((m) => m.type);
+    expect(types.indexOf('ovos.skills.fallback.pong')).toBeLessThan(types.indexOf('spec.first.fallback.pong'));
+    expect(turn.find((m) => m.type === 'ovos.intent.matched')?.data).toMatchObject({ skill_id: 'spec.first' });
+    expect(turn.filter((m) => m.type.endsWith('.request'))).toEqual([]);
+    expect(turn.filter((m) => m.type === 'ovos.utterance.handled')).toHaveLength(1);
   });
 });

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { createMessage, reply, type JsonObject, type Message } from '../../src/bus/message.js';
 import type { Match, PipelineStage } from '../../src/pipeline/plugin.js';
 import { createHarness, fallbackSkill, withConfig, type Harness } from '../support/harness.js';
+import { SKILL_HANDLED_GRACE_MS } from '../../src/orchestrator/orchestrator.js';
 
 const FALLBACK_STAGES = ['fallback_high', 'fallback_medium', 'fallback_low'];
 const CONFIG = withConfig((config) => ({ ...config, pipeline: FALLBACK_STAGES }));
@@ -455,5 +456,46 @@ describe('OVOS-PIPELINE-1 §8 / COMMON-QUERY-1 §7.2: instances of one skill_id 
     h.bus.closeConnection('c1');
     await h.settle();
     expect(h.system.commonQuery.roster()).toEqual([]);
+  });
+});
+
+describe('OVOS-PIPELINE-1 §6 with legacy fallback skills (ovos-wire-today): exactly one handled, whoever sends it', () => {
+  /** A FallbackSkill (ovos-workshop): broadcast ping → pong; request → .start, .response {result}, then maybe its handled. */
+  function legacySkill(h: Harness, skillId: string, priority: number, sendsHandled: boolean): void {
+    h.bus.subscribe((m) => {
+      if (m.type === 'ovos.skills.fallback.ping') h.bus.publish(reply(m, 'ovos.skills.fallback.pong', { skill_id: skillId, can_handle: true }), 'legacy');
+      else if (m.type === `ovos.skills.fallback.${skillId}.request`) {
+        h.bus.publish({ ...m, type: `ovos.skills.fallback.${skillId}.start`, data: {} }, 'legacy');
+        h.bus.publish({ ...m, type: `ovos.skills.fallback.${skillId}.response`, data: { result: true, fallback_handler: 'X.handle_fallback' } }, 'legacy');
+        if (sendsHandled) h.bus.publish({ ...m, type: 'ovos.utterance.handled', data: {} }, 'legacy');
+      }
+    });
+    h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: skillId, priority }, { session: session('default') }), 'legacy');
+  }
+
+  it(`PIPELINE-1 §6: the skill's own handled ends the utterance; ours is never sent`, async () => {
+    const h = createHarness(CONFIG);
+    legacySkill(h, 'legacy.fb', 30, true);
+    await h.settle();
+    h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(SKILL_HANDLED_GRACE_MS + 10);
+    expect(handledOf(h, 'u1')).toHaveLength(1);
+    expect(h.of('ovos.intent.handler.complete')).toHaveLength(1);
+    expect(withReason(h, 'handled_by_skill')).toHaveLength(1);
+    expect(h.clock.pending).toBe(0);
+  });
+
+  it.each([
+    [SKILL_HANDLED_GRACE_MS - 1, 0],
+    [SKILL_HANDLED_GRACE_MS, 1],
+  ])('PIPELINE-1 §6: a legacy skill that answers its handler but never sends the handled: %i ms after its .response → %i handled (ours)', async (after, count) => {
+    const h = createHarness(CONFIG);
+    legacySkill(h, 'legacy.fb', 30, false);
+    await h.settle();
+    h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
+    await h.settle();
+    expect(h.of('ovos.intent.handler.complete')).toHaveLength(1);
+    await h.advance(after);
+    expect(handledOf(h, 'u1')).toHaveLength(count);
   });
 });

@@ -8,8 +8,16 @@ export class Recorder<T> {
   readonly items: T[] = [];
   readonly #waiters = new Set<{ readonly predicate: (item: T) => boolean; readonly resolve: (item: T) => void }>();
 
+  readonly #listeners: Array<(item: T) => void> = [];
+
+  /** Call `listener` with every item pushed from now on (a scripted peer reacting to what arrives). */
+  subscribe(listener: (item: T) => void): void {
+    this.#listeners.push(listener);
+  }
+
   push(item: T): void {
     this.items.push(item);
+    for (const listener of this.#listeners) listener(item);
     for (const waiter of [...this.#waiters]) {
       if (waiter.predicate(item)) {
         this.#waiters.delete(waiter);

@@ -5,6 +5,7 @@
 import type { Config, PriorityRange } from '../../config/defaults.js';
 import { createMessage, reply, utteranceIdOf, withContext, type Message } from '../../bus/message.js';
 import { sessionIdOf, type SessionView } from '../../bus/session.js';
+import { legacyFallbackPing, legacyFallbackRequest } from '../../dialect/legacy-dialect.js';
 import { registrationRefused, topics, type DropReason } from '../../dialect/spec-dialect.js';
 import type { Logger } from '../../log/logger.js';
 import type { Contest, Supervisor } from '../../supervisor/supervisor.js';
@@ -28,6 +29,9 @@ export interface FallbackPluginOptions {
 
 /** A per-skill ping timeout or a refused registration is logged at most once per key per minute. */
 const LOG_WINDOW_MS = 60_000;
+
+/** The legacy ping's `range` when a stage has none (a single-stage deployment). */
+const FULL_RANGE: PriorityRange = [0, 100];
 
 export class FallbackPlugin {
   readonly registry: FallbackRegistry;
@@ -58,17 +62,23 @@ export class FallbackPlugin {
           const ping = reply(context.query.origin, topics.fallbackPing(skill_id), { utterances: [...context.query.utterances], lang: context.query.lang });
           bus.publish(withContext(ping, { contest_id: self.id }));
         },
+        // Legacy dialect: one broadcast asks every legacy skill of the pool; their pongs reply to it, so they carry
+        // this contest's session, utterance_id and contest_id.
+        sendBroadcast: ({ context, self }) => {
+          const ping = legacyFallbackPing(context.query.origin, context.query.utterances, context.query.lang, context.query.range ?? FULL_RANGE);
+          bus.publish(withContext(ping, { contest_id: self.id }));
+        },
       },
     });
     // §3.1 / §3.2 (the dialect already refused a payload skill_id ≠ context.skill_id).
     supervisor.on('fallback.register', (inbound, message) => {
       const sessionId = sessionIdOf(message)!;
       const connection = supervisor.connectionOf(message);
-      if (this.registry.register(sessionId, inbound.skill_id, inbound.priority, connection) === 'registry_full') {
+      if (this.registry.register(sessionId, inbound.skill_id, inbound.priority, connection, inbound.legacy === true) === 'registry_full') {
         this.#refuse('registry_full', message, inbound.skill_id);
         return;
       }
-      supervisor.logger.info({ skill_id: inbound.skill_id, priority: inbound.priority, session_id: sessionId, connection }, 'fallback skill registered');
+      supervisor.logger.info({ skill_id: inbound.skill_id, priority: inbound.priority, session_id: sessionId, connection, dialect: inbound.legacy === true ? 'legacy' : 'spec' }, 'fallback skill registered');
       this.#report(this.breaker.alive(inbound.skill_id)); // a skill that registers again is given a fresh start
       const priority = Object.hasOwn(this.#settings.priorities, inbound.skill_id) ? this.#settings.priorities[inbound.skill_id]! : inbound.priority;
       const ranges = Object.values(this.#settings.stages);
@@ -82,7 +92,10 @@ export class FallbackPlugin {
     });
     supervisor.on('fallback.deregister', (inbound, message) => {
       const sessionId = sessionIdOf(message)!;
-      const refusal = this.#deregisterRefusal(inbound.skill_id, inbound.context_skill_id, sessionId, message);
+      // Legacy skills deregister with only {skill_id}, and on a foreign bus there is no connection to check: as
+      // ovos-core does, a legacy deregistration of a legacy registration is accepted.
+      const legacyOwn = inbound.legacy === true && this.registry.entry(sessionId, inbound.skill_id)?.legacy === true;
+      const refusal = legacyOwn ? undefined : this.#deregisterRefusal(inbound.skill_id, inbound.context_skill_id, sessionId, message);
       if (refusal !== undefined) {
         this.#refuse(refusal, message, inbound.skill_id);
         return;
@@ -164,6 +177,11 @@ export class FallbackPlugin {
       pipelineId,
       match: (request) => this.#match(pipelineId, range, request),
       intents: (sessionId) => this.#intents(sessionId, range),
+      // A legacy winner is dispatched the way ovos-workshop's FallbackSkill listens for it.
+      dispatchFor: (dispatch, match, utterance) => {
+        if (this.registry.effectiveEntry(utterance.session.sessionId, match.skill_id)?.legacy !== true) return dispatch;
+        return legacyFallbackRequest(dispatch, match.skill_id, utterance.utterances, range ?? FULL_RANGE);
+      },
     };
   }
 
@@ -247,7 +265,12 @@ export class FallbackPlugin {
       sessionId: request.session.sessionId,
       utteranceId: utteranceIdOf(request.message),
       logic: this.#machine,
-      input: { pool, pingTimeoutMs: this.#settings.pingTimeoutMs, query: { origin: request.message, utterances: request.utterances, lang: request.lang } },
+      input: {
+        pool,
+        pingTimeoutMs: this.#settings.pingTimeoutMs,
+        query: { origin: request.message, utterances: request.utterances, lang: request.lang, range: range ?? FULL_RANGE },
+        broadcast: pool.filter((skillId) => this.registry.effectiveEntry(request.session.sessionId, skillId)?.legacy === true),
+      },
       routes: ['fallback.pong'],
       correlate: (inbound): FallbackEvent | 'not_awaited' =>
         inbound.kind === 'fallback.pong' ? { type: 'PONG', skill_id: inbound.skill_id, can_handle: inbound.can_handle } : 'not_awaited',

@@ -13,6 +13,8 @@ import { DEFAULT_SESSION_ID } from '../../bus/session.js';
 export interface RegistryEntry {
   readonly priority: number;
   readonly connection: string | undefined;
+  /** Registered in the legacy dialect (ovos-workshop FallbackSkill): asked by broadcast, dispatched the legacy way. */
+  readonly legacy: boolean;
 }
 
 export interface RegistryBounds {
@@ -36,7 +38,7 @@ export class FallbackRegistry {
    * §3.1: re-registration with the same skill_id replaces the prior entry (always allowed, whatever the bounds).
    * A new skill beyond `maxSkillsPerSession`, or a new session beyond `maxSessions`, is refused.
    */
-  register(sessionId: string, skillId: string, priority: number, connection?: string): RegisterResult {
+  register(sessionId: string, skillId: string, priority: number, connection?: string, legacy = false): RegisterResult {
     let skills = this.#bySession.get(sessionId);
     if (skills === undefined) {
       if (sessionId !== DEFAULT_SESSION_ID && this.sessionCount >= this.#maxSessions) return 'registry_full';
@@ -45,7 +47,7 @@ export class FallbackRegistry {
     } else if (!skills.has(skillId) && skills.size >= this.#maxSkillsPerSession) {
       return 'registry_full';
     }
-    skills.set(skillId, { priority, connection });
+    skills.set(skillId, { priority, connection, legacy });
     return 'registered';
   }
 
@@ -61,6 +63,11 @@ export class FallbackRegistry {
   /** The entry `skillId` holds in `sessionId` itself (not inherited from "default"). */
   entry(sessionId: string, skillId: string): RegistryEntry | undefined {
     return this.#bySession.get(sessionId)?.get(skillId);
+  }
+
+  /** The entry that makes `skillId` available to `sessionId`: its own, else the "default" one (§3.4). */
+  effectiveEntry(sessionId: string, skillId: string): RegistryEntry | undefined {
+    return this.entry(sessionId, skillId) ?? this.entry(DEFAULT_SESSION_ID, skillId);
   }
 
   /**

@@ -13,8 +13,8 @@ describe('FALLBACK-1 §3.4 registrations remember their connection', () => {
     const registry = new FallbackRegistry();
     registry.register('default', 'a', 10, 'c1');
     registry.register('default', 'b', 20);
-    expect(registry.entry('default', 'a')).toEqual({ priority: 10, connection: 'c1' });
-    expect(registry.entry('default', 'b')).toEqual({ priority: 20, connection: undefined });
+    expect(registry.entry('default', 'a')).toEqual({ priority: 10, connection: 'c1', legacy: false });
+    expect(registry.entry('default', 'b')).toEqual({ priority: 20, connection: undefined, legacy: false });
     expect(registry.entry('kitchen', 'a')).toBeUndefined();
   });
 
