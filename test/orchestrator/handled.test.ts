@@ -499,3 +499,34 @@ describe('OVOS-PIPELINE-1 §6 with legacy fallback skills (ovos-wire-today): exa
     expect(handledOf(h, 'u1')).toHaveLength(count);
   });
 });
+
+describe('ovos-wire-today: legacy fallback pongs are correlated per contest (ovos-core #806/#808: concurrent utterances consumed each other\'s pongs)', () => {
+  it('OVOS-FALLBACK-1 §6.2 + legacy broadcast: two sessions asking at once each decide on their own pongs — every legacy skill answers every broadcast', async () => {
+    const h = createHarness(CONFIG);
+    // Two ovos-workshop skills on one bus client: A (10) is willing only in s2, B (20) always.
+    const willing: Record<string, (sessionId: string) => boolean> = { 'legacy.a': (sid) => sid === 's2', 'legacy.b': () => true };
+    h.bus.subscribe((m) => {
+      const sid = String((m.context['session'] as JsonObject)['session_id']);
+      if (m.type === 'ovos.skills.fallback.ping') {
+        for (const [skillId, decide] of Object.entries(willing)) h.bus.publish(reply(m, 'ovos.skills.fallback.pong', { skill_id: skillId, can_handle: decide(sid) }), 'shared');
+      } else if (m.type.startsWith('ovos.skills.fallback.') && m.type.endsWith('.request')) {
+        h.bus.publish({ ...m, type: m.type.replace(/\.request$/, '.response'), data: { result: true } }, 'shared');
+        h.bus.publish({ ...m, type: 'ovos.utterance.handled', data: {} }, 'shared');
+      }
+    });
+    for (const [skillId, priority] of [['legacy.a', 10], ['legacy.b', 20]] as const) {
+      h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: skillId, priority }, { session: session('default') }), 'shared');
+    }
+    await h.settle();
+    h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
+    h.utter('hello', { session: session('s2'), utteranceId: 'u2' });
+    await h.advance(SKILL_HANDLED_GRACE_MS + 10);
+    const winner = (utteranceId: string): unknown => h.of('ovos.intent.matched').find((m) => m.context['utterance_id'] === utteranceId)?.data['skill_id'];
+    expect(winner('u1')).toBe('legacy.b');
+    expect(winner('u2')).toBe('legacy.a');
+    expect(h.of('ovos.skills.fallback.ping')).toHaveLength(2);
+    expect(handledOf(h, 'u1')).toHaveLength(1);
+    expect(handledOf(h, 'u2')).toHaveLength(1);
+    expect(withReason(h, 'ambiguous_correlation')).toEqual([]);
+  });
+});
