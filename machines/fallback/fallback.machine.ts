@@ -113,7 +113,9 @@ export const fallbackMachine = setup({
     })),
     reportIgnored: emit(({ context, event }) => {
       const earlier = context.outcomes.find((o) => o.skill_id === event.skill_id);
-      const reason = earlier === undefined ? 'not_awaited' : earlier.outcome === 'timeout' ? 'late' : 'duplicate';
+      // A broadcast skill that already answered before its turn: its second answer is a duplicate.
+      const answeredEarly = Object.hasOwn(context.early, event.skill_id);
+      const reason = earlier === undefined ? (answeredEarly ? 'duplicate' : 'not_awaited') : earlier.outcome === 'timeout' ? 'late' : 'duplicate';
       return { type: 'pong.ignored' as const, skill_id: event.skill_id, reason };
     }),
   },

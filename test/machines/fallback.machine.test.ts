@@ -19,9 +19,23 @@ const QUERY = {
 type Ignored = Extract<FallbackEmitted, { type: 'pong.ignored' }>;
 type TimedOut = Extract<FallbackEmitted, { type: 'ping.timeout' }>;
 
-function contest(pool: readonly string[], pingTimeoutMs = T) {
+interface ContestOptions {
+  /** Skills of the pool asked together by one broadcast at the start (the legacy ping). */
+  readonly broadcast?: readonly string[];
+  /** The stage's range, carried for the legacy broadcast ping. */
+  readonly range?: readonly [number, number];
+}
+
+function contest(pool: readonly string[], pingTimeoutMs = T, options: ContestOptions = {}) {
   const clock = new ManualClock(0);
   const pings: Array<{ skill_id: string; at: number; utterances: readonly string[]; lang: string }> = [];
+  const broadcasts: Array<{
+    at: number;
+    group: readonly string[];
+    utterances: readonly string[];
+    lang: string;
+    range: readonly [number, number] | undefined;
+  }> = [];
   const ignored: Ignored[] = [];
   const timeouts: Array<TimedOut & { at: number }> = [];
   const errors: unknown[] = [];
@@ -30,9 +44,20 @@ function contest(pool: readonly string[], pingTimeoutMs = T) {
       sendPing: ({ context }, { skill_id }) => {
         pings.push({ skill_id, at: clock.now(), utterances: context.query.utterances, lang: context.query.lang });
       },
+      sendBroadcast: ({ context }) => {
+        broadcasts.push({
+          at: clock.now(),
+          group: context.broadcast,
+          utterances: context.query.utterances,
+          lang: context.query.lang,
+          range: context.query.range,
+        });
+      },
     },
   });
-  const actor = createActor(machine, { input: { pool, pingTimeoutMs, query: QUERY }, clock });
+  const query = options.range === undefined ? QUERY : { ...QUERY, range: options.range };
+  const input = options.broadcast === undefined ? { pool, pingTimeoutMs, query } : { pool, pingTimeoutMs, query, broadcast: options.broadcast };
+  const actor = createActor(machine, { input, clock });
   actor.on('pong.ignored', (event) => ignored.push(event));
   actor.on('ping.timeout', (event) => timeouts.push({ ...event, at: clock.now() }));
   actor.subscribe({ error: (error) => errors.push(error) });
@@ -43,6 +68,9 @@ function contest(pool: readonly string[], pingTimeoutMs = T) {
     actor,
     pings,
     pinged: () => pings.map((p) => p.skill_id),
+    broadcasts,
+    gone: (skill_id: string): void => actor.send({ type: 'GONE', skill_id }),
+    outcomes: () => actor.getSnapshot().context.outcomes,
     ignored,
     timeouts,
     errors,
@@ -271,5 +299,401 @@ describe('timer hygiene (STYLE 3, ENGINEERING-NOTES)', () => {
     c.actor.stop();
     expect(c.clock.pending).toBe(0);
     expect(c.errors).toEqual([]);
+  });
+});
+
+/**
+ * The `broadcast` group (machine header; ovos-wire-today: the legacy dialect polls with ONE broadcast
+ * `ovos.skills.fallback.ping {utterances, lang, range}`), under OVOS-FALLBACK-1 §6.1/§6.2: broadcast skills are all
+ * asked at the start; an answer from one still ahead in the pool is kept (`early`) and decides at its turn; one not
+ * answered by its turn is waited for `pingTimeout` from its turn; the winner is the first willing skill in POOL order.
+ */
+describe('OVOS-FALLBACK-1 §6.1/§6.2 + ovos-wire-today legacy broadcast', () => {
+  const LEGACY = 'OVOS-FALLBACK-1 §6.1/§6.2 + ovos-wire-today legacy broadcast';
+  const at = (c: ReturnType<typeof contest>) => c.pings.map((p) => [p.skill_id, p.at]);
+
+  describe('one broadcast, no individual pings for its skills', () => {
+    it(`${LEGACY}: sendBroadcast is called exactly once, at the start, with the pool's broadcast group and the query`, () => {
+      const c = contest(['a', 'b', 'c'], T, { broadcast: ['b', 'c'], range: [5, 90] });
+      expect(c.broadcasts).toEqual([{ at: 0, group: ['b', 'c'], utterances: ['what is love'], lang: 'en-US', range: [5, 90] }]);
+      c.clock.advance(10);
+      c.pong('a', false); // b's turn
+      c.clock.advance(T); // b timed out, c's turn
+      c.clock.advance(T); // c timed out: exhausted
+      expect(c.done()).toBe(true);
+      expect(c.output()).toBeNull();
+      expect(c.broadcasts).toHaveLength(1);
+      expect(c.errors).toEqual([]);
+    });
+
+    it(`${LEGACY}: sendBroadcast is never called when the broadcast group is absent or empty`, () => {
+      for (const options of [{}, { broadcast: [] }] satisfies ContestOptions[]) {
+        const c = contest(['a', 'b'], T, options);
+        c.pong('a', false);
+        c.pong('b', false);
+        expect(c.done()).toBe(true);
+        expect(c.broadcasts).toEqual([]);
+        expect(c.pinged()).toEqual(['a', 'b']);
+      }
+    });
+
+    it(`${LEGACY}: broadcast skills get no individual sendPing; the others get theirs at their turn`, () => {
+      const c = contest(['a', 'b', 'c', 'd'], T, { broadcast: ['a', 'c'] });
+      expect(c.pings).toEqual([]); // a, first in the pool, was asked by the broadcast
+      expect(c.broadcasts).toHaveLength(1);
+      c.clock.advance(4 * T); // everyone silent
+      expect(at(c)).toEqual([
+        ['b', T],
+        ['d', 3 * T],
+      ]);
+      expect(c.timeouts.map((t) => [t.skill_id, t.at])).toEqual([
+        ['a', T],
+        ['b', 2 * T],
+        ['c', 3 * T],
+        ['d', 4 * T],
+      ]);
+      expect(c.output()).toBeNull();
+      expect(c.clock.pending).toBe(0);
+    });
+
+    it(`${LEGACY}: a pool made only of broadcast skills is asked by the broadcast alone`, () => {
+      const c = contest(['a', 'b'], T, { broadcast: ['a', 'b'] });
+      c.pong('b', true);
+      c.pong('a', false);
+      expect(c.output()).toEqual({ skill_id: 'b' });
+      expect(c.pings).toEqual([]);
+      expect(c.broadcasts).toHaveLength(1);
+      expect(c.clock.pending).toBe(0);
+    });
+  });
+
+  describe('§6.2 pool order decides, never the first to answer', () => {
+    it(`${LEGACY}: a later broadcast skill willing first waits for the earlier spec skill; when it declines, the broadcast skill wins at once`, () => {
+      const c = contest(['a', 'b'], T, { broadcast: ['b'] });
+      c.clock.advance(10);
+      c.pong('b', true); // early: kept, not a win, not ignored
+      expect(c.done()).toBe(false);
+      expect(c.ignored).toEqual([]);
+      c.clock.advance(90);
+      c.pong('a', false);
+      expect(c.done()).toBe(true);
+      expect(c.output()).toEqual({ skill_id: 'b' });
+      expect(c.clock.now()).toBe(100);
+      expect(c.pinged()).toEqual(['a']);
+      expect(c.timeouts).toEqual([]);
+      expect(c.outcomes()).toEqual([
+        { skill_id: 'a', outcome: 'declined' },
+        { skill_id: 'b', outcome: 'willing' },
+      ]);
+      expect(c.clock.pending).toBe(0);
+    });
+
+    it(`${LEGACY}: an early willing broadcast skill wins at exactly T when the earlier spec skill times out`, () => {
+      const c = contest(['a', 'b'], T, { broadcast: ['b'] });
+      c.clock.advance(10);
+      c.pong('b', true);
+      c.clock.advance(T - 11);
+      expect(c.done()).toBe(false);
+      c.clock.advance(1);
+      expect(c.timeouts).toEqual([{ type: 'ping.timeout', skill_id: 'a', after_ms: T, at: T }]);
+      expect(c.output()).toEqual({ skill_id: 'b' });
+      expect(c.clock.pending).toBe(0);
+    });
+
+    it(`${LEGACY}: an earlier spec skill willing wins even though the broadcast skill answered willing first`, () => {
+      const c = contest(['a', 'b'], T, { broadcast: ['b'] });
+      c.clock.advance(10);
+      c.pong('b', true);
+      c.clock.advance(10);
+      c.pong('a', true);
+      expect(c.output()).toEqual({ skill_id: 'a' });
+      expect(c.outcomes()).toEqual([{ skill_id: 'a', outcome: 'willing' }]);
+      expect(c.clock.pending).toBe(0);
+    });
+
+    it(`${LEGACY}: an earlier broadcast skill willing wins over a later broadcast skill that answered first`, () => {
+      const c = contest(['a', 'b'], T, { broadcast: ['a', 'b'] });
+      c.pong('b', true);
+      expect(c.done()).toBe(false);
+      c.pong('a', true);
+      expect(c.output()).toEqual({ skill_id: 'a' });
+      expect(c.clock.pending).toBe(0);
+    });
+  });
+
+  describe('early answers decide at their turn', () => {
+    it(`${LEGACY}: an early decline passes at once at its turn, and the next skill is asked then`, () => {
+      const c = contest(['a', 'b', 'c'], T, { broadcast: ['b'] });
+      c.clock.advance(10);
+      c.pong('b', false);
+      expect(c.done()).toBe(false);
+      c.clock.advance(40);
+      c.pong('a', false); // b's turn: its early decline passes at once
+      expect(at(c)).toEqual([
+        ['a', 0],
+        ['c', 50],
+      ]);
+      expect(c.timeouts).toEqual([]);
+      c.pong('c', true);
+      expect(c.output()).toEqual({ skill_id: 'c' });
+      expect(c.outcomes()).toEqual([
+        { skill_id: 'a', outcome: 'declined' },
+        { skill_id: 'b', outcome: 'declined' },
+        { skill_id: 'c', outcome: 'willing' },
+      ]);
+      expect(c.clock.pending).toBe(0);
+    });
+
+    it(`${LEGACY}: every broadcast skill declined early — the first one's decline exhausts the pool at once`, () => {
+      const c = contest(['a', 'b', 'c'], T, { broadcast: ['a', 'b', 'c'] });
+      c.pong('c', false);
+      c.pong('b', false);
+      expect(c.done()).toBe(false);
+      c.clock.advance(20);
+      c.pong('a', false);
+      expect(c.done()).toBe(true);
+      expect(c.output()).toBeNull();
+      expect(c.timeouts).toEqual([]);
+      expect(c.clock.pending).toBe(0);
+    });
+
+    it(`${LEGACY}: duplicate early pongs — the first (willing) counts, the second is ignored`, () => {
+      const c = contest(['a', 'b'], T, { broadcast: ['b'] });
+      c.pong('b', true);
+      c.pong('b', false);
+      expect(c.ignored.map((i) => i.skill_id)).toEqual(['b']);
+      c.pong('a', false);
+      expect(c.output()).toEqual({ skill_id: 'b' });
+    });
+
+    it(`${LEGACY}: duplicate early pongs — the first (decline) counts, a later willing one cannot win`, () => {
+      const c = contest(['a', 'b', 'c'], T, { broadcast: ['b'] });
+      c.pong('b', false);
+      c.pong('b', true);
+      expect(c.ignored.map((i) => i.skill_id)).toEqual(['b']);
+      c.pong('a', false);
+      expect(c.done()).toBe(false);
+      expect(c.pinged()).toEqual(['a', 'c']);
+      c.pong('c', false);
+      expect(c.output()).toBeNull();
+    });
+
+    it(`${LEGACY}: a duplicate early pong is reported with reason 'duplicate' (header: "duplicate (it already answered)")`, () => {
+      const c = contest(['a', 'b'], T, { broadcast: ['b'] });
+      c.pong('b', false);
+      c.pong('b', true); // b already answered (early): a duplicate, not an unsolicited pong
+      expect(c.ignored).toEqual([{ type: 'pong.ignored', skill_id: 'b', reason: 'duplicate' }]);
+    });
+
+    it(`${LEGACY}: only broadcast skills keep early answers — a spec skill's pong before its ping is still not_awaited`, () => {
+      const c = contest(['a', 'b'], T, { broadcast: ['a'] });
+      c.pong('b', true);
+      expect(c.ignored).toEqual([{ type: 'pong.ignored', skill_id: 'b', reason: 'not_awaited' }]);
+      c.clock.advance(10);
+      c.pong('a', false);
+      expect(at(c)).toEqual([['b', 10]]);
+      expect(c.done()).toBe(false); // b's early pong did not count; it must answer its own ping
+      c.clock.advance(T);
+      expect(c.output()).toBeNull();
+    });
+  });
+
+  describe('§6.1 a silent broadcast skill is waited for pingTimeout from its turn', () => {
+    it(`${LEGACY}: boundary — at T-1 after its turn it is still awaited and its pong counts`, () => {
+      const c = contest(['a', 'b', 'c'], T, { broadcast: ['b'] });
+      c.clock.advance(100);
+      c.pong('a', false); // b's turn at 100
+      c.clock.advance(T - 1);
+      expect(c.timeouts).toEqual([]);
+      expect(c.done()).toBe(false);
+      c.pong('b', true);
+      expect(c.output()).toEqual({ skill_id: 'b' });
+      expect(c.pinged()).toEqual(['a']);
+      expect(c.clock.pending).toBe(0);
+    });
+
+    it(`${LEGACY}: boundary — at exactly T after its turn it times out and the next skill is asked`, () => {
+      const c = contest(['a', 'b', 'c'], T, { broadcast: ['b'] });
+      c.clock.advance(100);
+      c.pong('a', false); // b's turn at 100, not at the broadcast (0)
+      c.clock.advance(T - 1);
+      expect(c.pinged()).toEqual(['a']);
+      c.clock.advance(1);
+      expect(c.timeouts).toEqual([{ type: 'ping.timeout', skill_id: 'b', after_ms: T, at: 100 + T }]);
+      expect(at(c)).toEqual([
+        ['a', 0],
+        ['c', 100 + T],
+      ]);
+      c.pong('c', true);
+      expect(c.output()).toEqual({ skill_id: 'c' });
+      expect(c.clock.pending).toBe(0);
+    });
+
+    it(`${LEGACY}: the first skill of the pool, a broadcast one, times out at exactly T from the start`, () => {
+      const c = contest(['a', 'b'], T, { broadcast: ['a'] });
+      expect(c.clock.pending).toBe(1);
+      c.clock.advance(T - 1);
+      expect(c.pings).toEqual([]);
+      c.clock.advance(1);
+      expect(c.timeouts).toEqual([{ type: 'ping.timeout', skill_id: 'a', after_ms: T, at: T }]);
+      expect(at(c)).toEqual([['b', T]]);
+    });
+
+    it(`${LEGACY}: a late pong from a broadcast skill after its timeout is ignored as late and cannot win`, () => {
+      const c = contest(['a', 'b', 'c'], T, { broadcast: ['b'] });
+      c.pong('a', false); // b's turn at 0
+      c.clock.advance(T); // b timed out, c asked
+      c.pong('b', true);
+      expect(c.ignored).toEqual([{ type: 'pong.ignored', skill_id: 'b', reason: 'late' }]);
+      expect(c.done()).toBe(false);
+      c.pong('c', false);
+      expect(c.output()).toBeNull();
+      expect(c.clock.pending).toBe(0);
+    });
+
+    it(`${LEGACY}: exhausted by a silent last broadcast skill at exactly T after its turn leaves no pending timer`, () => {
+      const c = contest(['a', 'b'], T, { broadcast: ['b'] });
+      c.clock.advance(30);
+      c.pong('a', false);
+      c.clock.advance(T - 1);
+      expect(c.done()).toBe(false);
+      c.clock.advance(1);
+      expect(c.done()).toBe(true);
+      expect(c.output()).toBeNull();
+      expect(c.clock.pending).toBe(0);
+    });
+  });
+
+  describe('GONE and the pool boundary', () => {
+    it(`${LEGACY}: a broadcast skill GONE before its turn is skipped — no wait, the next skill asked at once`, () => {
+      const c = contest(['a', 'b', 'c'], T, { broadcast: ['b'] });
+      c.clock.advance(10);
+      c.gone('b');
+      c.clock.advance(10);
+      c.pong('a', false);
+      expect(at(c)).toEqual([
+        ['a', 0],
+        ['c', 20],
+      ]);
+      c.pong('c', true);
+      expect(c.output()).toEqual({ skill_id: 'c' });
+      expect(c.timeouts).toEqual([]);
+      expect(c.clock.pending).toBe(0);
+    });
+
+    it(`${LEGACY}: a broadcast skill that answered willing early and then went GONE before its turn is skipped`, () => {
+      const c = contest(['a', 'b', 'c'], T, { broadcast: ['b'] });
+      c.pong('b', true);
+      c.gone('b');
+      c.pong('a', false);
+      expect(c.done()).toBe(false);
+      expect(c.pinged()).toEqual(['a', 'c']);
+      c.pong('c', false);
+      expect(c.output()).toBeNull();
+    });
+
+    it(`${LEGACY}: the awaited broadcast skill going GONE at its turn moves on at once`, () => {
+      const c = contest(['a', 'b', 'c'], T, { broadcast: ['b'] });
+      c.pong('a', false);
+      c.clock.advance(40);
+      c.gone('b');
+      expect(at(c)).toEqual([
+        ['a', 0],
+        ['c', 40],
+      ]);
+      expect(c.timeouts).toEqual([]);
+    });
+
+    it(`${LEGACY}: broadcast entries not in the pool are ignored — no broadcast when none is in the pool`, () => {
+      const c = contest(['a'], T, { broadcast: ['x'] });
+      expect(c.broadcasts).toEqual([]);
+      expect(c.pinged()).toEqual(['a']);
+      c.pong('x', true);
+      expect(c.ignored).toEqual([{ type: 'pong.ignored', skill_id: 'x', reason: 'not_awaited' }]);
+      expect(c.done()).toBe(false);
+      c.pong('a', true);
+      expect(c.output()).toEqual({ skill_id: 'a' });
+    });
+
+    it(`${LEGACY}: broadcast entries not in the pool are ignored — the broadcast names only the pool's skills`, () => {
+      const c = contest(['a', 'b'], T, { broadcast: ['x', 'b'] });
+      expect(c.broadcasts.map((b) => b.group)).toEqual([['b']]);
+      expect(c.pinged()).toEqual(['a']);
+      c.pong('x', true); // not in the pool: ignored, never kept as an early answer
+      expect(c.ignored).toEqual([{ type: 'pong.ignored', skill_id: 'x', reason: 'not_awaited' }]);
+      c.pong('a', false);
+      expect(c.done()).toBe(false);
+      c.pong('b', true);
+      expect(c.output()).toEqual({ skill_id: 'b' });
+    });
+  });
+
+  describe('mixed pool: spec, broadcast, spec, broadcast', () => {
+    it(`${LEGACY}: early answers (d willing, b declining) decide at their turns; c is pinged only at its turn`, () => {
+      const c = contest(['a', 'b', 'c', 'd'], T, { broadcast: ['b', 'd'] });
+      expect(c.broadcasts.map((b) => [b.at, b.group])).toEqual([[0, ['b', 'd']]]);
+      expect(at(c)).toEqual([['a', 0]]);
+      c.clock.advance(5);
+      c.pong('d', true);
+      c.clock.advance(1);
+      c.pong('b', false);
+      expect(c.done()).toBe(false);
+      c.clock.advance(44);
+      c.pong('a', false); // b passes at once, c asked at 50
+      expect(at(c)).toEqual([
+        ['a', 0],
+        ['c', 50],
+      ]);
+      expect(c.done()).toBe(false);
+      c.clock.advance(10);
+      c.pong('c', false); // d wins at once at 60
+      expect(c.output()).toEqual({ skill_id: 'd' });
+      expect(c.clock.now()).toBe(60);
+      expect(c.outcomes()).toEqual([
+        { skill_id: 'a', outcome: 'declined' },
+        { skill_id: 'b', outcome: 'declined' },
+        { skill_id: 'c', outcome: 'declined' },
+        { skill_id: 'd', outcome: 'willing' },
+      ]);
+      expect(c.timeouts).toEqual([]);
+      expect(c.broadcasts).toHaveLength(1);
+      expect(c.clock.pending).toBe(0);
+    });
+
+    it(`${LEGACY}: all silent but d's early willing — a, b, c time out in turn (T, 2T, 3T) and d wins at 3T`, () => {
+      const c = contest(['a', 'b', 'c', 'd'], T, { broadcast: ['b', 'd'] });
+      c.clock.advance(1);
+      c.pong('d', true);
+      c.clock.advance(2 * T - 2); // 2T - 1
+      expect(c.done()).toBe(false);
+      expect(at(c)).toEqual([['a', 0]]); // b (broadcast) awaited from T without a ping; c not yet asked
+      c.clock.advance(1); // 2T: b timed out, c asked
+      expect(at(c)).toEqual([
+        ['a', 0],
+        ['c', 2 * T],
+      ]);
+      c.clock.advance(T - 1); // 3T - 1: c still awaited
+      expect(c.done()).toBe(false);
+      c.clock.advance(1);
+      expect(c.output()).toEqual({ skill_id: 'd' });
+      expect(c.timeouts.map((t) => [t.skill_id, t.at])).toEqual([
+        ['a', T],
+        ['b', 2 * T],
+        ['c', 3 * T],
+      ]);
+      expect(c.clock.pending).toBe(0);
+    });
+
+    it(`${LEGACY}: a willing spec skill c wins over d, which answered willing before anyone`, () => {
+      const c = contest(['a', 'b', 'c', 'd'], T, { broadcast: ['b', 'd'] });
+      c.pong('d', true);
+      c.pong('a', false); // b's turn, silent
+      c.pong('b', false); // c asked
+      c.pong('c', true);
+      expect(c.output()).toEqual({ skill_id: 'c' });
+      expect(c.pinged()).toEqual(['a', 'c']);
+      expect(c.clock.pending).toBe(0);
+      expect(c.errors).toEqual([]);
+    });
   });
 });
