@@ -66,6 +66,7 @@ export function createContestSystem(options: SystemOptions): ContestSystem {
     commonQuery,
     close: () => {
       unsubscribeStatus();
+      orchestrator.close();
       supervisor.close();
     },
   };

@@ -63,7 +63,7 @@ export type FallbackEvent =
 
 export type FallbackEmitted =
   | { readonly type: 'ping.timeout'; readonly skill_id: string; readonly after_ms: number }
-  | { readonly type: 'pong.ignored'; readonly skill_id: string; readonly reason: 'duplicate' | 'late' | 'not_awaited' };
+  | { readonly type: 'pong.ignored'; readonly skill_id: string; readonly reason: 'duplicate' | 'late' | 'not_awaited' | 'not_in_pool' };
 
 /** The selected skill, or null when every skill declined or stayed silent (§6.2). */
 export type FallbackOutput = { readonly skill_id: string } | null;
@@ -115,7 +115,9 @@ export const fallbackMachine = setup({
       const earlier = context.outcomes.find((o) => o.skill_id === event.skill_id);
       // A broadcast skill that already answered before its turn: its second answer is a duplicate.
       const answeredEarly = Object.hasOwn(context.early, event.skill_id);
-      const reason = earlier === undefined ? (answeredEarly ? 'duplicate' : 'not_awaited') : earlier.outcome === 'timeout' ? 'late' : 'duplicate';
+      // A skill of another pool answering a broadcast (every legacy skill answers every one) is expected traffic.
+      const reason =
+        earlier !== undefined ? (earlier.outcome === 'timeout' ? 'late' : 'duplicate') : answeredEarly ? 'duplicate' : context.broadcast.length > 0 && !context.pool.includes(event.skill_id) ? 'not_in_pool' : 'not_awaited';
       return { type: 'pong.ignored' as const, skill_id: event.skill_id, reason };
     }),
   },

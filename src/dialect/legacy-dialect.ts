@@ -33,6 +33,8 @@ export const legacyTopics = {
   fallbackPong: 'ovos.skills.fallback.pong',
   fallbackRequest: (skillId: string): string => `ovos.skills.fallback.${skillId}.request`,
   utteranceHandled: 'ovos.utterance.handled',
+  /** ovos-core's: stops a fallback handler that ran past its timeout (ovos-workshop's killable event listens). */
+  fallbackForceTimeout: 'ovos.skills.fallback.force_timeout',
 } as const;
 
 const FALLBACK_PREFIX = 'ovos.skills.fallback.';
@@ -66,6 +68,10 @@ export function classifyLegacy(message: Message): Classified {
     case legacyTopics.fallbackPong: {
       const skillId = skillIdFrom(data, 'fallback.pong');
       if (typeof skillId !== 'string') return skillId;
+      // A pong by ovos-bus-client's reply keeps the ping's ids; one without any cannot be told from a stale one.
+      if (stringField(message.context, 'contest_id') === undefined && stringField(message.context, 'utterance_id') === undefined) {
+        return fail('fallback.pong', 'uncorrelated');
+      }
       const canHandle = data['can_handle'];
       if (typeof canHandle !== 'boolean') return fail('fallback.pong', 'can_handle_invalid');
       return { ok: true, inbound: { kind: 'fallback.pong', skill_id: skillId, can_handle: canHandle } };
@@ -76,7 +82,8 @@ export function classifyLegacy(message: Message): Classified {
   // ovos.skills.fallback.<skill_id>.response {result, fallback_handler}: the legacy handler's end.
   if (type.startsWith(FALLBACK_PREFIX) && type.endsWith(RESPONSE_SUFFIX)) {
     const skillId = type.slice(FALLBACK_PREFIX.length, -RESPONSE_SUFFIX.length);
-    if (skillId === '') return null;
+    // Not ours: the answers to our refusals, and a spec common-query answer of a skill named "ovos.skills.fallback.…".
+    if (skillId === '' || skillId === 'register' || skillId === 'deregister' || type.endsWith('.common_query.response')) return null;
     const result = data['result'];
     if (result === true) return { ok: true, inbound: { kind: 'skill.handler.done', skill_id: skillId, ok: true } };
     const handler = stringField(data, 'fallback_handler');

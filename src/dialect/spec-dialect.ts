@@ -105,7 +105,13 @@ export type DropReason =
   | 'registry_full'
   /** Refused by the fallback plugin: a deregister without context.skill_id from a connection other than the one
    *  the registration was made over (or with no connection identity at all). */
-  | 'deregister_not_owner';
+  | 'deregister_not_owner'
+  /** A reply naming one of our contest runs that has already finished (a pong to an earlier stage's broadcast). */
+  | 'finished_contest'
+  /** A legacy pong carrying neither contest_id nor utterance_id: it cannot be told from a stale one (ovos-core #859). */
+  | 'uncorrelated'
+  /** A legacy registration or deregistration that would replace or remove a spec skill's, from another connection. */
+  | 'legacy_over_spec';
 
 export type Classified =
   | { readonly ok: true; readonly inbound: Inbound }
@@ -213,7 +219,8 @@ export function classify(message: Message): Classified {
       };
     }
   }
-  if (type.endsWith(FALLBACK_PONG_SUFFIX)) {
+  // The legacy broadcast pong is the legacy dialect's (also when it is off: not a spec pong of a skill "ovos.skills").
+  if (type.endsWith(FALLBACK_PONG_SUFFIX) && type !== 'ovos.skills.fallback.pong') {
     const topicSkillId = type.slice(0, -FALLBACK_PONG_SUFFIX.length);
     if (topicSkillId === '' || type.includes(':')) return null;
     const skillId = skillIdFrom(data, 'fallback.pong', topicSkillId);

@@ -23,7 +23,7 @@ import { forward, reply, response, utteranceIdOf, withContext, type JsonObject, 
 import { pushActiveHandler, readSession, resolveLang, sessionFromObject, sessionIdOf, type SessionView } from '../bus/session.js';
 import { canonicalPipelineId, type Config } from '../config/defaults.js';
 import { topics, utteranceRefused } from '../dialect/spec-dialect.js';
-import { legacyUnmatched } from '../dialect/legacy-dialect.js';
+import { legacyTopics, legacyUnmatched } from '../dialect/legacy-dialect.js';
 import type { Match, PipelineStage } from '../pipeline/plugin.js';
 import type { Contest, Supervisor } from '../supervisor/supervisor.js';
 import type { TimerId } from '../clock/clock.js';
@@ -69,6 +69,8 @@ export class Orchestrator {
   readonly #awaitedSkill = new Map<string, { readonly skill: string; readonly connection: string | undefined }>();
   /** Utterances dispatched to a skill that announces the end of the utterance itself (the legacy dialect). */
   readonly #skillEnds = new Set<string>();
+  /** Utterances whose skill sent the handled before the utterance actor ended: ours is not sent. */
+  readonly #skillSaidHandled = new Set<string>();
   /** Utterances whose handled is the skill's to send: ours goes out only if it has not come when the timer fires. */
   readonly #pendingHandled = new Map<string, { readonly timer: TimerId; readonly handled: Message }>();
   /** Unknown pipeline ids already warned about (bounded): one warn per id, not per utterance. */
@@ -119,7 +121,11 @@ export class Orchestrator {
       if (sessionId === undefined || utteranceId === undefined) return;
       const key = keyOf(sessionId, utteranceId);
       const pending = this.#pendingHandled.get(key);
-      if (pending === undefined) return;
+      if (pending === undefined) {
+        // Before its handler's end reached us (not ovos-workshop's order, but possible): ours is not to be sent.
+        if (this.#skillEnds.has(key) && this.#inFlight.has(key) && !this.#handledSent.has(key)) this.#skillSaidHandled.add(key);
+        return;
+      }
       supervisor.clock.clearTimeout(pending.timer);
       this.#pendingHandled.delete(key);
       this.#skillEnds.delete(key);
@@ -208,6 +214,7 @@ export class Orchestrator {
       this.#inFlight.delete(key);
       this.#forgetAwaiting(key);
       if (!this.#pendingHandled.has(key)) this.#skillEnds.delete(key);
+      this.#skillSaidHandled.delete(key);
       const sent = this.#handledSent.delete(key);
       if (!sent) {
         // Stopped (bus down, shutdown) or failed before the machine sent it: PIPELINE-1 §6 still owes one handled.
@@ -230,6 +237,13 @@ export class Orchestrator {
       return null;
     });
     return { utteranceId, sessionId: session.sessionId, done };
+  }
+
+  /** Shutdown: no handled waits for a skill any more (their timers would fire on a closed bus). */
+  close(): void {
+    for (const { timer } of this.#pendingHandled.values()) this.#supervisor.clock.clearTimeout(timer);
+    this.#pendingHandled.clear();
+    this.#skillEnds.clear();
   }
 
   /** Give the skill `SKILL_HANDLED_GRACE_MS` to send the utterance's handled; send ours if it does not. */
@@ -329,13 +343,22 @@ export class Orchestrator {
           const session = context.dispatched?.context['session'];
           const handled = session === undefined ? built : withContext(built, { session });
           // PIPELINE-1 §6, exactly one handled on the wire whoever sends it: a skill that ends the utterance itself
-          // (legacy) and answered its handler gets a moment to send its own; ours goes only if it does not.
-          const skillAnswered = context.outcome === 'completed' || context.outcome === 'handler_error';
-          if (this.#skillEnds.has(key) && skillAnswered) this.#awaitSkillHandled(key, handled);
-          else {
+          // (legacy; ovos-workshop does after a successful handler) gets a moment to send its own — or already did.
+          if (this.#skillSaidHandled.delete(key)) {
             this.#skillEnds.delete(key);
-            bus.publish(handled);
+            return;
           }
+          if (this.#skillEnds.has(key) && context.outcome === 'completed') {
+            this.#awaitSkillHandled(key, handled);
+            return;
+          }
+          // A legacy handler that ran past its timeout is told to stop, as ovos-core does (it would end the utterance
+          // a second time otherwise).
+          if (this.#skillEnds.has(key) && context.outcome === 'handler_timeout' && context.dispatched !== null && context.match !== null) {
+            bus.publish(forward(context.dispatched, legacyTopics.fallbackForceTimeout, { skill_id: context.match.skill_id }));
+          }
+          this.#skillEnds.delete(key);
+          bus.publish(handled);
         },
       },
     });

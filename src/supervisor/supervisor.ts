@@ -15,7 +15,7 @@ import type { Bus, Unsubscribe } from '../bus/bus.js';
 import { reply, stringField, utteranceIdOf, type Message } from '../bus/message.js';
 import { sessionIdOf } from '../bus/session.js';
 import type { Clock } from '../clock/clock.js';
-import { classifyLegacy } from '../dialect/legacy-dialect.js';
+import { classifyLegacy, legacyTopics } from '../dialect/legacy-dialect.js';
 import { classify, isFallbackRegistration, registrationRefused, topics, type Classified, type DropReason, type Inbound, type InboundKind, type InboundOf } from '../dialect/spec-dialect.js';
 import type { Logger } from '../log/logger.js';
 import { LogRateLimiter } from '../log/rate-limit.js';
@@ -104,6 +104,9 @@ export type ConnectionClosedHandler = (connection: string, skills: readonly stri
 
 /** At most this many skill_ids are remembered per connection (one client may host several skills). */
 const MAX_SKILLS_PER_CONNECTION = 256;
+/** Reasons a machine ignores an event for that are expected traffic (a broadcast answered by skills of other pools). */
+const QUIET_REASONS: ReadonlySet<string> = new Set(['not_in_pool']);
+
 /** At most this many gone skill_ids are remembered (`isGone`). */
 const MAX_GONE = 4096;
 
@@ -307,6 +310,12 @@ export class Supervisor {
     }
     const utteranceId = utteranceIdOf(message);
     const contestId = stringField(message.context, 'contest_id');
+    // A reply to one of our runs that has finished (late, or — every legacy skill answers every broadcast — to the
+    // previous stage's a moment ago): dropped as such, before any live contest is asked.
+    if (contestId !== undefined && contestId.includes(`:${this.#prefix}.`) && !this.#live.has(contestId)) {
+      this.#drop('finished_contest', message);
+      return;
+    }
     let accepted: { live: Live; event: { readonly type: string } } | undefined;
     let acceptedCount = 0;
     let firstDrop: DropReason | undefined;
@@ -357,7 +366,10 @@ export class Supervisor {
       this.bus.publish(registrationRefused(message, reason));
       return;
     }
-    const level = reason === 'no_live_contest' || reason === 'not_awaited' || reason === 'duplicate' ? 'info' : 'warn';
+    // Every legacy skill answers every broadcast, also the previous stage's: those late pongs are expected traffic.
+    const expected = reason === 'finished_contest' && message.type === legacyTopics.fallbackPong;
+    const quiet = reason === 'no_live_contest' || reason === 'finished_contest' || reason === 'not_awaited' || reason === 'duplicate';
+    const level = expected ? 'debug' : quiet ? 'info' : 'warn';
     this.logger[level](
       { reason, type: message.type, session_id: sessionIdOf(message), utterance_id: utteranceIdOf(message), detail, payload: message.data },
       'message dropped',
@@ -420,7 +432,7 @@ export class Supervisor {
     // A machine that ignores an event says why (`*.ignored` with a `reason`): a drop, logged like the supervisor's
     // own. Other reported moments with a reason (a rejected Match) are logged under their own name.
     actor.on('*', (emitted: { type: string; reason?: string }) => {
-      if (emitted.reason === undefined) logger.debug(emitted, emitted.type);
+      if (emitted.reason === undefined || QUIET_REASONS.has(emitted.reason)) logger.debug(emitted, emitted.type);
       else logger.info(emitted, emitted.type.endsWith('.ignored') ? 'message dropped' : emitted.type);
     });
     actor.subscribe({

@@ -174,7 +174,8 @@ function workshopFallbackSkill(probe: Probe, registerText: string, canHandle: bo
     } else if (message.type === `ovos.skills.fallback.${skillId}.request`) {
       probe.send(ovosForward(message, `ovos.skills.fallback.${skillId}.start`));
       probe.send(ovosForward(message, `ovos.skills.fallback.${skillId}.response`, { result, fallback_handler: 'WorkshopFallback.handle_fallback' }));
-      probe.send(ovosForward(message, 'ovos.utterance.handled'));
+      // ovos-workshop ends the utterance itself only after a handler that succeeded.
+      if (result) probe.send(ovosForward(message, 'ovos.utterance.handled'));
     }
   });
 }
@@ -258,13 +259,13 @@ describe('ovos-wire-today: fallback skills written on ovos-workshop take part un
     expect(turn.filter((m) => m.type === 'ovos.utterance.handled')).toHaveLength(1);
   });
 
-  it('a fallback handler answering result: false is a handler error (not a second contest); the skill\'s own handled is still the only one', async () => {
-    const { probe, lines } = await daemonWithLogs();
+  it('a fallback handler answering result: false is a handler error (not a second contest), and our handled the only one', async () => {
+    const { probe } = await daemonWithLogs();
     const [register] = registerTexts('fallback-workshop-willing');
     workshopFallbackSkill(probe, register!, true, false);
     await probe.barrier();
     probe.sendText(recordedText('fallback-workshop-willing', 'recognizer_loop:utterance'));
-    await lines.waitFor((line) => line.msg === 'utterance handled by the skill itself', 'the skill ended the utterance');
+    await probe.waitFor((m) => m.type === 'ovos.utterance.handled' && sessionIdOf(m) === 'bench-session', 'handled');
     await probe.barrier();
     const turn = inSession(probe, 'bench-session');
     const error = turn.find((m) => m.type === 'ovos.intent.handler.error');

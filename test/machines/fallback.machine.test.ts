@@ -619,8 +619,8 @@ describe('OVOS-FALLBACK-1 §6.1/§6.2 + ovos-wire-today legacy broadcast', () =>
       const c = contest(['a', 'b'], T, { broadcast: ['x', 'b'] });
       expect(c.broadcasts.map((b) => b.group)).toEqual([['b']]);
       expect(c.pinged()).toEqual(['a']);
-      c.pong('x', true); // not in the pool: ignored, never kept as an early answer
-      expect(c.ignored).toEqual([{ type: 'pong.ignored', skill_id: 'x', reason: 'not_awaited' }]);
+      c.pong('x', true); // not in the pool: ignored, never kept as an early answer (expected traffic of a broadcast)
+      expect(c.ignored).toEqual([{ type: 'pong.ignored', skill_id: 'x', reason: 'not_in_pool' }]);
       c.pong('a', false);
       expect(c.done()).toBe(false);
       c.pong('b', true);

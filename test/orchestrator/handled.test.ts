@@ -530,3 +530,91 @@ describe('ovos-wire-today: legacy fallback pongs are correlated per contest (ovo
     expect(withReason(h, 'ambiguous_correlation')).toEqual([]);
   });
 });
+
+describe('ovos-wire-today: legacy fallback edges (review of the legacy slice)', () => {
+  /** An ovos-workshop-like skill with scripted behaviour at its request. */
+  function scripted(h: Harness, skillId: string, priority: number, onRequest: (request: Message) => void, canHandle = true): void {
+    h.bus.subscribe((m) => {
+      if (m.type === 'ovos.skills.fallback.ping') h.bus.publish(reply(m, 'ovos.skills.fallback.pong', { skill_id: skillId, can_handle: canHandle }), 'legacy');
+      else if (m.type === `ovos.skills.fallback.${skillId}.request`) onRequest(m);
+    });
+    h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: skillId, priority }, { session: session('default') }), 'legacy');
+  }
+  const send = (h: Harness, request: Message, type: string, data: JsonObject = {}): void => h.bus.publish({ ...request, type, data }, 'legacy');
+
+  it('PIPELINE-1 §6: result false (ovos-workshop then sends no handled) → our handled at once, not after the grace', async () => {
+    const h = createHarness(CONFIG);
+    scripted(h, 'lx', 30, (r) => send(h, r, 'ovos.skills.fallback.lx.response', { result: false }));
+    await h.settle();
+    h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
+    await h.settle();
+    expect(lifecycle(h, 'u1').slice(-2)).toEqual(['ovos.intent.handler.error', 'ovos.utterance.handled']);
+  });
+
+  it('PIPELINE-1 §6: the skill\'s handled before its .response is the one; ours is never sent', async () => {
+    const h = createHarness(CONFIG);
+    scripted(h, 'lx', 30, (r) => {
+      send(h, r, 'ovos.utterance.handled');
+      send(h, r, 'ovos.skills.fallback.lx.response', { result: true });
+    });
+    await h.settle();
+    h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(SKILL_HANDLED_GRACE_MS + 10);
+    expect(handledOf(h, 'u1')).toHaveLength(1);
+  });
+
+  it('PIPELINE-1 §8 + ovos-core: a legacy handler past its timeout is told ovos.skills.fallback.force_timeout, then our handled', async () => {
+    const h = createHarness(CONFIG);
+    scripted(h, 'lx', 30, () => undefined);
+    await h.settle();
+    h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(HANDLER_TIMEOUT_MS + 1);
+    expect(lifecycle(h, 'u1').slice(-3)).toEqual(['ovos.intent.handler.error', 'ovos.skills.fallback.force_timeout', 'ovos.utterance.handled']);
+    expect(h.of('ovos.skills.fallback.force_timeout')[0]!.data).toEqual({ skill_id: 'lx' });
+  });
+
+  it('system.close() leaves no handled waiting on a skill (no timer, nothing published after close)', async () => {
+    const h = createHarness(CONFIG);
+    scripted(h, 'lx', 30, (r) => send(h, r, 'ovos.skills.fallback.lx.response', { result: true }));
+    await h.settle();
+    h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
+    await h.settle();
+    expect(h.clock.pending).toBe(1);
+    h.system.close();
+    expect(h.clock.pending).toBe(0);
+  });
+
+  it('FALLBACK-1 §3.1: a legacy registration never takes over a spec skill registered over another connection (legacy_over_spec)', async () => {
+    const h = createHarness(CONFIG);
+    h.bus.publish(createMessage('ovos.fallback.register', { skill_id: 'spec.x', priority: 10 }, { skill_id: 'spec.x', session: session('default') }), 'c-spec');
+    h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: 'spec.x', priority: 90 }, { session: session('default') }), 'c-other');
+    await h.settle();
+    expect(h.system.fallback.registry.entry('default', 'spec.x')).toMatchObject({ priority: 10, legacy: false });
+    expect(withReason(h, 'legacy_over_spec')).toHaveLength(1);
+  });
+
+  it('ovos-core #859: a legacy pong with neither contest_id nor utterance_id is dropped (uncorrelated), never counted', async () => {
+    const h = createHarness(CONFIG);
+    h.bus.subscribe((m) => {
+      if (m.type === 'ovos.skills.fallback.ping') h.bus.publish(createMessage('ovos.skills.fallback.pong', { skill_id: 'lx', can_handle: true }, { session: m.context['session'] as JsonObject }), 'legacy');
+    });
+    h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: 'lx', priority: 30 }, { session: session('default') }), 'legacy');
+    await h.settle();
+    h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(CONFIG.fallback.pingTimeoutMs + 1);
+    expect(withReason(h, 'uncorrelated')).toHaveLength(1);
+    expect(h.of('ovos.skills.fallback.lx.request')).toEqual([]);
+  });
+
+  it('every legacy skill answering every broadcast (three stages, three skills) costs no warn-level line', async () => {
+    const h = createHarness(withConfig((config) => ({ ...config, pipeline: FALLBACK_STAGES })));
+    for (const [skillId, priority] of [['l.high', 10], ['l.medium', 60], ['l.low', 90]] as const) scripted(h, skillId, priority, () => undefined, false);
+    await h.settle();
+    for (const id of ['u1', 'u2', 'u3']) {
+      h.utter('do a barrel roll', { session: session('s1'), utteranceId: id });
+      await h.advance(5);
+    }
+    expect(h.of('ovos.utterance.handled')).toHaveLength(3);
+    expect(h.logs.filter((l) => l['level'] === 40 && l['msg'] === 'message dropped')).toEqual([]);
+  });
+});

@@ -365,8 +365,9 @@ describe('OVOS-PIPELINE-1 §4.4 match bound', () => {
     expect(m.pings).toHaveLength(1);
     h.bus.publish(reply(only(a.pings), 'a.fallback.pong', { skill_id: 'a', can_handle: true }));
     await h.settle();
-    // The pong names the fallback_high run it answers (context.contest_id): fallback_medium's run never takes it.
-    expect(drops(h, 'wrong_contest').map((l) => l['type'])).toEqual(['a.fallback.pong']);
+    // The pong names the fallback_high run it answers (context.contest_id), which has finished: fallback_medium's run
+    // never takes it.
+    expect(drops(h, 'finished_contest').map((l) => l['type'])).toEqual(['a.fallback.pong']);
     await h.advance(BOUND_MS);
     expect(dispatches(h)).toEqual([]);
     expect(h.timeline('s1').slice(-4)).toEqual(['ovos.intent.unmatched', 'mycroft.audio.play_sound', 'complete_intent_failure', 'ovos.utterance.handled']);

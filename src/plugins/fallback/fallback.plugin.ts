@@ -74,6 +74,12 @@ export class FallbackPlugin {
     supervisor.on('fallback.register', (inbound, message) => {
       const sessionId = sessionIdOf(message)!;
       const connection = supervisor.connectionOf(message);
+      // A legacy registration (no context.skill_id to check) never takes over a spec skill's from elsewhere.
+      const existing = this.registry.entry(sessionId, inbound.skill_id);
+      if (inbound.legacy === true && existing !== undefined && !existing.legacy && existing.connection !== connection) {
+        this.#refuse('legacy_over_spec', message, inbound.skill_id);
+        return;
+      }
       if (this.registry.register(sessionId, inbound.skill_id, inbound.priority, connection, inbound.legacy === true) === 'registry_full') {
         this.#refuse('registry_full', message, inbound.skill_id);
         return;

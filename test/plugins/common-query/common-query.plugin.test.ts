@@ -369,7 +369,7 @@ describe('OVOS-COMMON-QUERY-1 §5.2 early-start cache (plugin level)', () => {
     await h.advance(CLAIM_BOUND + 100);
     // The stopped contest collected nothing: its pong found no contest of its own and no request went out for it.
     expect(wiki.requests.map((r) => r.message.data['utterance'])).toEqual([ELECTRICITY]);
-    expect(drops(h, 'wrong_utterance_id').map((l) => l['type'])).toEqual(['ovos.common_query.pong']);
+    expect(drops(h, 'finished_contest').map((l) => l['type'])).toEqual(['ovos.common_query.pong']);
   });
 
   it('§5.2: a new utterance in another session does not evict', () => {
@@ -1095,7 +1095,7 @@ describe('OVOS-COMMON-QUERY-1 §5 / §5.1 / §5.2 early start: runs, cache entri
     expectOneHandledEach(h);
   });
 
-  it('§5.1: after a lang change re-runs the contest, a response to the discarded run (its old contest_id) is dropped (wrong_contest) and cannot win', async () => {
+  it('§5.1: after a lang change re-runs the contest, a response to the discarded run (its old contest_id) is dropped (finished_contest) and cannot win', async () => {
     const h = createHarness(config());
     const wiki = cqSkill(h, 'wiki', {
       answer: (_u, request) => (langSeenBySkill(request) === 'pt-PT' ? 'Paris é a capital' : 'Paris is the capital'),
@@ -1112,7 +1112,7 @@ describe('OVOS-COMMON-QUERY-1 §5 / §5.1 / §5.2 early start: runs, cache entri
     // The re-run knows wiki (roster): it asks at once (130); the Portuguese answer is due at 230.
     await h.advance(99); // t = 229: the English answer (225) has come and gone
     expect(m.settled()).toBe(false);
-    const stale = drops(h, 'wrong_contest');
+    const stale = drops(h, 'finished_contest');
     expect(stale.map((l) => [l['type'], (l['payload'] as JsonObject)['answer']])).toEqual([['wiki.common_query.response', 'Paris is the capital']]);
     await h.advance(1);
     expect(m.settled()).toBe(true);
