@@ -21,6 +21,8 @@ export { systemClock, type Clock } from './clock/clock.js';
 export { ManualClock } from './clock/manual-clock.js';
 export { DEFAULT_CONFIG, PIPELINE_ALIASES, type Config, type FallbackMode, type GateConfig, type PriorityRange } from './config/defaults.js';
 export { ConfigError, loadConfig, validateConfig, mergeConfig, configHelp, configWarnings, type ConfigWarning, type ConfigWarningReason } from './config/config.js';
+export { describeMycroftReport, type CliOptions, type LoadConfigOptions, type MycroftReport } from './config/config.js';
+export { discoverMycroftConf, mycroftConfLocations, mycroftLayer, parseMycroftConf, type MycroftConfText, type MycroftLayer, type MycroftNote, type MycroftOrigin } from './config/mycroft-conf.js';
 export { classify, topics, type DropReason, type Inbound } from './dialect/spec-dialect.js';
 export { createLogger, silentLogger, type Logger } from './log/logger.js';
 export { Orchestrator } from './orchestrator/orchestrator.js';

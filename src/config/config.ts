@@ -1,39 +1,35 @@
 /**
  * Configuration: layering, validation, the command line.
  *
- * Layers, lowest to highest: DEFAULT_CONFIG → JSON file (`--config FILE` or OVOS_CONTESTS_CONFIG) → environment
- * variables → flags. Each layer is merged over the previous one and the result validated at once, so an error
- * names both the dotted key and the layer that introduced it (STYLE 7). The validated config is a fresh,
- * deep-frozen object; the records `fallback.stages`, `fallback.priorities` and `commonQuery.gate.vocabulary` have
- * a null prototype, so a lookup by a skill id read off the bus (e.g. "constructor") never finds an inherited member.
+ * Layers, lowest to highest: DEFAULT_CONFIG → the deployment's mycroft.conf (mycroft-conf.ts: where ovos-config
+ * finds it, or `--mycroft-conf FILE` / OVOS_CONTESTS_MYCROFT_CONF; `--no-mycroft-conf` skips it) → JSON file
+ * (`--config FILE` or OVOS_CONTESTS_CONFIG) → environment variables → flags. Each layer is merged over the previous
+ * one and the result validated at once, so an error names both the dotted key and the layer that introduced it
+ * (STYLE 7). The validated config is a fresh, deep-frozen object; the records `fallback.stages`,
+ * `fallback.priorities` and `commonQuery.gate.vocabulary` have a null prototype, so a lookup by a skill id read off
+ * the bus (e.g. "constructor") never finds an inherited member.
  */
 
 import { readFileSync } from 'node:fs';
 
 import { DEFAULT_CONFIG, type Config, type FallbackMode, type GateConfig, type PriorityRange } from './defaults.js';
+import { ConfigError } from './errors.js';
+import {
+  describeMycroftOrigins,
+  discoverMycroftConf,
+  mycroftLayer,
+  overrideOf,
+  readFileIfPresent,
+  type MycroftConfText,
+  type MycroftIgnoredKey,
+  type MycroftNote,
+  type MycroftOrigin,
+} from './mycroft-conf.js';
 
 // ---------------------------------------------------------------------------------------------------------------
-// Errors (STYLE 6)
+// Errors (STYLE 6): errors.ts, re-exported here.
 
-export type ConfigErrorCode =
-  | 'CONFIG_INVALID'
-  | 'CONFIG_FILE_UNREADABLE'
-  | 'CONFIG_FILE_NOT_JSON'
-  | 'CONFIG_UNKNOWN_FLAG'
-  | 'CONFIG_UNKNOWN_KEY';
-
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-  readonly code: ConfigErrorCode;
-  /** Dotted path of the offending key (`commonQuery.pollWindowMs`, `pipeline[2]`); absent for file and flag errors. */
-  readonly key?: string;
-
-  constructor(code: ConfigErrorCode, message: string, options: { readonly key?: string; readonly cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.code = code;
-    if (options.key !== undefined) this.key = options.key;
-  }
-}
+export { ConfigError, type ConfigErrorCode } from './errors.js';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Small helpers
@@ -621,6 +617,9 @@ interface SwitchOption {
 
 const CONFIG_FLAG = '--config';
 const CONFIG_ENV = 'OVOS_CONTESTS_CONFIG';
+const MYCROFT_FLAG = '--mycroft-conf';
+const NO_MYCROFT_FLAG = '--no-mycroft-conf';
+const MYCROFT_ENV = 'OVOS_CONTESTS_MYCROFT_CONF';
 
 const OPTIONS: readonly (ValueOption | SwitchOption)[] = [
   { kind: 'value', flag: '--host', env: 'OVOS_CONTESTS_HOST', key: 'bus.host', meta: 'HOST', numeric: false, help: 'bind address of the embedded bus server' },
@@ -633,7 +632,7 @@ const OPTIONS: readonly (ValueOption | SwitchOption)[] = [
   { kind: 'switch', flag: '--no-example-skills', key: 'exampleSkills', value: false, help: 'do not start the bundled example skills' },
 ];
 
-const KNOWN_FLAGS = [CONFIG_FLAG, ...OPTIONS.map((option) => option.flag), '--help'];
+const KNOWN_FLAGS = [CONFIG_FLAG, MYCROFT_FLAG, NO_MYCROFT_FLAG, ...OPTIONS.map((option) => option.flag), '--help'];
 
 /** Flag and env values are strings; a numeric key takes a number when the string is one. */
 function coerce(option: ValueOption, raw: string): unknown {
@@ -674,9 +673,18 @@ function put(layer: Layer, key: string, value: unknown, origin: string): void {
   layer.origins.set(key, origin);
 }
 
-function parseArgv(argv: readonly string[]): { readonly flags: Layer; readonly configFile?: string } {
+interface ParsedArgv {
+  readonly flags: Layer;
+  readonly configFile?: string;
+  readonly mycroftFile?: string;
+  readonly noMycroft: boolean;
+}
+
+function parseArgv(argv: readonly string[]): ParsedArgv {
   const flags = emptyLayer();
   let configFile: string | undefined;
+  let mycroftFile: string | undefined;
+  let noMycroft = false;
 
   for (let i = 0; i < argv.length; i += 1) {
     const arg = argv[i] ?? '';
@@ -705,6 +713,16 @@ function parseArgv(argv: readonly string[]): { readonly flags: Layer; readonly c
       if (configFile === '') throw new ConfigError('CONFIG_INVALID', `${CONFIG_FLAG} expects a file path`);
       continue;
     }
+    if (flag === MYCROFT_FLAG) {
+      mycroftFile = takeValue(undefined, 'FILE');
+      if (mycroftFile === '') throw new ConfigError('CONFIG_INVALID', `${MYCROFT_FLAG} expects a file path`);
+      continue;
+    }
+    if (flag === NO_MYCROFT_FLAG) {
+      if (inline !== undefined) throw new ConfigError('CONFIG_INVALID', `${NO_MYCROFT_FLAG} takes no value`);
+      noMycroft = true;
+      continue;
+    }
     const option = OPTIONS.find((candidate) => candidate.flag === flag);
     if (option === undefined) {
       const hint = didYouMean(flag, KNOWN_FLAGS);
@@ -720,7 +738,15 @@ function parseArgv(argv: readonly string[]): { readonly flags: Layer; readonly c
       put(flags, option.key, coerce(option, takeValue(option.key, option.meta)), flag);
     }
   }
-  return configFile === undefined ? { flags } : { flags, configFile };
+  if (noMycroft && mycroftFile !== undefined) {
+    throw new ConfigError('CONFIG_INVALID', `${MYCROFT_FLAG} and ${NO_MYCROFT_FLAG} contradict each other: give one`);
+  }
+  return {
+    flags,
+    noMycroft,
+    ...(configFile === undefined ? {} : { configFile }),
+    ...(mycroftFile === undefined ? {} : { mycroftFile }),
+  };
 }
 
 function envLayer(env: Readonly<Record<string, string | undefined>>): Layer {
@@ -750,6 +776,21 @@ function readConfigFile(path: string, readFile: (path: string) => string): unkno
   }
 }
 
+/** `fallback.priorities["a.skill"]` → `fallback.priorities`, `pipeline[2]` → `pipeline`, `bus.port` → `bus`. */
+function parentKey(key: string): string | undefined {
+  const cut = key.endsWith(']') ? key.lastIndexOf('[') : key.lastIndexOf('.');
+  return cut <= 0 ? undefined : key.slice(0, cut);
+}
+
+/** The origin recorded for `key` or, failing that, for the nearest key above it (a record entry, an array item). */
+function originOf(key: string | undefined, origins: ReadonlyMap<string, string> | undefined): string | undefined {
+  for (let current = key; current !== undefined; current = parentKey(current)) {
+    const found = origins?.get(current);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
 /** Merge one layer and validate at once, so an error says which layer introduced it. */
 function applyLayer(base: Config, override: unknown, origin: string, origins?: ReadonlyMap<string, string>): Config {
   const merged = mergeConfig(base, override, origin);
@@ -757,7 +798,7 @@ function applyLayer(base: Config, override: unknown, origin: string, origins?: R
     return validateConfig(merged);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
-    const source = (error.key === undefined ? undefined : origins?.get(error.key)) ?? origin;
+    const source = originOf(error.key, origins) ?? origin;
     throw new ConfigError(error.code, `${error.message} (from ${source})`, {
       ...(error.key === undefined ? {} : { key: error.key }),
       cause: error,
@@ -765,39 +806,149 @@ function applyLayer(base: Config, override: unknown, origin: string, origins?: R
   }
 }
 
+/** What the mycroft.conf layer did, for the daemon to log once at start. */
+export interface MycroftReport {
+  /** The mycroft.conf files layered in, lowest precedence first; empty when none was found. */
+  readonly files: readonly string[];
+  /** Each of our keys the layer set (and that no higher layer dropped) → where it came from. */
+  readonly keys: ReadonlyMap<string, MycroftOrigin>;
+  /** mycroft.conf keys the OVOS programs read that we deliberately do not take, present in those files. */
+  readonly ignored: readonly MycroftIgnoredKey[];
+  /** Lines to log at their level (a skipped file, the legacy location, a bus not joined, nothing found). */
+  readonly notes: readonly MycroftNote[];
+}
+
 export interface CliOptions {
   config: Config;
   /** The JSON file that was layered in, as given (flag or env), if any. */
   configFile?: string;
+  /** Set when a mycroft.conf was looked for (discovery) or named (`--mycroft-conf`). */
+  mycroft?: MycroftReport;
 }
 
 export interface LoadConfigOptions {
   /** Arguments after the script name (`process.argv.slice(2)`). */
   readonly argv: readonly string[];
   readonly env: Readonly<Record<string, string | undefined>>;
-  /** Injected for tests; defaults to reading UTF-8 from disk. */
+  /** Injected for tests; defaults to reading UTF-8 from disk. Also reads a `--mycroft-conf` file. */
   readonly readFile?: (path: string) => string;
+  /**
+   * Look for the deployment's mycroft.conf where ovos-config does (mycroft-conf.ts), `env` supplying the XDG and
+   * OVOS_* variables. Absent: no discovery — only a file named with `--mycroft-conf` / OVOS_CONTESTS_MYCROFT_CONF is
+   * read. The daemon passes the real home directory; tests pass a fake one and a fake `readFile` (`undefined` for
+   * no such file), so no test reads the real /etc or ~.
+   */
+  readonly mycroftDiscovery?: { readonly home: string; readonly readFile?: (path: string) => string | undefined };
+}
+
+const BUS_KEYS = ['url', 'host', 'port', 'route'] as const;
+
+/** The first place among our own layers that names a bus (where to serve or what to join), if any. */
+function busNamedBy(file: { readonly path: string; readonly data: unknown } | undefined, layers: readonly Layer[]): { key: string; by: string } | undefined {
+  for (const layer of [...layers].reverse()) {
+    for (const name of BUS_KEYS) {
+      const by = layer.origins.get(`bus.${name}`);
+      if (by !== undefined) return { key: `bus.${name}`, by };
+    }
+  }
+  if (file !== undefined && isPlainObject(file.data) && isPlainObject(own(file.data, 'bus'))) {
+    const bus = own(file.data, 'bus') as JsonRecord;
+    const name = BUS_KEYS.find((candidate) => Object.hasOwn(bus, candidate));
+    if (name !== undefined) return { key: `bus.${name}`, by: `config file ${file.path}` };
+  }
+  return undefined;
+}
+
+/** The mycroft.conf files to layer in: the one named, or those discovery finds; `undefined` when neither applies. */
+function mycroftFiles(
+  options: LoadConfigOptions,
+  parsed: ParsedArgv,
+  readFile: (path: string) => string,
+): { readonly files: readonly MycroftConfText[]; readonly notes: readonly MycroftNote[] } | undefined {
+  if (parsed.noMycroft) return undefined;
+  const named = parsed.mycroftFile ?? (options.env[MYCROFT_ENV] === '' ? undefined : options.env[MYCROFT_ENV]);
+  if (named !== undefined) {
+    let text: string;
+    try {
+      text = readFile(named);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new ConfigError('CONFIG_FILE_UNREADABLE', `mycroft.conf ${named}: cannot read it (${reason})`, { cause: error });
+    }
+    return { files: [{ path: named, kind: 'explicit', text }], notes: [] };
+  }
+  if (options.mycroftDiscovery === undefined) return undefined;
+  const found = discoverMycroftConf({
+    env: options.env,
+    home: options.mycroftDiscovery.home,
+    readFile: options.mycroftDiscovery.readFile ?? readFileIfPresent,
+  });
+  return { files: found.files, notes: found.notes };
 }
 
 /**
- * DEFAULT_CONFIG → JSON file (`--config FILE`, else OVOS_CONTESTS_CONFIG) → environment → flags, each layer
- * validated as it is applied. Throws ConfigError; `--help`/`-h` are ignored (the caller acts on them).
+ * DEFAULT_CONFIG → mycroft.conf (`--mycroft-conf FILE`, else OVOS_CONTESTS_MYCROFT_CONF, else discovery when
+ * `mycroftDiscovery` is given; none with `--no-mycroft-conf`) → JSON file (`--config FILE`, else
+ * OVOS_CONTESTS_CONFIG) → environment → flags, each layer validated as it is applied. A mycroft.conf joins the
+ * deployment's bus unless one of our layers names a bus (bus.url, host, port or route). Throws ConfigError;
+ * `--help`/`-h` are ignored (the caller acts on them).
  */
 export function loadConfig(options: LoadConfigOptions): CliOptions {
   const readFile = options.readFile ?? ((path: string) => readFileSync(path, 'utf8'));
-  const { flags, configFile: fileFromFlag } = parseArgv(options.argv);
+  const parsed = parseArgv(options.argv);
+  const { flags, configFile: fileFromFlag } = parsed;
   const fileFromEnv = options.env[CONFIG_ENV];
   const configFile = fileFromFlag ?? (fileFromEnv === undefined || fileFromEnv === '' ? undefined : fileFromEnv);
+  const fileData = configFile === undefined ? undefined : readConfigFile(configFile, readFile);
+  const env = envLayer(options.env);
 
   let config = applyLayer(DEFAULT_CONFIG, {}, 'defaults');
-  if (configFile !== undefined) {
-    config = applyLayer(config, readConfigFile(configFile, readFile), `config file ${configFile}`);
+  let mycroft: MycroftReport | undefined;
+  const sources = mycroftFiles(options, parsed, readFile);
+  if (sources !== undefined) {
+    const layer = mycroftLayer(sources.files, config);
+    const notes = [...sources.notes, ...layer.notes];
+    const values = new Map(layer.values);
+    const keys = new Map(layer.origins);
+    const busOwner = layer.joinKeys.length === 0 ? undefined : busNamedBy(configFile === undefined ? undefined : { path: configFile, data: fileData }, [env, flags]);
+    if (busOwner !== undefined) {
+      const url = values.get('bus.url');
+      for (const key of layer.joinKeys) {
+        values.delete(key);
+        keys.delete(key);
+      }
+      notes.push({
+        level: 'info',
+        reason: 'mycroft_conf_bus_not_joined',
+        message:
+          `mycroft.conf names the deployment's messagebus (${String(url)}), but ${busOwner.by} sets ${busOwner.key}, which ` +
+          'wins: the bus is as our config says, and exampleSkills keeps its own value',
+      });
+    }
+    const origins = new Map([...keys].map(([key, origin]) => [key, `mycroft.conf ${origin.files.length === 0 ? layer.files.join(', ') : origin.files.join(', ')}: ${origin.from}`]));
+    config = applyLayer(config, overrideOf(values), `mycroft.conf ${layer.files.join(', ')}`, origins);
+    mycroft = { files: layer.files, keys, ignored: layer.ignored, notes };
   }
-  const env = envLayer(options.env);
+  if (configFile !== undefined) {
+    config = applyLayer(config, fileData, `config file ${configFile}`);
+  }
   config = applyLayer(config, env.override, 'environment', env.origins);
   config = applyLayer(config, flags.override, 'command line', flags.origins);
 
-  return configFile === undefined ? { config } : { config, configFile };
+  return {
+    config,
+    ...(configFile === undefined ? {} : { configFile }),
+    ...(mycroft === undefined ? {} : { mycroft }),
+  };
+}
+
+/** The report's one info line: the files, our key → "file: mycroft.conf key", and the keys not taken. */
+export function describeMycroftReport(report: MycroftReport): {
+  readonly files: readonly string[];
+  readonly keys: Record<string, string>;
+  readonly ignored: Record<string, string>;
+} {
+  return { files: report.files, ...describeMycroftOrigins(report.keys, report.ignored) };
 }
 
 /** Usage text: flags, environment variables and their defaults. */
@@ -811,7 +962,11 @@ export function configHelp(): string {
     ['lang', DEFAULT_CONFIG.lang],
     ['exampleSkills', DEFAULT_CONFIG.exampleSkills],
   ]);
-  const rows: [string, string][] = [[`${CONFIG_FLAG} FILE`, `JSON file of config keys, layered over the defaults (env ${CONFIG_ENV})`]];
+  const rows: [string, string][] = [
+    [`${CONFIG_FLAG} FILE`, `JSON file of config keys, layered over the defaults and mycroft.conf (env ${CONFIG_ENV})`],
+    [`${MYCROFT_FLAG} FILE`, `read this mycroft.conf instead of looking where ovos-config does (env ${MYCROFT_ENV})`],
+    [NO_MYCROFT_FLAG, 'read no mycroft.conf at all'],
+  ];
   for (const option of OPTIONS) {
     if (option.kind === 'value') {
       const fallback = defaults.get(option.key);
@@ -824,7 +979,10 @@ export function configHelp(): string {
   rows.push(['-h, --help', 'show this help']);
   const width = Math.max(...rows.map(([left]) => left.length));
   return [
-    'Options (also --flag=value). Precedence, lowest to highest: defaults, config file, environment, flags.',
+    'Options (also --flag=value). Precedence, lowest to highest: defaults, mycroft.conf, config file, environment, flags.',
+    "A mycroft.conf (/etc/mycroft, ~/.config/mycroft, … as ovos-config finds it) means an OVOS deployment: its",
+    'messagebus is joined (websocket.*) unless --bus, --host, --port or --route (or the same keys in env or the config',
+    'file) say otherwise, and its fallback and common query settings are taken (README, Configuration).',
     '',
     ...rows.map(([left, right]) => `  ${left.padEnd(width)}  ${right}`),
     '',

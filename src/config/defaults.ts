@@ -1,6 +1,7 @@
 /**
  * Every default in one block, units in the names (STYLE 7). The spec's recommended values are declared here once.
- * `loadConfig` (config.ts) layers a JSON file, environment variables and flags over this and validates the result.
+ * `loadConfig` (config.ts) layers the deployment's mycroft.conf, a JSON file, environment variables and flags over
+ * this and validates the result.
  */
 
 export type FallbackMode = 'accept_all' | 'whitelist' | 'blacklist';

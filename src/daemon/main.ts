@@ -1,8 +1,11 @@
 /**
- * `npm start`: the daemon with its embedded defaults. Flags, env and a JSON config file override them
- * (`--help` lists them); a bad value stops start-up with a message naming the key.
+ * `npm start`: the daemon with its embedded defaults. The deployment's mycroft.conf (where ovos-config finds it),
+ * a JSON config file, env and flags override them, in that order (`--help` lists them); a bad value stops start-up
+ * with a message naming the key.
  */
-import { ConfigError, configHelp, loadConfig } from '../config/config.js';
+import { homedir } from 'node:os';
+
+import { ConfigError, configHelp, describeMycroftReport, loadConfig } from '../config/config.js';
 import { createLogger } from '../log/logger.js';
 import { startDaemon } from './daemon.js';
 
@@ -14,7 +17,7 @@ if (argv.includes('--help') || argv.includes('-h')) {
 
 let loaded;
 try {
-  loaded = loadConfig({ argv, env: process.env });
+  loaded = loadConfig({ argv, env: process.env, mycroftDiscovery: { home: homedir() } });
 } catch (error) {
   if (error instanceof ConfigError) {
     process.stderr.write(`config error (${error.code}${error.key ? `, ${error.key}` : ''}): ${error.message}\n`);
@@ -24,6 +27,11 @@ try {
 }
 
 const logger = createLogger({ level: loaded.config.log.level });
+// Once at start: which mycroft.conf supplied which of our keys (issue 8), before the bus is up.
+if (loaded.mycroft !== undefined) {
+  if (loaded.mycroft.files.length > 0) logger.info(describeMycroftReport(loaded.mycroft), 'mycroft.conf read');
+  for (const note of loaded.mycroft.notes) logger[note.level]({ reason: note.reason, ...(note.file === undefined ? {} : { file: note.file }) }, note.message);
+}
 const daemon = await startDaemon(loaded.config, logger).catch((error: unknown) => {
   logger.fatal({ err: error }, 'daemon failed to start');
   process.exit(1);
