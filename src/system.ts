@@ -51,7 +51,10 @@ export function createContestSystem(options: SystemOptions): ContestSystem {
   const orchestrator = new Orchestrator(supervisor, config);
   const fallback = new FallbackPlugin(supervisor, config.fallback, { matchTimeoutMs: config.orchestrator.matchTimeoutMs });
   for (const stage of fallback.stages()) orchestrator.register(stage);
-  const commonQuery = new CommonQueryPlugin(supervisor, config.commonQuery, options.reranker === undefined ? {} : { reranker: options.reranker });
+  const commonQuery = new CommonQueryPlugin(supervisor, config.commonQuery, {
+    legacyDiscovery: config.dialects.legacy,
+    ...(options.reranker === undefined ? {} : { reranker: options.reranker }),
+  });
   orchestrator.register(commonQuery);
   // A dropped connection ends every contest cleanly: no hang, no leaked timer, the reason logged.
   const unsubscribeStatus = options.bus.onStatus((status) => {

@@ -33,6 +33,9 @@ export const legacyTopics = {
   fallbackPong: 'ovos.skills.fallback.pong',
   fallbackRequest: (skillId: string): string => `ovos.skills.fallback.${skillId}.request`,
   utteranceHandled: 'ovos.utterance.handled',
+  /** ovos-core's discovery: a ping without an utterance, answered by every common-query skill with its id. */
+  commonQueryPing: 'ovos.common_query.ping',
+  commonQueryPong: 'ovos.common_query.pong',
   /** ovos-core's: stops a fallback handler that ran past its timeout (ovos-workshop's killable event listens). */
   fallbackForceTimeout: 'ovos.skills.fallback.force_timeout',
 } as const;
@@ -78,6 +81,13 @@ export function classifyLegacy(message: Message): Classified {
     }
     case legacyTopics.utteranceHandled:
       return { ok: true, inbound: { kind: 'utterance.handled' } };
+    case legacyTopics.commonQueryPong: {
+      // The same topic as the spec's claim, another meaning: {skill_id, is_classic_cq}, no utterance (discovery).
+      if (data['utterance'] !== undefined || data['can_answer'] !== undefined) return null; // a spec pong
+      const skillId = skillIdFrom(data, 'common_query.discovered');
+      if (typeof skillId !== 'string') return skillId;
+      return { ok: true, inbound: { kind: 'common_query.discovered', skill_id: skillId, classic: data['is_classic_cq'] === true } };
+    }
   }
   // ovos.skills.fallback.<skill_id>.response {result, fallback_handler}: the legacy handler's end.
   if (type.startsWith(FALLBACK_PREFIX) && type.endsWith(RESPONSE_SUFFIX)) {

@@ -69,7 +69,9 @@ export type Inbound =
   | { readonly kind: 'skill.handler.done'; readonly skill_id: string; readonly ok: boolean; readonly exception?: string }
   | { readonly kind: 'intents.list'; readonly pipeline_id: string }
   /** Legacy dialect: a skill announcing the end of the utterance itself (ovos-workshop skills do). */
-  | { readonly kind: 'utterance.handled' };
+  | { readonly kind: 'utterance.handled' }
+  /** Legacy dialect: a common-query skill announcing itself (discovery pong, no utterance). */
+  | { readonly kind: 'common_query.discovered'; readonly skill_id: string; readonly classic: boolean };
 
 export type InboundKind = Inbound['kind'];
 export type InboundOf<K extends InboundKind> = Extract<Inbound, { kind: K }>;

@@ -168,6 +168,15 @@ describe('the daemon as a client of an existing bus (--bus URL)', () => {
     expect(watcher.of('late-join-1').flatMap((message) => spoken(message) ?? [])).toEqual(['42']);
   });
 
+  it('ovos-wire-today: a daemon joining a bus asks the common-query skills of today to announce themselves (ovos.common_query.ping without an utterance)', async () => {
+    const server = await startBus();
+    const watcher = await watch(server.url);
+    const daemon = await startDaemon(configWith({ bus: { url: server.url }, exampleSkills: false, log: { level: 'silent' } }), silentLogger());
+    cleanups.push(() => daemon.close());
+    const ping = await watcher.waitFor((message) => message.type === 'ovos.common_query.ping', 'the discovery ping');
+    expect(ping.data).toEqual({});
+  });
+
   it('ends an in-flight contest cleanly when the bus goes down: no live contest, the orchestrator promise resolves, bus_down logged', async () => {
     const server = await startBus();
     const { logger, lines } = captureLogs('info');

@@ -302,3 +302,22 @@ describe('ovos-wire-today: fallback skills written on ovos-workshop take part un
     expect(turn.filter((m) => m.type === 'ovos.utterance.handled')).toHaveLength(1);
   });
 });
+
+describe('ovos-wire-today: common-query skills of today announce themselves (discovery pong)', () => {
+  it('common-query-decorator / -classic: the start-up pong {skill_id, is_classic_cq} is told apart from a spec claim — one warn per skill that it is not supported yet, no utterance_missing', async () => {
+    const { probe, lines } = await daemonWithLogs();
+    const decorator = transcript('common-query-decorator').find((r) => r.frame.type === 'ovos.common_query.pong')!;
+    const classic = transcript('common-query-classic').find((r) => r.frame.type === 'ovos.common_query.pong')!;
+    probe.sendText(JSON.stringify(decorator.frame));
+    probe.sendText(JSON.stringify(classic.frame));
+    probe.sendText(JSON.stringify(decorator.frame)); // announced again (a restart): still one warn
+    await probe.barrier();
+    await lines.waitFor((line) => line.reason === 'legacy_common_query_unsupported' && line['skill_id'] === 'cq.classic', 'the classic skill');
+    const unsupported = lines.items.filter((line) => line.reason === 'legacy_common_query_unsupported');
+    expect(unsupported.map((line) => [line['skill_id'], line['classic'], line.level])).toEqual([
+      ['cq.decorator', false, 40],
+      ['cq.classic', true, 40],
+    ]);
+    expect(lines.items.filter((line) => line.reason === 'utterance_missing')).toEqual([]);
+  });
+});

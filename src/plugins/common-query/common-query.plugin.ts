@@ -18,7 +18,8 @@
  * answers only some polls never makes the poll wait past the claim bound.
  */
 import type { Config } from '../../config/defaults.js';
-import { forward, reply, stringField, utteranceIdOf, withContext, type Message } from '../../bus/message.js';
+import { createMessage, forward, reply, stringField, utteranceIdOf, withContext, type Message } from '../../bus/message.js';
+import { legacyTopics } from '../../dialect/legacy-dialect.js';
 import type { SessionView } from '../../bus/session.js';
 import { topics } from '../../dialect/spec-dialect.js';
 import type { IntentListing, Match, MatchRequest, PipelineStage } from '../../pipeline/plugin.js';
@@ -70,12 +71,13 @@ export class CommonQueryPlugin implements PipelineStage {
   /** Live contest id → skill → the connection its pong in that contest came over (embedded bus). */
   readonly #pongVia = new Map<string, Map<string, string>>();
 
-  constructor(supervisor: Supervisor, settings: CommonQuerySettings, options: { reranker?: Reranker } = {}) {
+  constructor(supervisor: Supervisor, settings: CommonQuerySettings, options: { reranker?: Reranker; legacyDiscovery?: boolean } = {}) {
     this.pipelineId = settings.pipelineId;
     this.#supervisor = supervisor;
     this.#settings = settings;
     this.#reranker = options.reranker;
     const bus = supervisor.bus;
+    if (options.legacyDiscovery === true) this.#discoverLegacy();
     this.#machine = commonQueryMachine.provide({
       actions: {
         // §6.1: broadcast, session in context (derived from the utterance so session and utterance_id ride along).
@@ -131,6 +133,26 @@ export class CommonQueryPlugin implements PipelineStage {
     if (cached === undefined || cached.utteranceId === undefined || cached.utteranceId !== utteranceIdOf(entry)) return;
     this.#cache.delete(session.sessionId);
     if (!cached.joined) cached.contest.stop('utterance_handled');
+  }
+
+  /**
+   * Legacy dialect: ask the common-query skills of today's OVOS to announce themselves (ovos-core's discovery ping,
+   * at start and whenever the bus comes back), and say — once per skill — that they cannot take part yet: their
+   * `question:query` flow is not implemented (issue 8). Better a warn than an install that silently answers less.
+   */
+  #discoverLegacy(): void {
+    const announced = new Set<string>();
+    this.#supervisor.on('common_query.discovered', (inbound) => {
+      if (announced.has(inbound.skill_id) || announced.size >= MAX_ROSTER) return;
+      announced.add(inbound.skill_id);
+      this.#supervisor.logger.warn(
+        { reason: 'legacy_common_query_unsupported', skill_id: inbound.skill_id, classic: inbound.classic },
+        'legacy common-query skill discovered: its question:query flow is not supported yet, it will not be asked',
+      );
+    });
+    this.#supervisor.bus.onStatus((status) => {
+      if (status.up) this.#supervisor.bus.publish(createMessage(legacyTopics.commonQueryPing, {}, { source: this.pipelineId, session: { session_id: 'default' } }));
+    });
   }
 
   /** Skills on the roster right now, and which of them answer every poll (for tests and inspection). */
