@@ -15,7 +15,9 @@
  *   - the winner is dispatched on `ovos.skills.fallback.<skill_id>.request`, answers `.start` then
  *     `.response {result}` (`result: false` is a handler error), and ends the utterance with its own
  *     `ovos.utterance.handled`.
- * The common-query topics are to follow.
+ * Common query: the discovery pong `ovos.common_query.pong {skill_id, is_classic_cq}` (no utterance) is told apart
+ * from the spec claim of the same topic, and ovos-core's discovery ping (no utterance) is sent on joining a bus; the
+ * `question:query` flow itself is not spoken yet (issue 8) — such skills are announced with a warn, not asked.
  */
 import type { JsonObject, Message } from '../bus/message.js';
 import { forward, reply, stringField } from '../bus/message.js';

@@ -1,8 +1,8 @@
 /**
  * The spec dialect: every topic of OVOS-FALLBACK-1, OVOS-COMMON-QUERY-1 and the parts of OVOS-PIPELINE-1 we speak,
- * in one adapter. Nothing else in the project spells a topic. `classify` turns an inbound message into a typed
- * event (payload validated) or a drop reason; the `topics` builders name what we send. The legacy OVOS dialect
- * (ovos-wire-today.md) will be a second adapter producing the same `Inbound` kinds.
+ * in one adapter. Nothing else in the project spells a spec topic. `classify` turns an inbound message into a
+ * typed event (payload validated) or a drop reason; the `topics` builders name what we send. The legacy OVOS dialect
+ * (ovos-wire-today.md) is the second adapter, legacy-dialect.ts, producing the same `Inbound` kinds.
  */
 import type { JsonObject, Message } from '../bus/message.js';
 import { isJsonObject, reply, response, stringField, utteranceIdOf } from '../bus/message.js';
