@@ -58,21 +58,11 @@ export class Orchestrator {
   readonly #config: Config;
   readonly #stages = new Map<string, PipelineStage>();
   /** Live utterances by `keyOf(session, utterance_id)`. */
-  readonly #inFlight = new Map<string, Contest<UtteranceLogic>>();
-  /** Utterances whose `ovos.utterance.handled` went out. */
-  readonly #handledSent = new Set<string>();
-  /** Connection → the utterances awaiting the handler of a skill that spoke over it last when it was dispatched. */
+  readonly #inFlight = new Map<string, InFlight>();
+  /** Connection → the utterances awaiting the handler of a skill dispatched while it spoke over that connection. */
   readonly #awaitingOn = new Map<string, Set<string>>();
-  /** Utterance → skill → the connection its willing fallback pong for that utterance came over (embedded bus). */
-  readonly #willingVia = new Map<string, Map<string, string>>();
-  /** Utterance → the skill it awaits, and the connection of the instance it was dispatched to. */
-  readonly #awaitedSkill = new Map<string, { readonly skill: string; readonly connection: string | undefined }>();
-  /** Utterances dispatched to a skill that announces the end of the utterance itself (the legacy dialect). */
-  readonly #skillEnds = new Set<string>();
-  /** Utterances whose skill sent the handled before the utterance actor ended: ours is not sent. */
-  readonly #skillSaidHandled = new Set<string>();
-  /** Utterances whose handled is the skill's to send: ours goes out only if it has not come when the timer fires. */
-  readonly #pendingHandled = new Map<string, { readonly timer: TimerId; readonly handled: Message }>();
+  /** Utterances (ended) whose handled is the skill's to send: ours goes out if it has not come when the timer fires. */
+  readonly #pendingHandled = new Map<string, TimerId>();
   /** Unknown pipeline ids already warned about (bounded): one warn per id, not per utterance. */
   readonly #unknownWarned = new Set<string>();
   readonly #machine: UtteranceLogic;
@@ -99,42 +89,31 @@ export class Orchestrator {
       const handled = utteranceRefused(message, reason);
       if (handled !== null) supervisor.bus.publish(handled);
     });
-    // A dispatched skill whose connection closed will never complete its handler: end it now — the utterances that
-    // dispatched to it while it spoke over that connection (the same skill_id over another one is another instance).
     // Which instance said yes: a skill_id may speak over more than one connection (a reconnect race, two instances).
     supervisor.on('fallback.pong', (inbound, message) => {
-      if (!inbound.can_handle) return;
-      const sessionId = sessionIdOf(message);
-      const utteranceId = utteranceIdOf(message);
       const connection = supervisor.connectionOf(message);
-      if (sessionId === undefined || utteranceId === undefined || connection === undefined) return;
-      const key = keyOf(sessionId, utteranceId);
-      if (!this.#inFlight.has(key)) return;
-      let via = this.#willingVia.get(key);
-      if (via === undefined) this.#willingVia.set(key, (via = new Map()));
-      via.set(inbound.skill_id, connection);
+      if (inbound.can_handle && connection !== undefined) this.#liveOf(message)?.willingVia.set(inbound.skill_id, connection);
     });
     // A legacy skill's own ovos.utterance.handled (our own echoes come here too, and change nothing).
     supervisor.on('utterance.handled', (_inbound, message) => {
-      const sessionId = sessionIdOf(message);
-      const utteranceId = utteranceIdOf(message);
-      if (sessionId === undefined || utteranceId === undefined) return;
-      const key = keyOf(sessionId, utteranceId);
-      const pending = this.#pendingHandled.get(key);
-      if (pending === undefined) {
+      const key = keyOfMessage(message);
+      const timer = key === undefined ? undefined : this.#pendingHandled.get(key);
+      if (key === undefined || timer === undefined) {
         // Before its handler's end reached us (not ovos-workshop's order, but possible): ours is not to be sent.
-        if (this.#skillEnds.has(key) && this.#inFlight.has(key) && !this.#handledSent.has(key)) this.#skillSaidHandled.add(key);
+        const live = this.#liveOf(message);
+        if (live !== undefined && live.skillEnds && !live.handledSent) live.skillSaidHandled = true;
         return;
       }
-      supervisor.clock.clearTimeout(pending.timer);
+      supervisor.clock.clearTimeout(timer);
       this.#pendingHandled.delete(key);
-      this.#skillEnds.delete(key);
-      supervisor.logger.info({ session_id: sessionId, utterance_id: utteranceId, reason: 'handled_by_skill' }, 'utterance handled by the skill itself');
+      supervisor.logger.info({ session_id: sessionIdOf(message), utterance_id: utteranceIdOf(message), reason: 'handled_by_skill' }, 'utterance handled by the skill itself');
     });
+    // A dispatched skill whose connection closed will never complete its handler: end it now — the utterances that
+    // dispatched to it while it spoke over that connection (the same skill_id over another one is another instance).
     supervisor.onConnectionClosed((connection) => {
       for (const key of this.#awaitingOn.get(connection) ?? []) {
-        const awaited = this.#awaitedSkill.get(key);
-        if (awaited !== undefined) this.#inFlight.get(key)?.send({ type: 'SKILL_GONE', skill_id: awaited.skill });
+        const live = this.#inFlight.get(key);
+        if (live?.awaited !== undefined) live.contest?.send({ type: 'SKILL_GONE', skill_id: live.awaited.skill });
       }
     });
     // OVOS-PIPELINE-1 §10: each plugin answers its introspection request.
@@ -187,6 +166,9 @@ export class Orchestrator {
     // OVOS-COMMON-QUERY-1 §5.2: every stage hears of the new utterance (eviction), not only those in its pipeline.
     for (const stage of this.#stages.values()) this.#hook(stage, 'onUtterance', () => stage.onUtterance?.(stamped, lang, session, stages.includes(stage.pipelineId)));
 
+    // Registered before the actor starts: an utterance with no stage ends (and sends its handled) inside spawn.
+    const live: InFlight = { contest: undefined, handledSent: false, willingVia: new Map(), awaited: undefined, skillEnds: false, skillSaidHandled: false };
+    this.#inFlight.set(key, live);
     const contest = this.#supervisor.spawn({
       kind: 'utterance',
       label: 'pipeline',
@@ -207,16 +189,13 @@ export class Orchestrator {
         return inbound.exception === undefined ? event : { ...event, exception: inbound.exception };
       },
     });
-    this.#inFlight.set(key, contest);
+    live.contest = contest;
     contest.logger.info({ utterances, lang, stages }, 'utterance received');
 
     const done = contest.done.then((result) => {
       this.#inFlight.delete(key);
-      this.#forgetAwaiting(key);
-      if (!this.#pendingHandled.has(key)) this.#skillEnds.delete(key);
-      this.#skillSaidHandled.delete(key);
-      const sent = this.#handledSent.delete(key);
-      if (!sent) {
+      this.#forgetAwaiting(key, live);
+      if (!live.handledSent) {
         // Stopped (bus down, shutdown) or failed before the machine sent it: PIPELINE-1 §6 still owes one handled.
         const error = result.status === 'stopped' ? result.reason : 'utterance_error';
         contest.logger.warn({ reason: error }, 'utterance ended early; ovos.utterance.handled sent with an error');
@@ -241,19 +220,23 @@ export class Orchestrator {
 
   /** Shutdown: no handled waits for a skill any more (their timers would fire on a closed bus). */
   close(): void {
-    for (const { timer } of this.#pendingHandled.values()) this.#supervisor.clock.clearTimeout(timer);
+    for (const timer of this.#pendingHandled.values()) this.#supervisor.clock.clearTimeout(timer);
     this.#pendingHandled.clear();
-    this.#skillEnds.clear();
   }
 
   /** Give the skill `SKILL_HANDLED_GRACE_MS` to send the utterance's handled; send ours if it does not. */
   #awaitSkillHandled(key: string, handled: Message): void {
     const timer = this.#supervisor.clock.setTimeout(() => {
       this.#pendingHandled.delete(key);
-      this.#skillEnds.delete(key);
       this.#supervisor.bus.publish(handled);
     }, SKILL_HANDLED_GRACE_MS);
-    this.#pendingHandled.set(key, { timer, handled });
+    this.#pendingHandled.set(key, timer);
+  }
+
+  /** The live utterance a message belongs to (by its session and utterance_id). */
+  #liveOf(message: Message): InFlight | undefined {
+    const key = keyOfMessage(message);
+    return key === undefined ? undefined : this.#inFlight.get(key);
   }
 
   /** Whether `utteranceId` is in flight in that session — in any session when the session is unreadable. */
@@ -306,7 +289,8 @@ export class Orchestrator {
             const stage = this.#stages.get(context.matchedStage!);
             const dispatched = stage?.dispatchFor?.(spec, context.match!, context.request) ?? spec;
             // A skill dispatched in another dialect announces the end of the utterance itself (ovos-workshop does).
-            if (dispatched.type !== spec.type) this.#skillEnds.add(keyOf(context.request.session.sessionId, utteranceIdOf(context.request.entry) ?? ''));
+            const live = this.#inFlight.get(requestKey(context.request));
+            if (live !== undefined && dispatched.type !== spec.type) live.skillEnds = true;
             return dispatched;
           },
         }),
@@ -336,28 +320,26 @@ export class Orchestrator {
           if (this.#config.dialects.legacy) for (const message of legacyUnmatched(entry, utterances, lang)) bus.publish(message);
         },
         handled: ({ context }) => {
-          const key = keyOf(context.request.session.sessionId, utteranceIdOf(context.request.entry) ?? '');
-          this.#handledSent.add(key);
+          const key = requestKey(context.request);
+          const live = this.#inFlight.get(key);
+          if (live !== undefined) live.handledSent = true;
           // The last message of the lifecycle carries the session as it now is (with any activation pushed).
           const built = reply(context.request.entry, topics.utteranceHandled, {});
           const session = context.dispatched?.context['session'];
           const handled = session === undefined ? built : withContext(built, { session });
           // PIPELINE-1 §6, exactly one handled on the wire whoever sends it: a skill that ends the utterance itself
           // (legacy; ovos-workshop does after a successful handler) gets a moment to send its own — or already did.
-          if (this.#skillSaidHandled.delete(key)) {
-            this.#skillEnds.delete(key);
-            return;
-          }
-          if (this.#skillEnds.has(key) && context.outcome === 'completed') {
+          const skillEnds = live?.skillEnds === true;
+          if (skillEnds && live?.skillSaidHandled === true) return;
+          if (skillEnds && context.outcome === 'completed') {
             this.#awaitSkillHandled(key, handled);
             return;
           }
           // A legacy handler that ran past its timeout is told to stop, as ovos-core does (it would end the utterance
           // a second time otherwise).
-          if (this.#skillEnds.has(key) && context.outcome === 'handler_timeout' && context.dispatched !== null && context.match !== null) {
+          if (skillEnds && context.outcome === 'handler_timeout' && context.dispatched !== null && context.match !== null) {
             bus.publish(forward(context.dispatched, legacyTopics.fallbackForceTimeout, { skill_id: context.match.skill_id }));
           }
-          this.#skillEnds.delete(key);
           bus.publish(handled);
         },
       },
@@ -389,10 +371,12 @@ export class Orchestrator {
 
   /** The dispatched bus skill's handler is now awaited; a skill already gone is told to the utterance at once. */
   #await(request: UtteranceRequest, skillId: string): void {
-    const key = keyOf(request.session.sessionId, utteranceIdOf(request.entry) ?? '');
+    const key = requestKey(request);
+    const live = this.#inFlight.get(key);
+    if (live === undefined) return;
     // The instance whose willing pong won, else (a foreign bus, a pong without utterance_id) the latest one heard.
-    const connection = this.#willingVia.get(key)?.get(skillId) ?? this.#supervisor.latestConnectionOf(skillId);
-    this.#awaitedSkill.set(key, { skill: skillId, connection });
+    const connection = live.willingVia.get(skillId) ?? this.#supervisor.latestConnectionOf(skillId);
+    live.awaited = { skill: skillId, connection };
     if (connection !== undefined) {
       let keys = this.#awaitingOn.get(connection);
       if (keys === undefined) this.#awaitingOn.set(connection, (keys = new Set()));
@@ -400,17 +384,14 @@ export class Orchestrator {
     }
     // Its connection closed between its willing reply and this dispatch: nobody will complete the handler.
     const gone = connection === undefined ? this.#supervisor.isGone(skillId) : !this.#supervisor.isOpen(connection);
-    if (gone) queueMicrotask(() => this.#inFlight.get(key)?.send({ type: 'SKILL_GONE', skill_id: skillId }));
+    if (gone) queueMicrotask(() => live.contest?.send({ type: 'SKILL_GONE', skill_id: skillId }));
   }
 
-  #forgetAwaiting(key: string): void {
-    this.#willingVia.delete(key);
-    const awaited = this.#awaitedSkill.get(key);
-    if (awaited === undefined) return;
-    this.#awaitedSkill.delete(key);
-    if (awaited.connection === undefined) return;
-    const keys = this.#awaitingOn.get(awaited.connection);
-    if (keys !== undefined && keys.delete(key) && keys.size === 0) this.#awaitingOn.delete(awaited.connection);
+  #forgetAwaiting(key: string, live: InFlight): void {
+    const connection = live.awaited?.connection;
+    if (connection === undefined) return;
+    const keys = this.#awaitingOn.get(connection);
+    if (keys !== undefined && keys.delete(key) && keys.size === 0) this.#awaitingOn.delete(connection);
   }
 
   /** PIPELINE-1 §7: reply-derived from the utterance, ids stamped, activation pushed unless suppressed (§7.3). */
@@ -431,4 +412,27 @@ export class Orchestrator {
 
 type UtteranceLogic = typeof utteranceMachine;
 
+/** One live utterance: its actor and what the orchestrator has learnt about it while it runs. */
+interface InFlight {
+  /** Set right after spawning (the record exists first: an utterance without stages ends inside spawn). */
+  contest: Contest<UtteranceLogic> | undefined;
+  /** Its ovos.utterance.handled went out, or is left to the skill. */
+  handledSent: boolean;
+  /** skill → the connection its willing fallback pong for this utterance came over (embedded bus). */
+  readonly willingVia: Map<string, string>;
+  /** The dispatched bus skill, and the connection of the instance it was dispatched to. */
+  awaited: { readonly skill: string; readonly connection: string | undefined } | undefined;
+  /** Dispatched in another dialect (legacy): the skill announces the end of the utterance itself. */
+  skillEnds: boolean;
+  /** That skill's handled came before the utterance actor ended: ours is not sent. */
+  skillSaidHandled: boolean;
+}
+
 const keyOf = (sessionId: string, utteranceId: string): string => `${sessionId}\u0000${utteranceId}`;
+const requestKey = (request: UtteranceRequest): string => keyOf(request.session.sessionId, utteranceIdOf(request.entry) ?? '');
+/** The key of the utterance a message belongs to, when it names one. */
+function keyOfMessage(message: Message): string | undefined {
+  const sessionId = sessionIdOf(message);
+  const utteranceId = utteranceIdOf(message);
+  return sessionId === undefined || utteranceId === undefined ? undefined : keyOf(sessionId, utteranceId);
+}

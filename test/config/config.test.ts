@@ -1,18 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { configErrorOf } from '../support/config-error.js';
 
 import { ConfigError, configHelp, loadConfig, mergeConfig, validateConfig } from '../../src/config/config.js';
 import { DEFAULT_CONFIG, type Config } from '../../src/config/defaults.js';
-
-/** The ConfigError thrown by `fn`; fails the test when nothing or something else is thrown. */
-function configErrorOf(fn: () => unknown): ConfigError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return error as ConfigError;
-  }
-  throw new Error('expected a ConfigError, nothing was thrown');
-}
 
 function expectInvalid(fn: () => unknown, code: ConfigError['code'], key: string | undefined): ConfigError {
   const error = configErrorOf(fn);

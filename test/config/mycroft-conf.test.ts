@@ -3,8 +3,9 @@
  * functions over fixtures, and loadConfig with a fake file system and environment: no test reads the real /etc or ~.
  */
 import { describe, expect, it } from 'vitest';
+import { configErrorOf } from '../support/config-error.js';
 
-import { ConfigError, configHelp, describeMycroftReport, loadConfig, type LoadConfigOptions } from '../../src/config/config.js';
+import { configHelp, describeMycroftReport, loadConfig, type LoadConfigOptions } from '../../src/config/config.js';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.js';
 import {
   discoverMycroftConf,
@@ -23,16 +24,6 @@ const SYSTEM = '/etc/mycroft/mycroft.conf';
 const USER = '/home/ovos/.config/mycroft/mycroft.conf';
 const ETC_XDG = '/etc/xdg/mycroft/mycroft.conf';
 const DISTRIBUTION = '/usr/share/mycroft/mycroft.conf';
-
-function configErrorOf(fn: () => unknown): ConfigError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return error as ConfigError;
-  }
-  throw new Error('expected a ConfigError, nothing was thrown');
-}
 
 /** A fake file system: `files` exist; `denied` exist but cannot be read; everything else is absent. */
 function fakeFs(files: Record<string, string>, denied: readonly string[] = []) {

@@ -68,7 +68,7 @@
  * Total 2762 paths; the file runs in about 25 s on 2 cores (npx vitest run test/model/common-query.system.model.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { assign, setup, transition, type SnapshotFrom } from 'xstate';
+import { assign, setup, transition, type AnyMachineSnapshot, type AnyStateMachine, type EventObject, type MachineContext } from 'xstate';
 import { createTestModel } from 'xstate/graph';
 import { utteranceIdOf } from '../../src/bus/message.js';
 import { PROMOTE_AFTER } from '../../src/plugins/common-query/common-query.plugin.js';
@@ -364,35 +364,51 @@ interface ModelPath {
   readonly states: readonly Ctx[];
 }
 
-/** Shortest paths to every model state, each run on by TICKs until the model has decided; duplicates removed. */
-function generatePaths(spec: ModelSpec): ModelPath[] {
-  const machine = buildModel(spec);
-  type Snapshot = SnapshotFrom<typeof machine>;
+/**
+ * Shortest paths to every state of `machine`, each run on by `drain` (the next event that time or the script brings,
+ * null when none is left) to its end; duplicates removed. Both models of this file are generated this way.
+ */
+function runOnPaths<TContext extends MachineContext, TEvent extends EventObject>(
+  machine: AnyStateMachine,
+  events: (context: TContext) => TEvent[],
+  drain: (context: TContext) => TEvent | null,
+): Array<{ readonly events: readonly TEvent[]; readonly states: readonly TContext[] }> {
   const model = createTestModel(machine, {
-    events: (snapshot: Snapshot) => candidateEvents(spec, snapshot.context),
-    filterEvents: (snapshot: Snapshot, event: ModelEvent) => snapshot.can(event),
+    events: (snapshot) => events((snapshot as { context: TContext }).context) as never,
+    filterEvents: (snapshot, event) => snapshot.can(event),
   });
   const seen = new Set<string>();
-  const paths: ModelPath[] = [];
+  const paths: Array<{ events: TEvent[]; states: TContext[] }> = [];
   for (const path of model.getShortestPaths()) {
     const steps = path.steps.filter((s) => (s.event.type as string) !== 'xstate.init');
-    const events: ModelEvent[] = steps.map((s) => s.event);
-    const states: Ctx[] = [path.steps[0]!.state.context, ...steps.map((s) => s.state.context)];
-    let snapshot: Snapshot = path.state;
-    for (;;) {
-      const drain = snapshot.context.phase === 'idle' ? ({ type: 'ASK' } as const) : nextTick(spec, snapshot.context);
-      if (drain === null) break;
-      const event: ModelEvent = 'at' in drain ? { type: 'TICK', ...drain } : drain;
+    const pathEvents = steps.map((s) => s.event as TEvent);
+    const states = [path.steps[0]!.state.context as TContext, ...steps.map((s) => s.state.context as TContext)];
+    let snapshot: AnyMachineSnapshot = path.state;
+    for (let event = drain(snapshot.context as TContext); event !== null; event = drain(snapshot.context as TContext)) {
       snapshot = transition(machine, snapshot, event)[0];
-      events.push(event);
-      states.push(snapshot.context);
+      pathEvents.push(event);
+      states.push(snapshot.context as TContext);
     }
-    if (snapshot.context.phase !== 'decided') throw new Error(`model ${spec.key}: a path that never decides`);
-    const key = JSON.stringify(events);
+    const key = JSON.stringify(pathEvents);
     if (seen.has(key)) continue;
     seen.add(key);
-    paths.push({ events, states });
+    paths.push({ events: pathEvents, states });
   }
+  return paths;
+}
+
+/** Shortest paths to every model state, each run on by TICKs until the model has decided. */
+function generatePaths(spec: ModelSpec): ModelPath[] {
+  const paths = runOnPaths<Ctx, ModelEvent>(
+    buildModel(spec),
+    (context) => candidateEvents(spec, context),
+    (context) => {
+      if (context.phase === 'idle') return { type: 'ASK' };
+      const tick = nextTick(spec, context);
+      return tick === null ? null : { type: 'TICK', ...tick };
+    },
+  );
+  for (const path of paths) if (path.states.at(-1)!.phase !== 'decided') throw new Error(`model ${spec.key}: a path that never decides`);
   return paths;
 }
 
@@ -799,36 +815,15 @@ interface TwicePath {
 }
 
 function generateTwicePaths(hold: number): TwicePath[] {
-  const machine = buildTwiceModel(hold);
-  type Snapshot = SnapshotFrom<typeof machine>;
-  const model = createTestModel(machine, {
-    events: (snapshot: Snapshot): TwiceEvent[] => {
-      const tick = twiceNextTick(hold, snapshot.context);
-      return [{ type: 'ASK_AGAIN' }, ...(tick === null ? [] : [{ type: 'TICK' as const, ...tick }])];
-    },
-    filterEvents: (snapshot: Snapshot, event: TwiceEvent) => snapshot.can(event),
-  });
-  const seen = new Set<string>();
-  const paths: TwicePath[] = [];
-  for (const path of model.getShortestPaths()) {
-    const steps = path.steps.filter((s) => (s.event.type as string) !== 'xstate.init');
-    const events: TwiceEvent[] = steps.map((s) => s.event);
-    const states: TwiceCtx[] = [path.steps[0]!.state.context, ...steps.map((s) => s.state.context)];
-    let snapshot: Snapshot = path.state;
-    for (;;) {
-      const tick = twiceNextTick(hold, snapshot.context);
-      const event: TwiceEvent | null = snapshot.context.askedAgainAt === null ? { type: 'ASK_AGAIN' } : tick === null ? null : { type: 'TICK', ...tick };
-      if (event === null) break;
-      snapshot = transition(machine, snapshot, event)[0];
-      events.push(event);
-      states.push(snapshot.context);
-    }
-    const key = JSON.stringify(events);
-    if (seen.has(key)) continue;
-    seen.add(key);
-    paths.push({ events, states });
-  }
-  return paths;
+  const tickOf = (context: TwiceCtx): TwiceEvent | null => {
+    const tick = twiceNextTick(hold, context);
+    return tick === null ? null : { type: 'TICK', ...tick };
+  };
+  return runOnPaths<TwiceCtx, TwiceEvent>(
+    buildTwiceModel(hold),
+    (context) => [{ type: 'ASK_AGAIN' }, ...[tickOf(context)].filter((e): e is TwiceEvent => e !== null)],
+    (context) => (context.askedAgainAt === null ? { type: 'ASK_AGAIN' } : tickOf(context)),
+  );
 }
 
 interface TwiceObserved {
