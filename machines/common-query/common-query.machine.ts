@@ -19,7 +19,11 @@
  * A skill whose connection closes (`GONE`) is not waited for any more: it counts as having answered the poll, and as
  * having responded without an answer if it was a claimant.
  *
- * Collection (§7): `sendRequests` asks every claimant in parallel. §7.2 sizes the *initial* window from the
+ * A claim may be `unasked` (the legacy dialect's `searching: true`: the question was the request, the answer follows
+ * by itself): such a claimant is sent no request, and its answer is kept even when it comes before the poll closes —
+ * if every claimant has then answered, or one answer is a fast win, the contest ends as the poll closes.
+ *
+ * Collection (§7): `sendRequests` asks every claimant (but the unasked) in parallel. §7.2 sizes the *initial* window from the
  * claimants' `latency_ms` (`collectionWindow`: the largest, a claimant without one counting as the fixed initial
  * window, clamped to the ceiling); a claimant is treated as declining only when it has not answered by the
  * ceiling. So the window closes at the first of:
@@ -37,7 +41,7 @@
  * `match`.
  */
 import { and, assign, emit, or, setup } from 'xstate';
-import type { Message } from '../../src/bus/message.js';
+import type { JsonObject, Message } from '../../src/bus/message.js';
 import { fastWinner, survivors, type CandidateResponse, type SelectionPolicy } from '../../src/plugins/common-query/selection.js';
 
 export interface CommonQueryInput {
@@ -61,6 +65,8 @@ export interface CommonQueryInput {
 export interface Claimant {
   readonly skill_id: string;
   readonly latency_ms?: number;
+  /** Its claim is also the request: its answer follows without `<skill_id>:common_query` (the legacy question). */
+  readonly unasked?: true;
 }
 
 export type ClosedBy = 'no_claimant' | 'all_answered' | 'fast_win' | 'window' | 'ceiling';
@@ -76,8 +82,9 @@ export interface CommonQueryContext extends CommonQueryInput {
 }
 
 export type CommonQueryEvent =
-  | { readonly type: 'PONG'; readonly skill_id: string; readonly can_answer: boolean; readonly latency_ms?: number }
-  | { readonly type: 'RESPONSE'; readonly skill_id: string; readonly answer?: string; readonly conf?: number; readonly receivedAt: number }
+  | { readonly type: 'PONG'; readonly skill_id: string; readonly can_answer: boolean; readonly latency_ms?: number; readonly unasked?: true }
+  /** `reply`: opaque to the contest, kept with the response (the legacy dialect hands a winner its own reply back). */
+  | { readonly type: 'RESPONSE'; readonly skill_id: string; readonly answer?: string; readonly conf?: number; readonly receivedAt: number; readonly reply?: JsonObject }
   | { readonly type: 'JOIN'; readonly policy: SelectionPolicy }
   /** The skill can no longer be reached (its connection closed): stop waiting for it. */
   | { readonly type: 'GONE'; readonly skill_id: string };
@@ -104,7 +111,7 @@ export function collectionWindowMs(context: Pick<CommonQueryContext, 'claimants'
 
 type Response = Extract<CommonQueryEvent, { type: 'RESPONSE' }>;
 const asCandidate = (event: Response, order: number): CandidateResponse => {
-  const base = { skill_id: event.skill_id, receivedAt: event.receivedAt, order };
+  const base = { skill_id: event.skill_id, receivedAt: event.receivedAt, order, ...(event.reply === undefined ? {} : { reply: event.reply }) };
   if (event.answer === undefined) return base;
   return event.conf === undefined ? { ...base, answer: event.answer } : { ...base, answer: event.answer, conf: event.conf };
 };
@@ -134,7 +141,7 @@ export const commonQueryMachine = setup({
     sendPing: (_args: { context: CommonQueryContext }) => {
       throw new Error('not provided: sendPing');
     },
-    /** Provided: `<skill_id>:common_query {utterance}` to every claimant (§7.1). */
+    /** Provided: `<skill_id>:common_query {utterance}` to every claimant but the unasked (§7.1). */
     sendRequests: (_args: { context: CommonQueryContext }) => {
       throw new Error('not provided: sendRequests');
     },
@@ -142,7 +149,11 @@ export const commonQueryMachine = setup({
       if (event.type !== 'PONG') return {};
       const polled = [...context.polled, event.skill_id];
       if (!event.can_answer) return { polled };
-      const claimant: Claimant = event.latency_ms === undefined ? { skill_id: event.skill_id } : { skill_id: event.skill_id, latency_ms: event.latency_ms };
+      const claimant: Claimant = {
+        skill_id: event.skill_id,
+        ...(event.latency_ms === undefined ? {} : { latency_ms: event.latency_ms }),
+        ...(event.unasked === true ? { unasked: true as const } : {}),
+      };
       return { polled, claimants: [...context.claimants, claimant] };
     }),
     addResponse: assign({
@@ -189,7 +200,13 @@ export const commonQueryMachine = setup({
     goneCompletes: ({ context, event }) =>
       event.type === 'GONE' && isClaimant(context, event.skill_id) && !responded(context, event.skill_id) && claimantsSettled(context, event.skill_id),
     hasClaimants: ({ context }) => context.claimants.length > 0,
-    claimantsAllGone: ({ context }) => context.claimants.length > 0 && context.claimants.every((c) => context.gone.includes(c.skill_id)),
+    /** Every claimant has already responded or gone (an unasked answer can come in during the poll). */
+    claimantsAllSettled: ({ context }) => context.claimants.length > 0 && context.claimants.every((c) => responded(context, c.skill_id) || context.gone.includes(c.skill_id)),
+    /** A claimant whose answer follows unasked, not yet heard from: its response during the poll is kept. */
+    pendingUnasked: ({ context, event }) =>
+      event.type === 'RESPONSE' && context.claimants.some((c) => c.skill_id === event.skill_id && c.unasked === true) && !responded(context, event.skill_id),
+    /** A fast win under the live policy is already in hand. */
+    fastWinInHand: ({ context }) => context.policy !== null && fastWinner(context.responses, context.policy) !== null,
     pendingClaimant: ({ context, event }) =>
       event.type === 'RESPONSE' && context.claimants.some((c) => c.skill_id === event.skill_id) && !responded(context, event.skill_id),
     /** This response is the last one outstanding (a gone claimant is not outstanding). */
@@ -233,9 +250,12 @@ export const commonQueryMachine = setup({
           { guard: 'firstPong', actions: 'recordPong' },
           { actions: 'reportPongIgnored' },
         ],
-        RESPONSE: {
-          actions: emit(({ event }) => ({ type: 'response.ignored' as const, skill_id: event.skill_id, reason: 'not_requested_yet' as const })),
-        },
+        // An unasked claimant's answer may come before the poll closes: kept (a fast win ends the contest, §8 step 3).
+        RESPONSE: [
+          { guard: and(['pendingUnasked', 'fastWinWith']), target: 'done', actions: ['addResponse', { type: 'closeBy', params: { by: 'fast_win' } }] },
+          { guard: 'pendingUnasked', actions: 'addResponse' },
+          { actions: emit(({ event }) => ({ type: 'response.ignored' as const, skill_id: event.skill_id, reason: 'not_requested_yet' as const })) },
+        ],
       },
       initial: 'open',
       states: {
@@ -264,8 +284,10 @@ export const commonQueryMachine = setup({
     },
     closingPoll: {
       always: [
-        // Every claimant went away before it could be asked: nothing to collect (§7.2: they count as declining).
-        { guard: 'claimantsAllGone', target: 'done', actions: { type: 'closeBy', params: { by: 'all_answered' } } },
+        // Every claimant answered unasked during the poll, or went away before it could be asked: nothing to collect
+        // (§7.2: a gone claimant counts as declining). A fast win already in hand ends it too (§8 step 3).
+        { guard: 'claimantsAllSettled', target: 'done', actions: { type: 'closeBy', params: { by: 'all_answered' } } },
+        { guard: 'fastWinInHand', target: 'done', actions: { type: 'closeBy', params: { by: 'fast_win' } } },
         { guard: 'hasClaimants', target: 'collecting' },
         { target: 'done', actions: { type: 'closeBy', params: { by: 'no_claimant' } } },
       ],

@@ -26,10 +26,19 @@ export interface UtteranceInput {
   readonly request: UtteranceRequest;
   /** The effective pipeline: loaded, not blacklisted, in preference order (§5). */
   readonly stages: readonly string[];
-  /** Stages whose plugin runs the handler in-process (common query); others dispatch to a bus skill. */
+  /**
+   * Stages whose plugin can run a handler in-process (common query): it does for a Match naming the stage itself
+   * (§7.3 reserved intent_name); a Match naming a bus skill is dispatched to it (see `handlesInProcess`).
+   */
   readonly inProcessHandlers: readonly string[];
   readonly matchTimeoutMs: number;
   readonly handlerTimeoutMs: number;
+}
+
+/** The matched stage runs the handler itself: it has one and the Match names the stage (not a bus skill). */
+export function handlesInProcess(context: Pick<UtteranceContext, 'matchedStage' | 'match' | 'inProcessHandlers'>): boolean {
+  const stage = context.matchedStage;
+  return stage !== null && context.inProcessHandlers.includes(stage) && context.match?.skill_id === stage;
 }
 
 export type UtteranceOutcome = 'completed' | 'handler_error' | 'handler_timeout' | 'unmatched';
@@ -125,7 +134,7 @@ export const utteranceMachine = setup({
     noStages: ({ context }) => context.stages.length === 0,
     fromDispatchedSkill: ({ context, event }) => event.skill_id === context.match?.skill_id,
     handlerOk: ({ event }) => event.type === 'HANDLER_DONE' && event.ok,
-    inProcess: ({ context }) => context.matchedStage !== null && context.inProcessHandlers.includes(context.matchedStage),
+    inProcess: ({ context }) => handlesInProcess(context),
   },
   delays: {
     matchTimeout: ({ context }) => context.matchTimeoutMs,

@@ -15,12 +15,21 @@
  *   - the winner is dispatched on `ovos.skills.fallback.<skill_id>.request`, answers `.start` then
  *     `.response {result}` (`result: false` is a handler error), and ends the utterance with its own
  *     `ovos.utterance.handled`.
- * Common query: the discovery pong `ovos.common_query.pong {skill_id, is_classic_cq}` (no utterance) is told apart
- * from the spec claim of the same topic, and ovos-core's discovery ping (no utterance) is sent on joining a bus; the
- * `question:query` flow itself is not spoken yet (issue 8) — such skills are announced with a warn, not asked.
+ * Common-query skills written on ovos-workshop (`@common_query` skills and the classic `CommonQuerySkill`):
+ *   - discovery: `ovos.common_query.pong {skill_id, is_classic_cq}` (no utterance) is told apart from the spec claim
+ *     of the same topic; ovos-core's discovery ping (no utterance) is sent on joining a bus;
+ *   - one broadcast `question:query {phrase}` per contest, answered by `message.response`, so the replies on
+ *     `question:query.response` carry the query's session, utterance_id and contest_id: `{phrase, skill_id,
+ *     searching: true}` is a claim whose answer follows unasked (a pong with `unasked`), `{…, answer, conf,
+ *     callback_data}` the answer, `{…, searching: false}` a decline (`data.skill_id` names the skill: skills sharing
+ *     a bus client send each other's `context.skill_id`). A classic skill's `conf` above 1 (its level's base plus
+ *     bonuses: 2.0 is common) counts as 1, the top of the spec's scale;
+ *   - the winner is activated (`<skill_id>.activate`) and dispatched on `question:action.<skill_id>` (classic:
+ *     `question:action`, the skill checks `data.skill_id`), data = the utterance merged with its own reply; it speaks,
+ *     sends `mycroft.skill.handler.start/complete` and ends the utterance with its own `ovos.utterance.handled`.
  */
 import type { JsonObject, Message } from '../bus/message.js';
-import { forward, reply, stringField } from '../bus/message.js';
+import { forward, isJsonObject, reply, stringField, withContext } from '../bus/message.js';
 import { classifyUtterances, fail, skillIdFrom, type Classified } from './spec-dialect.js';
 
 export const legacyTopics = {
@@ -38,6 +47,13 @@ export const legacyTopics = {
   /** ovos-core's discovery: a ping without an utterance, answered by every common-query skill with its id. */
   commonQueryPing: 'ovos.common_query.ping',
   commonQueryPong: 'ovos.common_query.pong',
+  /** ovos-core's common-query question (one broadcast per contest) and the skills' replies to it. */
+  questionQuery: 'question:query',
+  questionQueryResponse: 'question:query.response',
+  /** The dispatch of a common-query winner: `question:action.<skill_id>`; classic CommonQuerySkills listen on the bare topic. */
+  questionAction: (skillId: string, classic: boolean): string => (classic ? 'question:action' : `question:action.${skillId}`),
+  /** Sent before a legacy skill's dispatch, as ovos-core does: the skill becomes active (converse). */
+  activate: (skillId: string): string => `${skillId}.activate`,
   /** ovos-core's: stops a fallback handler that ran past its timeout (ovos-workshop's killable event listens). */
   fallbackForceTimeout: 'ovos.skills.fallback.force_timeout',
 } as const;
@@ -90,6 +106,8 @@ export function classifyLegacy(message: Message): Classified {
       if (typeof skillId !== 'string') return skillId;
       return { ok: true, inbound: { kind: 'common_query.discovered', skill_id: skillId, classic: data['is_classic_cq'] === true } };
     }
+    case legacyTopics.questionQueryResponse:
+      return classifyQuestionReply(data);
   }
   // ovos.skills.fallback.<skill_id>.response {result, fallback_handler}: the legacy handler's end.
   if (type.startsWith(FALLBACK_PREFIX) && type.endsWith(RESPONSE_SUFFIX)) {
@@ -105,9 +123,74 @@ export function classifyLegacy(message: Message): Classified {
   return null;
 }
 
+/**
+ * `question:query.response`: a claim (`searching: true`), an answer (`answer` + `conf`) or a decline (`searching:
+ * false`), correlated by `phrase` like a spec reply by `utterance`. A decline stays a response without answer here;
+ * the plugin knows whether it follows a claim (then it settles that claim) or not (then it is a "no" to the poll).
+ */
+function classifyQuestionReply(data: JsonObject): Classified {
+  const skillId = skillIdFrom(data, 'common_query.response');
+  if (typeof skillId !== 'string') return skillId;
+  const phrase = stringField(data, 'phrase');
+  if (phrase === undefined) return fail('common_query.response', 'utterance_missing');
+  const answer = data['answer'];
+  if (answer === undefined || answer === null) {
+    const searching = data['searching'];
+    if (searching === true) return { ok: true, inbound: { kind: 'common_query.pong', skill_id: skillId, utterance: phrase, can_answer: true, unasked: true } };
+    if (searching === false) return { ok: true, inbound: { kind: 'common_query.response', skill_id: skillId, utterance: phrase, legacy: data } };
+    return fail('common_query.response', 'answer_invalid', 'neither searching nor answer');
+  }
+  if (typeof answer !== 'string' || answer.trim() === '') return fail('common_query.response', 'answer_invalid');
+  const conf = data['conf'];
+  if (conf === undefined || conf === null) return fail('common_query.response', 'conf_missing');
+  if (typeof conf !== 'number' || !(conf >= 0) || !Number.isFinite(conf)) return fail('common_query.response', 'conf_invalid', String(conf));
+  // A classic skill's conf runs past 1 (see the header): it competes as 1, the most a spec answer can say.
+  return { ok: true, inbound: { kind: 'common_query.response', skill_id: skillId, utterance: phrase, answer, conf: Math.min(conf, 1), legacy: data } };
+}
+
+/** ovos-core's question (ovos-wire-today.md): one broadcast `{phrase}`, derived from the utterance by reply. */
+export function legacyQuestion(origin: Message, phrase: string, asker: string): Message {
+  return withContext(reply(origin, legacyTopics.questionQuery, { phrase }), { skill_id: asker });
+}
+
+/**
+ * The dispatch of a legacy common-query winner, as ovos-core sends it: `<skill_id>.activate`, then
+ * `question:action[.<skill_id>]` whose data is the utterance merged with the skill's own winning reply (its
+ * `callback_data` comes back to it), both with the context of the spec dispatch.
+ */
+export function legacyQuestionAction(
+  dispatch: Message,
+  skillId: string,
+  classic: boolean,
+  utterances: readonly string[],
+  answer: JsonObject,
+  activatedAt: number,
+): Message[] {
+  const lang = stringField(dispatch.data, 'lang') ?? '';
+  const utterance = stringField(dispatch.data, 'utterance') ?? utterances[0] ?? '';
+  const session = dispatch.context['session'];
+  const context = isJsonObject(session) ? { ...dispatch.context, session: withActiveSkill(session, skillId, activatedAt) } : dispatch.context;
+  return [
+    { type: legacyTopics.activate(skillId), data: {}, context },
+    { type: legacyTopics.questionAction(skillId, classic), data: { utterances: [...utterances], lang, utterance, ...answer, skill_id: skillId }, context },
+  ];
+}
+
+/** ovos-core's activation: `[skill_id, unix seconds]` first in the session's `active_skills`, any older entry of it dropped. */
+function withActiveSkill(session: JsonObject, skillId: string, activatedAt: number): JsonObject {
+  const current = session['active_skills'];
+  const others = Array.isArray(current) ? current.filter((entry) => !(Array.isArray(entry) && entry[0] === skillId)) : [];
+  return { ...session, active_skills: [[skillId, activatedAt], ...others] };
+}
+
 /** The legacy ping (ovos-wire-today.md): one broadcast, a `forward` of the utterance, `{utterances, lang, range}`. */
 export function legacyFallbackPing(origin: Message, utterances: readonly string[], lang: string, range: readonly [number, number]): Message {
   return forward(origin, legacyTopics.fallbackPing, { utterances: [...utterances], lang, range: [range[0], range[1]] });
+}
+
+/** Whether `message` is the legacy dispatch of a fallback winner (the one ovos-core can stop with force_timeout). */
+export function isLegacyFallbackRequest(message: Message): boolean {
+  return message.type.startsWith(FALLBACK_PREFIX) && message.type.endsWith('.request');
 }
 
 /**

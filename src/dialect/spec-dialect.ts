@@ -58,6 +58,8 @@ export type Inbound =
       readonly utterance: string;
       readonly can_answer: boolean;
       readonly latency_ms?: number;
+      /** Legacy (`searching: true`): the claim is also the request — the skill's answer follows without one. */
+      readonly unasked?: true;
     }
   | {
       readonly kind: 'common_query.response';
@@ -65,6 +67,8 @@ export type Inbound =
       readonly utterance: string;
       readonly answer?: string;
       readonly conf?: number;
+      /** Legacy (`question:query.response`): the reply's data as the skill sent it, handed back if it wins. */
+      readonly legacy?: JsonObject;
     }
   | { readonly kind: 'skill.handler.done'; readonly skill_id: string; readonly ok: boolean; readonly exception?: string }
   | { readonly kind: 'intents.list'; readonly pipeline_id: string }

@@ -23,11 +23,12 @@ import { forward, reply, response, utteranceIdOf, withContext, type JsonObject, 
 import { pushActiveHandler, readSession, resolveLang, sessionFromObject, sessionIdOf, type SessionView } from '../bus/session.js';
 import { canonicalPipelineId, type Config } from '../config/defaults.js';
 import { topics, utteranceRefused } from '../dialect/spec-dialect.js';
-import { legacyTopics, legacyUnmatched } from '../dialect/legacy-dialect.js';
+import { isLegacyFallbackRequest, legacyTopics, legacyUnmatched } from '../dialect/legacy-dialect.js';
 import type { Match, PipelineStage } from '../pipeline/plugin.js';
 import type { Contest, Supervisor } from '../supervisor/supervisor.js';
 import type { TimerId } from '../clock/clock.js';
 import {
+  handlesInProcess,
   utteranceMachine,
   type UtteranceContext,
   type UtteranceEvent,
@@ -44,7 +45,10 @@ export const SKILL_HANDLED_GRACE_MS = 1_000;
 /** Distinct unknown pipeline ids warned about; beyond this, ids from the bus are no longer remembered (nor warned). */
 const MAX_UNKNOWN_WARNED = 256;
 
-/** OVOS-PIPELINE-1 §7.3: reserved intent names whose dispatch does not push `active_handlers`. */
+/**
+ * OVOS-PIPELINE-1 §7.3: reserved intent names whose dispatch to the plugin itself does not push `active_handlers`
+ * (a legacy common-query winner is a skill, activated as ovos-core activates it).
+ */
 const NON_ACTIVATING = new Set(['common_query']);
 
 export interface UtteranceRecord {
@@ -167,7 +171,7 @@ export class Orchestrator {
     for (const stage of this.#stages.values()) this.#hook(stage, 'onUtterance', () => stage.onUtterance?.(stamped, lang, session, stages.includes(stage.pipelineId)));
 
     // Registered before the actor starts: an utterance with no stage ends (and sends its handled) inside spawn.
-    const live: InFlight = { contest: undefined, handledSent: false, willingVia: new Map(), awaited: undefined, skillEnds: false, skillSaidHandled: false };
+    const live: InFlight = { contest: undefined, handledSent: false, willingVia: new Map(), awaited: undefined, skillEnds: false, skillSaidHandled: false, dispatchMessages: undefined };
     this.#inFlight.set(key, live);
     const contest = this.#supervisor.spawn({
       kind: 'utterance',
@@ -287,16 +291,20 @@ export class Orchestrator {
           dispatched: ({ context }: { context: UtteranceContext }) => {
             const spec = this.#dispatchMessage(context.request, context.match!, context.matchedStage!);
             const stage = this.#stages.get(context.matchedStage!);
-            const dispatched = stage?.dispatchFor?.(spec, context.match!, context.request) ?? spec;
+            const messages = stage?.dispatchFor?.(spec, context.match!, context.request) ?? [spec];
+            const dispatched = messages[messages.length - 1] ?? spec;
             // A skill dispatched in another dialect announces the end of the utterance itself (ovos-workshop does).
             const live = this.#inFlight.get(requestKey(context.request));
-            if (live !== undefined && dispatched.type !== spec.type) live.skillEnds = true;
+            if (live !== undefined) {
+              live.dispatchMessages = messages.length === 0 ? [spec] : messages;
+              if (dispatched.type !== spec.type) live.skillEnds = true;
+            }
             return dispatched;
           },
         }),
         dispatch: ({ context }) => {
           const match = context.match!;
-          if (!context.inProcessHandlers.includes(context.matchedStage ?? '')) this.#await(context.request, match.skill_id);
+          if (!handlesInProcess(context)) this.#await(context.request, match.skill_id);
           // PIPELINE-1 §6: ovos.intent.matched, the dispatch (§7), ovos.intent.handler.start (§8).
           bus.publish(
             reply(context.request.entry, topics.intentMatched, {
@@ -308,7 +316,9 @@ export class Orchestrator {
               pipeline_id: context.matchedStage!,
             }),
           );
-          bus.publish(context.dispatched!);
+          // The dispatch, with what its dialect sends before it (a legacy common-query winner is activated first).
+          const live = this.#inFlight.get(requestKey(context.request));
+          for (const message of live?.dispatchMessages ?? [context.dispatched!]) bus.publish(message);
           trio(context, topics.handlerStart);
         },
         handlerComplete: ({ context }) => trio(context, topics.handlerComplete),
@@ -337,7 +347,7 @@ export class Orchestrator {
           }
           // A legacy handler that ran past its timeout is told to stop, as ovos-core does (it would end the utterance
           // a second time otherwise).
-          if (skillEnds && context.outcome === 'handler_timeout' && context.dispatched !== null && context.match !== null) {
+          if (skillEnds && context.outcome === 'handler_timeout' && context.dispatched !== null && context.match !== null && isLegacyFallbackRequest(context.dispatched)) {
             bus.publish(forward(context.dispatched, legacyTopics.fallbackForceTimeout, { skill_id: context.match.skill_id }));
           }
           bus.publish(handled);
@@ -397,7 +407,7 @@ export class Orchestrator {
   /** PIPELINE-1 §7: reply-derived from the utterance, ids stamped, activation pushed unless suppressed (§7.3). */
   #dispatchMessage(request: UtteranceRequest, match: Match, pipelineId: string): Message {
     let session: JsonObject = match.updated_session ?? request.session.raw;
-    if (!NON_ACTIVATING.has(match.intent_name)) {
+    if (!NON_ACTIVATING.has(match.intent_name) || match.skill_id !== pipelineId) {
       const base = match.updated_session === undefined ? request.session : sessionFromObject(match.updated_session);
       session = pushActiveHandler(base, match.skill_id, Math.floor(this.#supervisor.clock.now() / 1000));
     }
@@ -424,6 +434,8 @@ interface InFlight {
   awaited: { readonly skill: string; readonly connection: string | undefined } | undefined;
   /** Dispatched in another dialect (legacy): the skill announces the end of the utterance itself. */
   skillEnds: boolean;
+  /** What `dispatch` sends: the dispatch, preceded by what its dialect sends first. */
+  dispatchMessages: readonly Message[] | undefined;
   /** That skill's handled came before the utterance actor ended: ours is not sent. */
   skillSaidHandled: boolean;
 }

@@ -39,8 +39,9 @@ export interface PipelineStage {
   /** Intents this stage can produce, for `ovos.pipeline.<id>.intents.list`. */
   intents(sessionId: string): readonly IntentListing[];
   /**
-   * In-process handler for dispatches addressed to the plugin itself (`<pipeline_id>:<intent>`); absent when
-   * the Match targets a bus skill. Resolves when the handler is done; rejects on a handler error.
+   * In-process handler for dispatches addressed to the plugin itself (`<pipeline_id>:<intent>`, a Match whose
+   * skill_id is the stage's pipeline_id); a Match naming a bus skill is dispatched to it and its handler awaited.
+   * Resolves when the handler is done; rejects on a handler error.
    */
   handle?(dispatch: Message, match: Match): Promise<void>;
   /**
@@ -50,9 +51,10 @@ export interface PipelineStage {
   onUtterance?(entry: Message, lang: string, session: SessionView, inPipeline: boolean): void;
   /**
    * The dispatch of an accepted Match as the winning skill expects it: a stage whose skills speak another dialect
-   * rewrites the spec dispatch (PIPELINE-1 §7) into theirs, keeping its context. Absent: the spec dispatch.
+   * rewrites the spec dispatch (PIPELINE-1 §7) into theirs, keeping its context — the messages in order, the last one
+   * the dispatch the handler trio derives from. Absent, or `[dispatch]`: the spec dispatch.
    */
-  dispatchFor?(dispatch: Message, match: Match, utterance: { readonly session: SessionView; readonly utterances: readonly string[] }): Message;
+  dispatchFor?(dispatch: Message, match: Match, utterance: { readonly session: SessionView; readonly utterances: readonly string[] }): readonly Message[];
   /** Called once the orchestrator emitted `ovos.utterance.handled` for an utterance. */
   onHandled?(entry: Message, session: SessionView): void;
 }

@@ -125,7 +125,9 @@ describe('daemon over a real websocket (example skills)', () => {
       'ovos.intent.handler.complete',
       'ovos.utterance.handled',
     ]);
-    expect(types).toHaveLength(13);
+    // 13 spec messages, and ovos-core's question:query beside the ping (the legacy dialect is on by default).
+    expect(types).toHaveLength(14);
+    expect(only(messages, 'question:query').data).toEqual({ phrase: FRANCE });
     expect(only(messages, 'ovos.common_query.pong').data).toMatchObject({ utterance: FRANCE, skill_id: 'local-knowledge.example', can_answer: true });
     expect(only(messages, 'local-knowledge.example.common_query.response').data).toMatchObject({
       utterance: FRANCE,
@@ -267,6 +269,7 @@ describe('daemon over a real websocket (no example skills)', () => {
     expect(messages.map((message) => message.type)).toEqual([
       'ovos.utterance.handle',
       'ovos.common_query.ping',
+      'question:query', // ovos-core's question, for today's skills (legacy dialect, on by default)
       'ovos.intent.unmatched',
       'mycroft.audio.play_sound',
       'complete_intent_failure',

@@ -4,8 +4,9 @@
  * JSON text a real OVOS client sent; we assert what our daemon emits is what that client waits for — data and context
  * compared as subsets, order checked. Nothing of ours is on the client side but the socket.
  *
- * So far: the utterance entry `recognizer_loop:utterance` and the no-match ending (ovos-wire-today.md "no match"),
- * in both dialects. Legacy fallback and common-query skills are to follow (issue 8).
+ * The utterance entry `recognizer_loop:utterance` and the no-match ending (ovos-wire-today.md "no match") in both
+ * dialects; fallback skills on ovos-workshop (`FallbackSkill`); common-query skills on ovos-workshop (`@common_query`
+ * and the classic `CommonQuerySkill`), in a skill process of their own.
  */
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -52,6 +53,16 @@ async function daemon(dialects: { spec: boolean; legacy: boolean }): Promise<Pro
 }
 
 const NO_MATCH_ENDING = ['ovos.intent.unmatched', 'mycroft.audio.play_sound', 'complete_intent_failure', 'ovos.utterance.handled'];
+
+/** `expected` appear in `types` in this order (other types may come between). */
+function expectInOrder(types: readonly string[], expected: readonly string[]): void {
+  let from = 0;
+  for (const [i, type] of expected.entries()) {
+    const at = types.indexOf(type, from);
+    expect(at, `${type} after ${expected[i - 1] ?? 'the start'} in ${types.join(', ')}`).toBeGreaterThanOrEqual(0);
+    from = at + 1;
+  }
+}
 
 const inSession = (probe: Probe, sessionId: string): Message[] => probe.messages.filter((m) => sessionIdOf(m) === sessionId);
 
@@ -303,20 +314,271 @@ describe('ovos-wire-today: fallback skills written on ovos-workshop take part un
   });
 });
 
+// ---- Legacy common-query skills (ovos-workshop @common_query and classic CommonQuerySkill), plain websocket ---------
+
+type CqReply = { readonly answer: string; readonly conf: number } | null | 'never';
+
+interface WorkshopCqSkill {
+  readonly skillId: string;
+  readonly classic?: boolean;
+  /** The skill's answer to a phrase: an answer, null (ovos-workshop's searching: false), or 'never' (it hangs). */
+  readonly reply: (phrase: string, query: Message) => CqReply;
+}
+
+/**
+ * Common-query skills as ovos-workshop runs them in one skill process (transcripts/common-query-*.jsonl, session-full):
+ * the discovery pong at start-up and on every discovery ping; on `question:query` `{phrase, skill_id, searching:
+ * true}` by `message.response`, then the answer (`callback_data`; classic skills add `handles_speech`) or
+ * `searching: false`; on `question:action.<id>` (classic: `question:action` naming it) the skill speaks and sends
+ * handler start/complete and its own `ovos.utterance.handled`, each a forward of the action. Skills sharing the client
+ * send the first one's `context.skill_id` on their replies, as recorded.
+ */
+async function workshopCqProcess(url: string, skills: readonly WorkshopCqSkill[]): Promise<Probe> {
+  const probe = await Probe.connect(url);
+  cleanups.push(() => probe.close());
+  const shared = skills[0]!.skillId;
+  const announce = (skill: WorkshopCqSkill, from?: Message): void => {
+    const data = { skill_id: skill.skillId, is_classic_cq: skill.classic === true };
+    probe.send(from === undefined ? { type: 'ovos.common_query.pong', data, context: { skill_id: skill.skillId, session: { session_id: 'default' } } } : ovosReply(from, 'ovos.common_query.pong', data, { skill_id: skill.skillId }));
+  };
+  for (const skill of skills) announce(skill);
+  probe.frames.subscribe((frame) => {
+    const m = frame.message;
+    if (m === undefined) return;
+    if (m.type === 'ovos.common_query.ping' && m.data['utterance'] === undefined) for (const skill of skills) announce(skill, m);
+    if (m.type === 'question:query') {
+      const phrase = String(m.data['phrase']);
+      const response = (data: JsonObject): void => probe.send(ovosReply(m, 'question:query.response', { phrase, ...data }, { skill_id: shared }));
+      for (const skill of skills) response({ skill_id: skill.skillId, searching: true });
+      for (const skill of skills) {
+        const verdict = skill.reply(phrase, m);
+        if (verdict === 'never') continue;
+        if (verdict === null) response({ skill_id: skill.skillId, searching: false });
+        else response({ skill_id: skill.skillId, answer: verdict.answer, ...(skill.classic === true ? { handles_speech: true } : {}), callback_data: { answer: verdict.answer }, conf: verdict.conf });
+      }
+    }
+    for (const skill of skills) {
+      const action = skill.classic === true ? m.type === 'question:action' && m.data['skill_id'] === skill.skillId : m.type === `question:action.${skill.skillId}`;
+      if (!action) continue;
+      const as = (type: string, data: JsonObject = {}): Message => ({ type, data, context: { ...m.context, skill_id: skill.skillId } });
+      const callback = m.data['callback_data'] as JsonObject;
+      probe.send(as('mycroft.skill.handler.start', { name: 'WorkshopCQ.__handle_skill_query_action' }));
+      probe.send(as('speak', { utterance: String(callback['answer']), expect_response: false, meta: { skill: skill.skillId }, lang: String(m.data['lang']) }));
+      probe.send(as('mycroft.skill.handler.complete', { name: 'WorkshopCQ.__handle_skill_query_action' }));
+      probe.send(as('ovos.utterance.handled', { name: 'WorkshopCQ.__handle_skill_query_action' }));
+    }
+  });
+  await probe.barrier();
+  return probe;
+}
+
+async function legacyDaemon(override: Record<string, unknown> = {}): Promise<{ url: string; client: Probe; lines: Recorder<LogLine> }> {
+  const config = configWith({ bus: { port: 0 }, exampleSkills: false, log: { level: 'info' }, ...override });
+  const { logger, lines } = captureLogs('info');
+  const started = await startDaemon(config, logger);
+  cleanups.push(() => started.close());
+  const client = await Probe.connect(started.url);
+  cleanups.push(() => client.close());
+  return { url: started.url, client, lines };
+}
+
+const SPEED = 'Light travels at about three hundred thousand kilometres per second.';
+const handledIn = (probe: Probe, sessionId: string): Message[] => inSession(probe, sessionId).filter((m) => m.type === 'ovos.utterance.handled');
+
+/** Waits for the skill's own handled, then a barrier: anything of ours that would follow is on the wire by then. */
+async function skillEnded(client: Probe, lines: Recorder<LogLine>, sessionId: string): Promise<Message[]> {
+  await lines.waitFor((line) => line.msg === 'utterance handled by the skill itself' && line['session_id'] === sessionId, `the skill ended ${sessionId}`);
+  await client.barrier();
+  return inSession(client, sessionId);
+}
+
+describe('ovos-wire-today: common-query skills written on ovos-workshop take part unmodified', () => {
+  it('common-query-decorator: cq.decorator answers (0.7), is activated and gets question:action.cq.decorator with its callback_data; it speaks, and its own ovos.utterance.handled is the only one', async () => {
+    const { url, client, lines } = await legacyDaemon();
+    await workshopCqProcess(url, [{ skillId: 'cq.decorator', reply: () => ({ answer: SPEED, conf: 0.7 }) }]);
+    client.sendText(recordedText('common-query-decorator', 'recognizer_loop:utterance'));
+    const turn = await skillEnded(client, lines, 'bench-session');
+    const types = turn.map((m) => m.type);
+    expectInOrder(types, [
+      'recognizer_loop:utterance',
+      'question:query',
+      'question:query.response',
+      'ovos.intent.matched',
+      'cq.decorator.activate',
+      'question:action.cq.decorator',
+      'ovos.intent.handler.start',
+      'mycroft.skill.handler.complete',
+      'ovos.intent.handler.complete',
+    ]);
+    expect(types.filter((t) => t === 'ovos.utterance.handled')).toHaveLength(1);
+    expect(types).not.toContain('ovos.utterance.speak'); // the skill speaks, not the plugin
+    expect(turn.filter((m) => m.type === 'speak').map((m) => m.data['utterance'])).toEqual([SPEED]);
+    const query = turn.find((m) => m.type === 'question:query')!;
+    expect(query).toMatchObject({ data: { phrase: 'what is the speed of light' }, context: { source: 'skills', destination: 'bench', skill_id: 'common_query' } });
+    const action = turn.find((m) => m.type === 'question:action.cq.decorator')!;
+    expect(action.data).toEqual({
+      utterances: ['what is the speed of light'],
+      lang: 'en-US',
+      utterance: 'what is the speed of light',
+      phrase: 'what is the speed of light',
+      skill_id: 'cq.decorator',
+      answer: SPEED,
+      callback_data: { answer: SPEED },
+      conf: 0.7,
+    });
+    // As ovos-core: the winner is activated in the session it is dispatched with.
+    const active = (action.context['session'] as JsonObject)['active_skills'] as unknown[];
+    expect(active.map((entry) => (entry as unknown[])[0])).toEqual(['cq.decorator']);
+    expect(turn.find((m) => m.type === 'ovos.intent.matched')?.data).toMatchObject({ skill_id: 'cq.decorator', intent_name: 'common_query', pipeline_id: 'common_query' });
+    expect(handledIn(client, 'bench-session')[0]?.context['skill_id']).toBe('cq.decorator');
+  });
+
+  it('common-query-classic: conf 2.0 competes as 1; the classic skill gets the bare question:action naming it, with its own reply (conf 2.0, handles_speech) back', async () => {
+    const { url, client, lines } = await legacyDaemon();
+    await workshopCqProcess(url, [{ skillId: 'cq.classic', classic: true, reply: () => ({ answer: SPEED, conf: 2.0 }) }]);
+    client.sendText(recordedText('common-query-classic', 'recognizer_loop:utterance'));
+    const turn = await skillEnded(client, lines, 'bench-session');
+    const action = turn.find((m) => m.type === 'question:action');
+    expect(action?.data).toMatchObject({ skill_id: 'cq.classic', phrase: 'what is the speed of light', answer: SPEED, conf: 2.0, handles_speech: true, callback_data: { answer: SPEED } });
+    expect(turn.map((m) => m.type)).not.toContain('question:action.cq.classic');
+    expect(turn.filter((m) => m.type === 'ovos.utterance.handled')).toHaveLength(1);
+    const decided = lines.items.find((line) => line.msg === 'common query decided');
+    expect(decided).toMatchObject({ winner: 'cq.classic', conf: 1 });
+  });
+
+  it('common-query-none: the only skill declines (searching: false) → the contest closes on that decline (all_answered), not at a deadline; unmatched, the error sound, complete_intent_failure, one handled (ours)', async () => {
+    const { url, client, lines } = await legacyDaemon();
+    await workshopCqProcess(url, [{ skillId: 'cq.decline', reply: () => null }]);
+    client.sendText(recordedText('common-query-none', 'recognizer_loop:utterance'));
+    await client.waitFor((m) => m.type === 'ovos.utterance.handled' && sessionIdOf(m) === 'bench-session', 'handled');
+    await client.barrier();
+    const turn = inSession(client, 'bench-session');
+    expect(turn.map((m) => m.type).slice(-4)).toEqual(['ovos.intent.unmatched', 'mycroft.audio.play_sound', 'complete_intent_failure', 'ovos.utterance.handled']);
+    expect(turn.filter((m) => m.type === 'ovos.utterance.handled')).toHaveLength(1);
+    expect(turn.map((m) => m.type).filter((t) => t.startsWith('question:action'))).toEqual([]);
+    expect(lines.items.find((line) => line.msg === 'common query decided')).toMatchObject({ closed_by: 'all_answered', claimants: 1, winner: null });
+  });
+
+  it('session-full: two skills in one process (replies carrying the other\'s context.skill_id), the live blacklist drops cq.blocked (0.9): cq.open (0.7) wins in the named session, whose id and keys survive', async () => {
+    const { url, client, lines } = await legacyDaemon();
+    await workshopCqProcess(url, [
+      { skillId: 'cq.blocked', reply: () => ({ answer: 'Blocked skill answer.', conf: 0.9 }) },
+      { skillId: 'cq.open', reply: () => ({ answer: SPEED, conf: 0.7 }) },
+    ]);
+    const entryText = recordedText('session-full', 'recognizer_loop:utterance');
+    const recordedSession = (JSON.parse(entryText) as Message).context['session'] as JsonObject;
+    client.sendText(entryText);
+    const turn = await skillEnded(client, lines, 'kitchen-satellite-7f3a');
+    expect(turn.find((m) => m.type === 'ovos.intent.matched')?.data).toMatchObject({ skill_id: 'cq.open' });
+    expect(turn.map((m) => m.type).filter((t) => t.startsWith('question:action') || t.endsWith('.activate'))).toEqual(['cq.open.activate', 'question:action.cq.open']);
+    expect(turn.filter((m) => m.type === 'speak').map((m) => m.data['utterance'])).toEqual([SPEED]);
+    expect(turn.filter((m) => m.type === 'ovos.utterance.handled')).toHaveLength(1);
+    // Everything we derived carries the client's session whole, blacklist and all (activation aside).
+    for (const message of turn.filter((m) => ['question:query', 'ovos.intent.matched', 'ovos.intent.handler.complete'].includes(m.type))) {
+      const { active_skills: _a, active_handlers: _h, ...rest } = message.context['session'] as JsonObject;
+      const { active_skills: _b, ...recorded } = recordedSession;
+      expect(rest).toEqual(recorded);
+    }
+  });
+
+  it('extra context keys ("x": "xx") survive every derived message of a legacy common-query turn, and the default session keeps "default"', async () => {
+    const { url, client, lines } = await legacyDaemon();
+    await workshopCqProcess(url, [{ skillId: 'cq.decorator', reply: () => ({ answer: SPEED, conf: 0.7 }) }]);
+    client.sendText(variant(recordedText('common-query-decorator', 'recognizer_loop:utterance'), 'default', { x: 'xx' }));
+    await lines.waitFor((line) => line.msg === 'utterance handled by the skill itself' && line['session_id'] === 'default', 'the skill ended the turn');
+    await client.barrier();
+    const ours = client.messages.filter((m) => ['question:query', 'ovos.intent.matched', 'cq.decorator.activate', 'question:action.cq.decorator', 'ovos.intent.handler.start', 'ovos.intent.handler.complete'].includes(m.type));
+    expect(ours).toHaveLength(6);
+    for (const message of ours) expect(message.context).toMatchObject({ x: 'xx', session: { session_id: 'default' } });
+  });
+
+  it('two sessions asking at once never see each other\'s replies; the same question twice in one session is two contests — one answer and one handled each, none doubled', async () => {
+    const { url, client, lines } = await legacyDaemon();
+    // The skill answers with the session it was asked in: a reply crossing sessions would be spoken in the wrong one.
+    await workshopCqProcess(url, [{ skillId: 'cq.decorator', reply: (_phrase, query) => ({ answer: `for ${sessionIdOf(query)}`, conf: 0.7 }) }]);
+    const entry = recordedText('common-query-decorator', 'recognizer_loop:utterance');
+    client.sendText(variant(entry, 'kitchen'));
+    client.sendText(variant(entry, 'bedroom'));
+    for (const id of ['kitchen', 'bedroom']) await skillEnded(client, lines, id);
+    client.sendText(variant(entry, 'kitchen'));
+    await lines.waitFor((line) => line.msg === 'utterance handled by the skill itself' && line['session_id'] === 'kitchen' && lines.items.filter((l) => l.msg === 'utterance handled by the skill itself' && l['session_id'] === 'kitchen').length === 2, 'the second kitchen turn');
+    await client.barrier();
+    for (const id of ['kitchen', 'bedroom']) {
+      const spokenHere = inSession(client, id).filter((m) => m.type === 'speak').map((m) => m.data['utterance']);
+      expect(spokenHere).toEqual(id === 'kitchen' ? ['for kitchen', 'for kitchen'] : ['for bedroom']);
+      expect(handledIn(client, id)).toHaveLength(id === 'kitchen' ? 2 : 1);
+      expect(new Set(handledIn(client, id).map((m) => m.context['utterance_id'])).size).toBe(id === 'kitchen' ? 2 : 1);
+    }
+  });
+
+  it('a skill process that disconnects after searching: true is not waited for: the contest closes at once (its claim counts as declined) and the utterance goes on to fallback → unmatched, one handled', async () => {
+    const { url, client, lines } = await legacyDaemon();
+    const skill = await workshopCqProcess(url, [{ skillId: 'cq.crashy', reply: () => 'never' }]);
+    skill.frames.subscribe((frame) => {
+      if (frame.message?.type === 'question:query') setImmediate(() => void skill.close());
+    });
+    client.sendText(recordedText('common-query-decorator', 'recognizer_loop:utterance'));
+    await client.waitFor((m) => m.type === 'ovos.utterance.handled' && sessionIdOf(m) === 'bench-session', 'handled');
+    await client.barrier();
+    expect(lines.items.find((line) => line.msg === 'common query decided')).toMatchObject({ closed_by: 'all_answered', winner: null });
+    expect(inSession(client, 'bench-session').map((m) => m.type).slice(-2)).toEqual(['complete_intent_failure', 'ovos.utterance.handled']);
+  });
+
+  it('a mixed contest: a spec skill (0.8) and a legacy skill (0.9 / 0.6) compete under one selection — the higher confidence wins whichever dialect it speaks', async () => {
+    for (const [legacyConf, winner] of [[0.9, 'cq.legacy'], [0.6, 'spec.wiki']] as const) {
+      const { url, client, lines } = await legacyDaemon();
+      await workshopCqProcess(url, [{ skillId: 'cq.legacy', reply: () => ({ answer: 'legacy answer', conf: legacyConf }) }]);
+      const spec = await Probe.connect(url);
+      cleanups.push(() => spec.close());
+      spec.frames.subscribe((frame) => {
+        const m = frame.message;
+        if (m?.type === 'ovos.common_query.ping' && typeof m.data['utterance'] === 'string') spec.send(ovosReply(m, 'ovos.common_query.pong', { utterance: m.data['utterance'], skill_id: 'spec.wiki', can_answer: true, latency_ms: 50 }));
+        if (m?.type === 'spec.wiki:common_query') spec.send(ovosReply(m, 'spec.wiki.common_query.response', { utterance: m.data['utterance'] as string, skill_id: 'spec.wiki', answer: 'spec answer', conf: 0.8 }));
+      });
+      // A first question puts spec.wiki on the roster (the roster learns from pongs; see the README's poll rules: an
+      // unknown skill that claims after every known one has is heard from its next question on).
+      client.send({ type: 'recognizer_loop:utterance', data: { utterances: ['who wrote the iliad'], lang: 'en-US' }, context: { session: { session_id: 'warm-up' } } });
+      await lines.waitFor((line) => line.msg === 'common query decided' && line['session_id'] === 'warm-up', 'the warm-up question');
+      client.sendText(recordedText('common-query-decorator', 'recognizer_loop:utterance'));
+      await client.waitFor((m) => m.type === 'ovos.intent.matched' && sessionIdOf(m) === 'bench-session', 'matched');
+      await lines.waitFor((line) => (line.msg === 'utterance handled' || line.msg === 'utterance handled by the skill itself') && line['session_id'] === 'bench-session', 'the turn ended');
+      await client.barrier();
+      const turn = inSession(client, 'bench-session');
+      expect(turn.find((m) => m.type === 'ovos.intent.matched')?.data['skill_id']).toBe(winner === 'cq.legacy' ? 'cq.legacy' : 'common_query');
+      const said = [...turn.filter((m) => m.type === 'speak'), ...turn.filter((m) => m.type === 'ovos.utterance.speak')].map((m) => m.data['utterance']);
+      expect(said).toEqual([winner === 'cq.legacy' ? 'legacy answer' : 'spec answer']);
+      expect(turn.filter((m) => m.type === 'ovos.utterance.handled')).toHaveLength(1);
+      for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+    }
+  });
+
+  it('dialects.legacy false: no question:query is sent and a legacy skill\'s replies are not ours', async () => {
+    const { url, client } = await legacyDaemon({ dialects: { spec: true, legacy: false } });
+    await workshopCqProcess(url, [{ skillId: 'cq.decorator', reply: () => ({ answer: SPEED, conf: 0.7 }) }]);
+    const entry = JSON.parse(recordedText('common-query-decorator', 'recognizer_loop:utterance')) as Message;
+    client.send({ ...entry, type: 'ovos.utterance.handle' });
+    await client.waitFor((m) => m.type === 'ovos.utterance.handled' && sessionIdOf(m) === 'bench-session', 'handled');
+    await client.barrier();
+    const types = inSession(client, 'bench-session').map((m) => m.type);
+    expect(types).not.toContain('question:query');
+    expect(types.filter((t) => t === 'ovos.utterance.handled')).toHaveLength(1);
+  });
+});
+
 describe('ovos-wire-today: common-query skills of today announce themselves (discovery pong)', () => {
-  it('common-query-decorator / -classic: the start-up pong {skill_id, is_classic_cq} is told apart from a spec claim — one warn per skill that it is not supported yet, no utterance_missing', async () => {
+  it('common-query-decorator / -classic: the start-up pong {skill_id, is_classic_cq} is told apart from a spec claim and puts the skill on the roster once, classic or not — no utterance_missing', async () => {
     const { probe, lines } = await daemonWithLogs();
     const decorator = transcript('common-query-decorator').find((r) => r.frame.type === 'ovos.common_query.pong')!;
     const classic = transcript('common-query-classic').find((r) => r.frame.type === 'ovos.common_query.pong')!;
     probe.sendText(JSON.stringify(decorator.frame));
     probe.sendText(JSON.stringify(classic.frame));
-    probe.sendText(JSON.stringify(decorator.frame)); // announced again (a restart): still one warn
+    probe.sendText(JSON.stringify(decorator.frame)); // announced again (a restart): still one roster entry
     await probe.barrier();
-    await lines.waitFor((line) => line.reason === 'legacy_common_query_unsupported' && line['skill_id'] === 'cq.classic', 'the classic skill');
-    const unsupported = lines.items.filter((line) => line.reason === 'legacy_common_query_unsupported');
-    expect(unsupported.map((line) => [line['skill_id'], line['classic'], line.level])).toEqual([
-      ['cq.decorator', false, 40],
-      ['cq.classic', true, 40],
+    await lines.waitFor((line) => line.msg === 'common-query skill joined the roster' && line['skill_id'] === 'cq.classic', 'the classic skill');
+    const joined = lines.items.filter((line) => line.msg === 'common-query skill joined the roster');
+    expect(joined.map((line) => [line['skill_id'], line['dialect'], line['classic']])).toEqual([
+      ['cq.decorator', 'legacy', false],
+      ['cq.classic', 'legacy', true],
     ]);
     expect(lines.items.filter((line) => line.reason === 'utterance_missing')).toEqual([]);
   });

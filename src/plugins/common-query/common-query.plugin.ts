@@ -18,8 +18,8 @@
  * answers only some polls never makes the poll wait past the claim bound.
  */
 import type { Config } from '../../config/defaults.js';
-import { createMessage, forward, reply, stringField, utteranceIdOf, withContext, type Message } from '../../bus/message.js';
-import { legacyTopics } from '../../dialect/legacy-dialect.js';
+import { createMessage, forward, reply, stringField, utteranceIdOf, withContext, type JsonObject, type Message } from '../../bus/message.js';
+import { legacyQuestion, legacyQuestionAction, legacyTopics } from '../../dialect/legacy-dialect.js';
 import type { SessionView } from '../../bus/session.js';
 import { topics } from '../../dialect/spec-dialect.js';
 import type { IntentListing, Match, MatchRequest, PipelineStage } from '../../pipeline/plugin.js';
@@ -30,6 +30,9 @@ import {
 } from '../../../machines/common-query/common-query.machine.js';
 import { classifyQuestion } from './gate.js';
 import { selectWithReranker, type Reranker, type SelectionPolicy } from './selection.js';
+
+/** Where `match` leaves a legacy winner for `dispatchFor`: the utterance (session, utterance_id) it was selected for. */
+const winnerKey = (sessionId: string, message: Message): string => `${sessionId}\u0000${utteranceIdOf(message) ?? ''}`;
 
 /** More skills than this on the roster are not remembered (each is a string per contest input). */
 const MAX_ROSTER = 1024;
@@ -53,6 +56,23 @@ interface RosterEntry {
   saysNo: boolean;
   /** Polls in a row, of those it was known for, that it answered in time. */
   streak: number;
+  /** A classic CommonQuerySkill (legacy discovery said so): dispatched on the bare `question:action`. */
+  classic: boolean;
+}
+
+/** What one live contest has learnt beyond its machine. */
+interface ContestNotes {
+  /** skill → the connection its pong in that contest came over (embedded bus). */
+  readonly pongVia: Map<string, string>;
+  /** Skills whose claim was unasked (legacy `searching: true`): their later decline settles the claim. */
+  readonly unasked: Set<string>;
+}
+
+/** A legacy winner between `match` and its dispatch. */
+interface LegacyWinner {
+  readonly skillId: string;
+  readonly classic: boolean;
+  readonly data: JsonObject;
 }
 
 const answersEveryPoll = (entry: RosterEntry): boolean => entry.saysNo && entry.streak >= PROMOTE_AFTER;
@@ -68,27 +88,34 @@ export class CommonQueryPlugin implements PipelineStage {
   readonly #roster = new Map<string, RosterEntry>();
   /** Live contests: told when a skill becomes unreachable. */
   readonly #contests = new Set<Contest<Machine>>();
-  /** Live contest id → skill → the connection its pong in that contest came over (embedded bus). */
-  readonly #pongVia = new Map<string, Map<string, string>>();
+  /** Live contest id → what it has learnt beyond its machine. */
+  readonly #notes = new Map<string, ContestNotes>();
+  /** `keyOf(session, utterance_id)` → the legacy skill whose answer `match` selected, until its dispatch. */
+  readonly #legacyWinners = new Map<string, LegacyWinner>();
+  readonly #legacy: boolean;
 
-  constructor(supervisor: Supervisor, settings: CommonQuerySettings, options: { reranker?: Reranker; legacyDiscovery?: boolean } = {}) {
+  constructor(supervisor: Supervisor, settings: CommonQuerySettings, options: { reranker?: Reranker; legacy?: boolean } = {}) {
     this.pipelineId = settings.pipelineId;
     this.#supervisor = supervisor;
     this.#settings = settings;
     this.#reranker = options.reranker;
+    this.#legacy = options.legacy === true;
     const bus = supervisor.bus;
-    if (options.legacyDiscovery === true) this.#discoverLegacy();
+    if (this.#legacy) this.#discoverLegacy();
     this.#machine = commonQueryMachine.provide({
       actions: {
         // §6.1: broadcast, session in context (derived from the utterance so session and utterance_id ride along).
+        // Legacy dialect: ovos-core's question too, in the same contest — its replies carry the same ids back.
         sendPing: ({ context, self }) => {
           const ping = reply(context.origin, topics.commonQueryPing, { utterance: context.utterance });
           const { destination: _broadcast, ...routing } = ping.context;
           bus.publish({ ...ping, context: { ...routing, contest_id: self.id } });
+          if (this.#legacy) bus.publish(withContext(legacyQuestion(context.origin, context.utterance, this.pipelineId), { contest_id: self.id }));
         },
-        // §7.1: every claimant in parallel.
+        // §7.1: every claimant in parallel (an unasked claimant's answer is already on its way).
         sendRequests: ({ context, self }) => {
           for (const claimant of context.claimants) {
+            if (claimant.unasked === true) continue;
             const request = reply(context.origin, topics.commonQueryRequest(claimant.skill_id), { utterance: context.utterance });
             bus.publish(withContext(request, { contest_id: self.id }));
           }
@@ -99,7 +126,7 @@ export class CommonQueryPlugin implements PipelineStage {
     // remembers which connection each of its pongs came over.
     supervisor.on('common_query.pong', (inbound, message) => {
       this.#heard(inbound.skill_id, inbound.can_answer);
-      const via = this.#pongVia.get(stringField(message.context, 'contest_id') ?? '');
+      const via = this.#notes.get(stringField(message.context, 'contest_id') ?? '')?.pongVia;
       const connection = supervisor.connectionOf(message);
       if (via !== undefined && connection !== undefined && !via.has(inbound.skill_id)) via.set(inbound.skill_id, connection);
     });
@@ -108,7 +135,7 @@ export class CommonQueryPlugin implements PipelineStage {
       // everywhere, or its pong in that contest came over this connection (the same skill_id elsewhere is another
       // instance, which did not claim here).
       for (const contest of this.#contests) {
-        const via = this.#pongVia.get(contest.info.id);
+        const via = this.#notes.get(contest.info.id)?.pongVia;
         for (const skill_id of spoke) if (skills.includes(skill_id) || via?.get(skill_id) === connection) contest.send({ type: 'GONE', skill_id });
       }
       const left = skills.filter((skill) => this.#roster.delete(skill));
@@ -129,6 +156,7 @@ export class CommonQueryPlugin implements PipelineStage {
 
   /** The utterance this entry served is over: whatever is left of its early start goes. */
   onHandled(entry: Message, session: SessionView): void {
+    this.#legacyWinners.delete(winnerKey(session.sessionId, entry));
     const cached = this.#cache.get(session.sessionId);
     if (cached === undefined || cached.utteranceId === undefined || cached.utteranceId !== utteranceIdOf(entry)) return;
     this.#cache.delete(session.sessionId);
@@ -136,19 +164,13 @@ export class CommonQueryPlugin implements PipelineStage {
   }
 
   /**
-   * Legacy dialect: ask the common-query skills of today's OVOS to announce themselves (ovos-core's discovery ping,
-   * at start and whenever the bus comes back), and say — once per skill — that they cannot take part yet: their
-   * `question:query` flow is not implemented (issue 8). Better a warn than an install that silently answers less.
+   * Legacy dialect: the common-query skills of today's OVOS announce themselves (ovos-core's discovery ping, sent at
+   * start and whenever the bus comes back; each skill also pongs once at its own start-up) and join the roster, so a
+   * poll waits for their claim as for any known skill's (rule 1), and a classic skill is dispatched its way.
    */
   #discoverLegacy(): void {
-    const announced = new Set<string>();
     this.#supervisor.on('common_query.discovered', (inbound) => {
-      if (announced.has(inbound.skill_id) || announced.size >= MAX_ROSTER) return;
-      announced.add(inbound.skill_id);
-      this.#supervisor.logger.warn(
-        { reason: 'legacy_common_query_unsupported', skill_id: inbound.skill_id, classic: inbound.classic },
-        'legacy common-query skill discovered: its question:query flow is not supported yet, it will not be asked',
-      );
+      this.#heard(inbound.skill_id, true, inbound.classic);
     });
     this.#supervisor.bus.onStatus((status) => {
       if (status.up) this.#supervisor.bus.publish(createMessage(legacyTopics.commonQueryPing, {}, { source: this.pipelineId, session: { session_id: 'default' } }));
@@ -160,15 +182,17 @@ export class CommonQueryPlugin implements PipelineStage {
     return [...this.#roster].map(([skill_id, entry]) => ({ skill_id, answersEveryPoll: answersEveryPoll(entry) }));
   }
 
-  #heard(skillId: string, canAnswer: boolean): void {
+  #heard(skillId: string, canAnswer: boolean, classic?: boolean): void {
     const known = this.#roster.get(skillId);
     if (known === undefined) {
       if (this.#roster.size >= MAX_ROSTER) return;
-      this.#roster.set(skillId, { saysNo: !canAnswer, streak: 0 });
-      this.#supervisor.logger.info({ skill_id: skillId, can_answer: canAnswer }, 'common-query skill joined the roster');
-    } else if (!canAnswer) {
-      known.saysNo = true;
+      this.#roster.set(skillId, { saysNo: !canAnswer, streak: 0, classic: classic === true });
+      const dialect = classic === undefined ? {} : { dialect: 'legacy', classic };
+      this.#supervisor.logger.info({ skill_id: skillId, can_answer: canAnswer, ...dialect }, 'common-query skill joined the roster');
+      return;
     }
+    if (!canAnswer) known.saysNo = true;
+    if (classic !== undefined) known.classic = classic;
   }
 
   /**
@@ -224,6 +248,21 @@ export class CommonQueryPlugin implements PipelineStage {
       'common query decided',
     );
     if (winner === null) return null;
+    // A legacy winner speaks itself (ovos-workshop skills do, with their callback): the Match targets the skill, and
+    // `dispatchFor` hands it its own reply back on `question:action`.
+    const legacy = result.output.responses[winner.order]?.reply;
+    if (legacy !== undefined) {
+      const classic = this.#roster.get(winner.skill_id)?.classic === true || legacy['handles_speech'] === true;
+      this.#legacyWinners.set(winnerKey(request.session.sessionId, request.message), { skillId: winner.skill_id, classic, data: legacy });
+      return {
+        skill_id: winner.skill_id,
+        intent_name: 'common_query',
+        lang: request.lang,
+        utterance,
+        slots: { answer: winner.answer },
+        updated_session: request.session.raw,
+      };
+    }
     return {
       skill_id: this.pipelineId,
       intent_name: 'common_query',
@@ -240,6 +279,18 @@ export class CommonQueryPlugin implements PipelineStage {
     if (answer === undefined) throw new Error('dispatch without slots.answer');
     // PIPELINE-1 §9.6: derived from the dispatch by forward, so it keeps travelling towards the utterance's source.
     this.#supervisor.bus.publish(forward(dispatch, topics.utteranceSpeak, { utterance: answer, lang: match.lang }));
+  }
+
+  /**
+   * A legacy winner is dispatched as ovos-core does — `<skill_id>.activate`, then `question:action[.<skill_id>]` with
+   * its own reply merged in — and the orchestrator awaits its `mycroft.skill.handler.*` and its own handled.
+   */
+  dispatchFor(dispatch: Message, match: Match, utterance: { readonly session: SessionView; readonly utterances: readonly string[] }): readonly Message[] {
+    const key = winnerKey(utterance.session.sessionId, dispatch);
+    const winner = this.#legacyWinners.get(key);
+    if (winner === undefined || winner.skillId !== match.skill_id) return [dispatch];
+    this.#legacyWinners.delete(key);
+    return legacyQuestionAction(dispatch, winner.skillId, winner.classic, utterance.utterances, winner.data, this.#supervisor.clock.now() / 1000);
   }
 
   intents(): readonly IntentListing[] {
@@ -285,22 +336,39 @@ export class CommonQueryPlugin implements PipelineStage {
       correlate: (inbound): CommonQueryEvent | 'wrong_utterance' | 'not_awaited' => {
         if (inbound.kind === 'common_query.pong') {
           if (inbound.utterance !== utterance) return 'wrong_utterance';
-          const pong = { type: 'PONG' as const, skill_id: inbound.skill_id, can_answer: inbound.can_answer };
-          return inbound.latency_ms === undefined ? pong : { ...pong, latency_ms: inbound.latency_ms };
+          if (inbound.unasked === true) notes.unasked.add(inbound.skill_id);
+          return {
+            type: 'PONG' as const,
+            skill_id: inbound.skill_id,
+            can_answer: inbound.can_answer,
+            ...(inbound.latency_ms === undefined ? {} : { latency_ms: inbound.latency_ms }),
+            ...(inbound.unasked === true ? { unasked: true as const } : {}),
+          };
         }
         if (inbound.kind === 'common_query.response') {
           if (inbound.utterance !== utterance) return 'wrong_utterance';
-          const response = { type: 'RESPONSE' as const, skill_id: inbound.skill_id, receivedAt: clock.now() };
-          return inbound.answer === undefined ? response : { ...response, answer: inbound.answer, ...(inbound.conf === undefined ? {} : { conf: inbound.conf }) };
+          // A legacy decline (`searching: false`) settles the skill's unasked claim; without one it is its "no" to the poll.
+          if (inbound.legacy !== undefined && inbound.answer === undefined && !notes.unasked.has(inbound.skill_id)) {
+            return { type: 'PONG' as const, skill_id: inbound.skill_id, can_answer: false };
+          }
+          return {
+            type: 'RESPONSE' as const,
+            skill_id: inbound.skill_id,
+            receivedAt: clock.now(),
+            ...(inbound.answer === undefined ? {} : { answer: inbound.answer }),
+            ...(inbound.conf === undefined ? {} : { conf: inbound.conf }),
+            ...(inbound.legacy === undefined ? {} : { reply: inbound.legacy }),
+          };
         }
         return 'not_awaited';
       },
     });
+    const notes: ContestNotes = { pongVia: new Map(), unasked: new Set() };
     this.#contests.add(contest);
-    this.#pongVia.set(contest.info.id, new Map());
+    this.#notes.set(contest.info.id, notes);
     void contest.done.then((result) => {
       this.#contests.delete(contest);
-      this.#pongVia.delete(contest.info.id);
+      this.#notes.delete(contest.info.id);
       if (result.status === 'done') this.#tally(knownSkills, result.output.polled, contest);
     });
     return contest;

@@ -19,6 +19,7 @@
  *
  * `conf` is taken as reported: range checking belongs to the decoder at the edge (STYLE 5), not here.
  */
+import type { JsonObject } from '../../bus/message.js';
 
 /** One skill's full-answer response (§7.1) as collected; `order` is its arrival index (0, 1, 2 …) in the contest. */
 export interface CandidateResponse {
@@ -27,6 +28,8 @@ export interface CandidateResponse {
   readonly conf?: number;
   readonly receivedAt: number;
   readonly order: number;
+  /** Opaque to selection: the reply as a legacy skill sent it (handed back to it if it wins). */
+  readonly reply?: JsonObject;
 }
 
 export interface SelectionPolicy {

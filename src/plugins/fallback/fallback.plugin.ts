@@ -185,8 +185,8 @@ export class FallbackPlugin {
       intents: (sessionId) => this.#intents(sessionId, range),
       // A legacy winner is dispatched the way ovos-workshop's FallbackSkill listens for it.
       dispatchFor: (dispatch, match, utterance) => {
-        if (this.registry.effectiveEntry(utterance.session.sessionId, match.skill_id)?.legacy !== true) return dispatch;
-        return legacyFallbackRequest(dispatch, match.skill_id, utterance.utterances, range ?? FULL_RANGE);
+        if (this.registry.effectiveEntry(utterance.session.sessionId, match.skill_id)?.legacy !== true) return [dispatch];
+        return [legacyFallbackRequest(dispatch, match.skill_id, utterance.utterances, range ?? FULL_RANGE)];
       },
     };
   }
