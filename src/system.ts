@@ -52,7 +52,7 @@ export function createContestSystem(options: SystemOptions): ContestSystem {
   const fallback = new FallbackPlugin(supervisor, config.fallback, { matchTimeoutMs: config.orchestrator.matchTimeoutMs });
   for (const stage of fallback.stages()) orchestrator.register(stage);
   const commonQuery = new CommonQueryPlugin(supervisor, config.commonQuery, {
-    legacy: config.dialects.legacy,
+    dialects: config.dialects,
     ...(options.reranker === undefined ? {} : { reranker: options.reranker }),
   });
   orchestrator.register(commonQuery);

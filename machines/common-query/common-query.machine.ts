@@ -8,7 +8,9 @@
  *  1. a claim is in hand and every skill on the plugin's roster (`knownSkills`: every skill that has ever ponged)
  *     has answered this poll, `can_answer` true or false — nobody the plugin knows of is left to hear from. Without
  *     a claim in hand rule 1 waits for (2): a skill that follows §6.2 ("SHOULD stay silent") is on no roster until
- *     it first claims, and its claim within the bound must not be lost to a poll closed on everyone else's `false`;
+ *     it first claims, and its claim within the bound must not be lost to a poll closed on everyone else's `false`.
+ *     When no such skill can exist (`rosterComplete`: only the legacy dialect, whose skills announce themselves), every
+ *     known skill having answered closes the poll with or without a claim;
  *  2. the claim bound `pollClaimBound` (Appendix A's 100 ms skill-side pong bound plus a transport allowance):
  *     a skill that honours the pong bound has answered by then, so silence means "no" — unless a skill known to
  *     answer every poll (`answeringSkills`: it has said `can_answer: false` before) is still outstanding: it is
@@ -58,6 +60,11 @@ export interface CommonQueryInput {
   readonly knownSkills: readonly string[];
   /** Of those, the skills known to answer every poll (true or false): worth waiting for past the claim bound. */
   readonly answeringSkills: readonly string[];
+  /**
+   * No skill can claim without being on the roster first (only the legacy dialect is spoken: its skills announce
+   * themselves before they are asked), so rule 1 needs no claim in hand. Default false.
+   */
+  readonly rosterComplete?: boolean;
   /** The live policy when `match` started the contest itself; null for an early start (joined later). */
   readonly policy: SelectionPolicy | null;
 }
@@ -182,10 +189,10 @@ export const commonQueryMachine = setup({
   },
   guards: {
     firstPong: ({ context, event }) => event.type === 'PONG' && !context.polled.includes(event.skill_id),
-    /** With this pong, a claim is in hand and every skill on the roster has answered the poll or is gone (rule 1). */
+    /** With this pong, a claim is in hand (or the roster is complete) and every skill on it has answered or is gone (rule 1). */
     lastKnown: ({ context, event }) =>
       event.type === 'PONG' &&
-      (event.can_answer || liveClaims(context) > 0) &&
+      (event.can_answer || liveClaims(context) > 0 || context.rosterComplete === true) &&
       context.knownSkills.length > 0 &&
       heardAll(context, [...context.polled, event.skill_id], context.knownSkills),
     /** With this pong, no skill known to answer every poll is outstanding (ends the wait past the claim bound). */
@@ -193,7 +200,9 @@ export const commonQueryMachine = setup({
     answeringOutstanding: ({ context }) => !heardAll(context, context.polled, context.answeringSkills),
     /** With this skill gone, rule 1 holds: a claim in hand, every known skill heard or gone. */
     goneKnownHeard: ({ context, event }) =>
-      event.type === 'GONE' && liveClaims(withGone(context, event.skill_id)) > 0 && context.knownSkills.length > 0 && heardAll(withGone(context, event.skill_id), context.polled, context.knownSkills),
+      event.type === 'GONE' &&
+      (liveClaims(withGone(context, event.skill_id)) > 0 || context.rosterComplete === true) &&
+      context.knownSkills.length > 0 && heardAll(withGone(context, event.skill_id), context.polled, context.knownSkills),
     /** With this skill gone, nobody known to answer every poll is outstanding. */
     goneAnsweringHeard: ({ context, event }) => event.type === 'GONE' && heardAll(withGone(context, event.skill_id), context.polled, context.answeringSkills),
     /** This GONE is of a claimant that has not responded, and with it every claimant is settled. */

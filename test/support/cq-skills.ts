@@ -106,3 +106,87 @@ export function langSeenBySkill(message: Message): string | null {
   const lang = resolveLang(message, sessionOf(message), '');
   return lang === '' ? null : lang;
 }
+
+/**
+ * An ovos-workshop common-query skill (ovos-wire-today.md), scripted on the harness clock: it announces itself on
+ * the discovery pong `{skill_id, is_classic_cq}` when created and on every discovery ping, answers `question:query`
+ * with `searching: true` then its answer (`answer`, `conf`, `callback_data`) or `searching: false`, and when it
+ * wins runs its action on `question:action.<skill_id>` (classic: `question:action` naming it) as the workshop does:
+ * handler start, `speak`, handler complete, its own `ovos.utterance.handled`.
+ */
+export interface LegacyCqScript {
+  /** A classic `CommonQuerySkill` (`is_classic_cq`, conf up to 2.0, bare `question:action`). */
+  readonly classic?: boolean;
+  /** Announce on creation (as a skill does at start-up). Default true. */
+  readonly announce?: boolean;
+  /**
+   * Clock time before `searching: true`; `'never'` sends none (a skill that answers or declines straight away). A
+   * function decides per question (`index`: 0 for the first this skill received). Default 0.
+   */
+  readonly searchingAfterMs?: Delay;
+  /** Clock time before the answer (or decline); `'never'` leaves the claim unanswered. Per question as above. Default 0. */
+  readonly answerAfterMs?: Delay;
+  /** The answer; null sends `searching: false` (a decline). Default "<skill_id> answer". */
+  readonly answer?: string | null;
+  /** `conf` sent with the answer. Default 0.7. */
+  readonly conf?: number;
+  /** Rewrite the answer payload before it is sent (malformed-input tests). */
+  readonly answerData?: (data: JsonObject) => JsonObject;
+}
+
+type Delay = number | 'never' | ((index: number) => number | 'never');
+
+export interface LegacyCqSkill {
+  readonly skillId: string;
+  /** `question:query` frames received, with the clock time they arrived. */
+  readonly questions: Array<{ readonly at: number; readonly message: Message }>;
+  /** `question:action[.<skill_id>]` frames addressed to this skill, with the clock time they arrived. */
+  readonly actions: Array<{ readonly at: number; readonly message: Message }>;
+}
+
+export function legacyCqSkill(h: Harness, skillId: string, script: LegacyCqScript = {}): LegacyCqSkill {
+  const questions: LegacyCqSkill['questions'] = [];
+  const actions: LegacyCqSkill['actions'] = [];
+  const classic = script.classic === true;
+  const at = (ms: number | 'never' | undefined, fn: () => void): void => {
+    if (ms === 'never') return;
+    if (ms === undefined || ms <= 0) fn();
+    else h.clock.setTimeout(fn, ms);
+  };
+  const announce = (from?: Message): void => {
+    const data = { skill_id: skillId, is_classic_cq: classic };
+    h.bus.publish(from === undefined ? { type: 'ovos.common_query.pong', data, context: { skill_id: skillId, session: { session_id: 'default' } } } : reply(from, 'ovos.common_query.pong', data));
+  };
+  h.bus.subscribe((message) => {
+    if (message.type === 'ovos.common_query.ping' && message.data['utterance'] === undefined) announce(message);
+    if (message.type === 'question:query') {
+      questions.push({ at: h.clock.now(), message });
+      const phrase = firstString(message.data['phrase']) ?? '';
+      const respond = (data: JsonObject): void => {
+        const out = reply(message, 'question:query.response', { phrase, skill_id: skillId, ...data });
+        h.bus.publish({ ...out, context: { ...out.context, skill_id: skillId } });
+      };
+      const index = questions.length - 1;
+      const delay = (d: Delay | undefined): number | 'never' | undefined => (typeof d === 'function' ? d(index) : d);
+      at(delay(script.searchingAfterMs), () => respond({ searching: true }));
+      const answer = script.answer === undefined ? `${skillId} answer` : script.answer;
+      at(delay(script.answerAfterMs), () => {
+        if (answer === null) return respond({ searching: false });
+        const base: JsonObject = { answer, callback_data: { answer }, conf: script.conf ?? 0.7, ...(classic ? { handles_speech: true } : {}) };
+        respond(script.answerData ? script.answerData(base) : base);
+      });
+    }
+    const mine = classic ? message.type === 'question:action' && message.data['skill_id'] === skillId : message.type === `question:action.${skillId}`;
+    if (mine) {
+      actions.push({ at: h.clock.now(), message });
+      const as = (type: string, data: JsonObject = {}): Message => ({ type, data, context: { ...message.context, skill_id: skillId } });
+      const callback = message.data['callback_data'];
+      h.bus.publish(as('mycroft.skill.handler.start', { name: 'CommonQuerySkill.__handle_question_action' }));
+      h.bus.publish(as('speak', { utterance: isJsonObject(callback) ? String(callback['answer']) : '', expect_response: false }));
+      h.bus.publish(as('mycroft.skill.handler.complete', { name: 'CommonQuerySkill.__handle_question_action' }));
+      h.bus.publish(as('ovos.utterance.handled', {}));
+    }
+  });
+  if (script.announce !== false) announce();
+  return { skillId, questions, actions };
+}

@@ -52,7 +52,10 @@ interface CacheEntry {
 }
 
 interface RosterEntry {
-  /** It has sent `can_answer: false` at least once: it may answer every poll. */
+  /**
+   * It may answer every poll: it has sent `can_answer: false` at least once, or it is a workshop skill (they reply to
+   * every `question:query`, `searching` first — ovos-wire-today.md), so it is promoted like any skill that says no.
+   */
   saysNo: boolean;
   /** Polls in a row, of those it was known for, that it answered in time. */
   streak: number;
@@ -92,25 +95,28 @@ export class CommonQueryPlugin implements PipelineStage {
   readonly #notes = new Map<string, ContestNotes>();
   /** `keyOf(session, utterance_id)` → the legacy skill whose answer `match` selected, until its dispatch. */
   readonly #legacyWinners = new Map<string, LegacyWinner>();
-  readonly #legacy: boolean;
+  /** The dialects asked in every poll (Config['dialects']): the spec ping, ovos-core's question, or both. */
+  readonly #dialects: { readonly spec: boolean; readonly legacy: boolean };
 
-  constructor(supervisor: Supervisor, settings: CommonQuerySettings, options: { reranker?: Reranker; legacy?: boolean } = {}) {
+  constructor(supervisor: Supervisor, settings: CommonQuerySettings, options: { reranker?: Reranker; dialects?: Config['dialects'] } = {}) {
     this.pipelineId = settings.pipelineId;
     this.#supervisor = supervisor;
     this.#settings = settings;
     this.#reranker = options.reranker;
-    this.#legacy = options.legacy === true;
+    this.#dialects = options.dialects ?? { spec: true, legacy: false };
     const bus = supervisor.bus;
-    if (this.#legacy) this.#discoverLegacy();
+    if (this.#dialects.legacy) this.#discoverLegacy();
     this.#machine = commonQueryMachine.provide({
       actions: {
         // §6.1: broadcast, session in context (derived from the utterance so session and utterance_id ride along).
         // Legacy dialect: ovos-core's question too, in the same contest — its replies carry the same ids back.
         sendPing: ({ context, self }) => {
-          const ping = reply(context.origin, topics.commonQueryPing, { utterance: context.utterance });
-          const { destination: _broadcast, ...routing } = ping.context;
-          bus.publish({ ...ping, context: { ...routing, contest_id: self.id } });
-          if (this.#legacy) bus.publish(withContext(legacyQuestion(context.origin, context.utterance, this.pipelineId), { contest_id: self.id }));
+          if (this.#dialects.spec) {
+            const ping = reply(context.origin, topics.commonQueryPing, { utterance: context.utterance });
+            const { destination: _broadcast, ...routing } = ping.context;
+            bus.publish({ ...ping, context: { ...routing, contest_id: self.id } });
+          }
+          if (this.#dialects.legacy) bus.publish(withContext(legacyQuestion(context.origin, context.utterance, this.pipelineId), { contest_id: self.id }));
         },
         // §7.1: every claimant in parallel (an unasked claimant's answer is already on its way).
         sendRequests: ({ context, self }) => {
@@ -125,7 +131,7 @@ export class CommonQueryPlugin implements PipelineStage {
     // The roster learns from every valid pong on the bus, whichever contest (if any) it is for; a live contest
     // remembers which connection each of its pongs came over.
     supervisor.on('common_query.pong', (inbound, message) => {
-      this.#heard(inbound.skill_id, inbound.can_answer);
+      this.#heard(inbound.skill_id, { saysNo: !inbound.can_answer });
       const via = this.#notes.get(stringField(message.context, 'contest_id') ?? '')?.pongVia;
       const connection = supervisor.connectionOf(message);
       if (via !== undefined && connection !== undefined && !via.has(inbound.skill_id)) via.set(inbound.skill_id, connection);
@@ -170,7 +176,7 @@ export class CommonQueryPlugin implements PipelineStage {
    */
   #discoverLegacy(): void {
     this.#supervisor.on('common_query.discovered', (inbound) => {
-      this.#heard(inbound.skill_id, true, inbound.classic);
+      this.#heard(inbound.skill_id, { saysNo: true, classic: inbound.classic });
     });
     this.#supervisor.bus.onStatus((status) => {
       if (status.up) this.#supervisor.bus.publish(createMessage(legacyTopics.commonQueryPing, {}, { source: this.pipelineId, session: { session_id: 'default' } }));
@@ -182,16 +188,17 @@ export class CommonQueryPlugin implements PipelineStage {
     return [...this.#roster].map(([skill_id, entry]) => ({ skill_id, answersEveryPoll: answersEveryPoll(entry) }));
   }
 
-  #heard(skillId: string, canAnswer: boolean, classic?: boolean): void {
+  /** A skill was heard from: a pong (`saysNo` when it was `can_answer: false`) or a legacy discovery (`classic` set). */
+  #heard(skillId: string, { saysNo, classic }: { readonly saysNo: boolean; readonly classic?: boolean }): void {
     const known = this.#roster.get(skillId);
     if (known === undefined) {
       if (this.#roster.size >= MAX_ROSTER) return;
-      this.#roster.set(skillId, { saysNo: !canAnswer, streak: 0, classic: classic === true });
-      const dialect = classic === undefined ? {} : { dialect: 'legacy', classic };
-      this.#supervisor.logger.info({ skill_id: skillId, can_answer: canAnswer, ...dialect }, 'common-query skill joined the roster');
+      this.#roster.set(skillId, { saysNo, streak: 0, classic: classic === true });
+      const heard = classic === undefined ? { can_answer: !saysNo } : { dialect: 'legacy', classic };
+      this.#supervisor.logger.info({ skill_id: skillId, ...heard }, 'common-query skill joined the roster');
       return;
     }
-    if (!canAnswer) known.saysNo = true;
+    if (saysNo) known.saysNo = true;
     if (classic !== undefined) known.classic = classic;
   }
 
@@ -327,6 +334,8 @@ export class CommonQueryPlugin implements PipelineStage {
         pollClaimBoundMs: this.#settings.pollClaimBoundMs,
         knownSkills,
         answeringSkills,
+        // Legacy skills announce themselves; with the spec dialect off no silent, unknown skill can claim.
+        rosterComplete: !this.#dialects.spec,
         collectionInitialMs: this.#settings.collectionInitialMs,
         collectionCeilingMs: this.#settings.collectionCeilingMs,
         policy,
