@@ -174,13 +174,14 @@ const ovosForward = (from: Message, type: string, data: JsonObject = {}): Messag
  * on the broadcast ping a pong by reply with context.skill_id; on its request `.start`, `.response {result}`, then
  * `ovos.utterance.handled`, each a forward of the request.
  */
-function workshopFallbackSkill(probe: Probe, registerText: string, canHandle: boolean, result = true): void {
+function workshopFallbackSkill(probe: Probe, registerText: string, canHandle: boolean | 'silent', result = true): void {
   const skillId = (JSON.parse(registerText) as Message).data['skill_id'] as string;
   probe.sendText(registerText);
   probe.frames.subscribe((frame) => {
     const message = frame.message;
     if (message === undefined) return;
     if (message.type === 'ovos.skills.fallback.ping') {
+      if (canHandle === 'silent') return;
       probe.send(ovosReply(message, 'ovos.skills.fallback.pong', { skill_id: skillId, can_handle: canHandle }, { skill_id: skillId }));
     } else if (message.type === `ovos.skills.fallback.${skillId}.request`) {
       probe.send(ovosForward(message, `ovos.skills.fallback.${skillId}.start`));
@@ -311,6 +312,137 @@ describe('ovos-wire-today: fallback skills written on ovos-workshop take part un
     expect(turn.find((m) => m.type === 'ovos.intent.matched')?.data).toMatchObject({ skill_id: 'spec.first' });
     expect(turn.filter((m) => m.type.endsWith('.request'))).toEqual([]);
     expect(turn.filter((m) => m.type === 'ovos.utterance.handled')).toHaveLength(1);
+  });
+});
+
+// ---- OVOS fallback behaviours, ported (ovos-core's fallback tests), in both dialects -------------------------------
+
+type Dialect = 'spec' | 'legacy';
+
+/** The recorded ovos-workshop registration, for another skill and priority (ovos-workshop sends no context.skill_id). */
+function legacyRegistration(skillId: string, priority: number): string {
+  const frame = JSON.parse(registerTexts('fallback-workshop-willing')[0]!) as Message;
+  return JSON.stringify({ ...frame, data: { skill_id: skillId, priority } });
+}
+
+/**
+ * A spec fallback skill (OVOS-FALLBACK-1 §3, §6, §7) on the probe: registers with context.skill_id, pongs on its own
+ * ping by reply (or stays silent), and on its dispatch speaks and completes its handler, both by reply.
+ */
+function specFallbackSkill(probe: Probe, skillId: string, priority: number, canHandle: boolean | 'silent'): void {
+  probe.send({ type: 'ovos.fallback.register', data: { skill_id: skillId, priority }, context: { skill_id: skillId, session: { session_id: 'default' } } });
+  probe.frames.subscribe((frame) => {
+    const m = frame.message;
+    if (m?.type === `${skillId}.fallback.ping` && canHandle !== 'silent') {
+      probe.send(ovosReply(m, `${skillId}.fallback.pong`, { skill_id: skillId, can_handle: canHandle }, { skill_id: skillId }));
+    } else if (m?.type === `${skillId}:fallback`) {
+      probe.send(ovosReply(m, 'ovos.utterance.speak', { utterance: `${skillId} says hello` }, { skill_id: skillId }));
+      probe.send(ovosReply(m, 'mycroft.skill.handler.complete', {}, { skill_id: skillId }));
+    }
+  });
+}
+
+function fallbackSkillIn(dialect: Dialect, probe: Probe, skillId: string, priority: number, canHandle: boolean | 'silent'): void {
+  if (dialect === 'spec') specFallbackSkill(probe, skillId, priority, canHandle);
+  else workshopFallbackSkill(probe, legacyRegistration(skillId, priority), canHandle);
+}
+
+/** The recorded client utterance with another text and session (extra session keys merged), in either dialect's entry. */
+function utteranceIn(dialect: Dialect, utterance: string, sessionId: string, session: JsonObject = {}): string {
+  const frame = JSON.parse(recordedText('fallback-workshop-willing', 'recognizer_loop:utterance')) as Message;
+  return JSON.stringify({
+    type: dialect === 'spec' ? 'ovos.utterance.handle' : 'recognizer_loop:utterance',
+    data: { ...frame.data, utterances: [utterance] },
+    context: { ...frame.context, session: { ...(frame.context['session'] as JsonObject), ...session, session_id: sessionId } },
+  });
+}
+
+/** What each dialect's pings to `skillId` look like on the wire. */
+const pingsTo = (dialect: Dialect, turn: readonly Message[], skillId: string, range?: readonly number[]): Message[] =>
+  dialect === 'spec'
+    ? turn.filter((m) => m.type === `${skillId}.fallback.ping`)
+    : turn.filter((m) => m.type === 'ovos.skills.fallback.ping' && (range === undefined || JSON.stringify(m.data['range']) === JSON.stringify(range)));
+
+async function endOfTurn(probe: Probe, sessionId: string): Promise<Message[]> {
+  await probe.waitFor((m) => m.type === 'ovos.utterance.handled' && sessionIdOf(m) === sessionId, `handled in ${sessionId}`);
+  await probe.barrier();
+  return inSession(probe, sessionId);
+}
+
+describe.each<Dialect>(['spec', 'legacy'])('ovos-core fallback behaviours, ported: %s dialect', (dialect) => {
+  it('FALLBACK-1 §8: a skill at priority 95 handles "hello world" at the low stage; one handled', async () => {
+    const { probe } = await daemonWithLogs();
+    fallbackSkillIn(dialect, probe, 'fb.hello', 95, true);
+    await probe.barrier();
+    probe.sendText(utteranceIn(dialect, 'hello world', 'hello'));
+    const turn = await endOfTurn(probe, 'hello');
+    expect(turn.find((m) => m.type === 'ovos.intent.matched')?.data).toMatchObject({ skill_id: 'fb.hello', intent_name: 'fallback', pipeline_id: 'fallback_low' });
+    expect(turn.filter((m) => m.type === 'ovos.intent.handler.complete')).toHaveLength(1);
+    expect(turn.filter((m) => m.type === 'ovos.utterance.handled')).toHaveLength(1);
+    // Only the low stage's pool held the skill: the high and medium stages asked nobody.
+    if (dialect === 'legacy') expect(pingsTo(dialect, turn, 'fb.hello').map((m) => m.data['range'])).toEqual([[75, 100]]);
+    else expect(pingsTo(dialect, turn, 'fb.hello')).toHaveLength(1);
+  });
+
+  it('FALLBACK-1 §5 / SESSION-1 blacklisted_skills: a blacklisted skill is never pinged and never wins; the next willing skill does', async () => {
+    const { probe } = await daemonWithLogs();
+    fallbackSkillIn(dialect, probe, 'fb.banned', 10, true);
+    fallbackSkillIn(dialect, probe, 'fb.allowed', 60, true);
+    await probe.barrier();
+    probe.sendText(utteranceIn(dialect, 'do a barrel roll please', 'kid', { blacklisted_skills: ['fb.banned'] }));
+    const turn = await endOfTurn(probe, 'kid');
+    // The high stage's pool is empty once fb.banned is denied: no ping of any kind in its range.
+    expect(pingsTo(dialect, turn, 'fb.banned', [0, 49])).toEqual([]);
+    expect(turn.filter((m) => m.type.includes('fb.banned'))).toEqual([]);
+    expect(turn.find((m) => m.type === 'ovos.intent.matched')?.data).toMatchObject({ skill_id: 'fb.allowed', pipeline_id: 'fallback_medium' });
+    expect(turn.filter((m) => m.type === 'ovos.utterance.handled')).toHaveLength(1);
+  });
+
+  it('FALLBACK-1 §6.1: a slow skill (silent) is skipped after its ping timeout and the next in the pool wins; the slow one never gets a dispatch', async () => {
+    const { probe, lines } = await daemonWithLogs();
+    fallbackSkillIn(dialect, probe, 'fb.slow', 10, 'silent');
+    fallbackSkillIn(dialect, probe, 'fb.next', 20, true);
+    await probe.barrier();
+    probe.sendText(utteranceIn(dialect, 'do a barrel roll please', 'slow'));
+    const turn = await endOfTurn(probe, 'slow');
+    expect(lines.items.some((line) => line.reason === 'ping_timeout' && line['skill_id'] === 'fb.slow')).toBe(true);
+    expect(turn.find((m) => m.type === 'ovos.intent.matched')?.data).toMatchObject({ skill_id: 'fb.next', pipeline_id: 'fallback_high' });
+    expect(turn.filter((m) => m.type.includes('fb.slow') && !m.type.endsWith('.ping'))).toEqual([]);
+    expect(turn.filter((m) => m.type === 'ovos.utterance.handled')).toHaveLength(1);
+  });
+
+  it('two sessions ask at once: each turn is decided by its own pongs — a skill willing only in one session wins there and not in the other', async () => {
+    const { probe } = await daemonWithLogs();
+    // fb.picky is willing only for "kitchen"'s utterance; fb.any at a lower priority for everything.
+    if (dialect === 'spec') {
+      probe.send({ type: 'ovos.fallback.register', data: { skill_id: 'fb.picky', priority: 10 }, context: { skill_id: 'fb.picky', session: { session_id: 'default' } } });
+    } else {
+      probe.sendText(legacyRegistration('fb.picky', 10));
+    }
+    probe.frames.subscribe((frame) => {
+      const m = frame.message;
+      if (m === undefined) return;
+      const ping = dialect === 'spec' ? m.type === 'fb.picky.fallback.ping' : m.type === 'ovos.skills.fallback.ping';
+      if (ping) {
+        const willing = sessionIdOf(m) === 'kitchen';
+        probe.send(ovosReply(m, dialect === 'spec' ? 'fb.picky.fallback.pong' : 'ovos.skills.fallback.pong', { skill_id: 'fb.picky', can_handle: willing }, { skill_id: 'fb.picky' }));
+      } else if (m.type === (dialect === 'spec' ? 'fb.picky:fallback' : 'ovos.skills.fallback.fb.picky.request')) {
+        if (dialect === 'spec') probe.send(ovosReply(m, 'mycroft.skill.handler.complete', {}, { skill_id: 'fb.picky' }));
+        else {
+          probe.send(ovosForward(m, 'ovos.skills.fallback.fb.picky.response', { result: true }));
+          probe.send(ovosForward(m, 'ovos.utterance.handled'));
+        }
+      }
+    });
+    fallbackSkillIn(dialect, probe, 'fb.any', 60, true);
+    await probe.barrier();
+    probe.sendText(utteranceIn(dialect, 'do a barrel roll please', 'kitchen'));
+    probe.sendText(utteranceIn(dialect, 'do a barrel roll please', 'bedroom'));
+    const kitchen = await endOfTurn(probe, 'kitchen');
+    const bedroom = await endOfTurn(probe, 'bedroom');
+    expect(kitchen.find((m) => m.type === 'ovos.intent.matched')?.data['skill_id']).toBe('fb.picky');
+    expect(bedroom.find((m) => m.type === 'ovos.intent.matched')?.data['skill_id']).toBe('fb.any');
+    for (const turn of [kitchen, bedroom]) expect(turn.filter((m) => m.type === 'ovos.utterance.handled')).toHaveLength(1);
   });
 });
 
