@@ -42,6 +42,13 @@ export class ManualClock implements Clock {
     return this.#heap.filter((timer) => !this.#cancelled.has(timer.id)).length;
   }
 
+  /** The due time of the next live timer, if any (the timing harness jumps from one to the next). */
+  nextDue(): number | undefined {
+    let next: number | undefined;
+    for (const timer of this.#heap) if (!this.#cancelled.has(timer.id) && (next === undefined || timer.due < next)) next = timer.due;
+    return next;
+  }
+
   /** Fire every timer due within `ms` from now, in due order, then leave `now()` at the end. */
   advance(ms: number): void {
     const end = this.#now + ms;

@@ -1,0 +1,115 @@
+/**
+ * Every delay the machines arm, with the clause that sets it, and how the harness puts a skill's reply at T−1, T and
+ * T+1 of it. `DELAY_BOUNDARIES` is keyed by the machines' own delay names: test/testing/boundary-coverage.test.ts
+ * lists the delays of every machine and fails when one has no entry here, so a new delay cannot go untested.
+ */
+import type { Config } from '../config/defaults.js';
+import type { CommonQuerySkillScript, FallbackSkillScript, SkillScript, TimingScenario } from './scenario.js';
+
+export interface Variant {
+  readonly name: string;
+  readonly boundary: { readonly delay: string; readonly offset: -1 | 0 | 1 } | null;
+  readonly clause: string;
+  readonly config: Config;
+  readonly scenario: TimingScenario;
+}
+
+interface DelayBoundary {
+  readonly machine: 'fallback' | 'commonQuery' | 'utterance';
+  readonly clause: string;
+  /** For one skill of the roster: the value of T, and the script with its reply moved to `at` ms; null when n/a. */
+  readonly place: (config: Config, skill: SkillScript, roster: readonly SkillScript[]) => { readonly T: number; readonly at: (ms: number) => SkillScript; readonly config?: Config } | null;
+}
+
+const fallbackOnly = (skill: SkillScript): FallbackSkillScript | null => (skill.kind === 'fallback' ? skill : null);
+const cqOnly = (skill: SkillScript): CommonQuerySkillScript | null => (skill.kind === 'common_query' ? skill : null);
+
+export const DELAY_BOUNDARIES: Readonly<Record<string, DelayBoundary>> = {
+  pingTimeout: {
+    machine: 'fallback',
+    clause: 'OVOS-FALLBACK-1 §6.1 ping timeout',
+    place: (config, skill) => {
+      const s = fallbackOnly(skill);
+      return s === null ? null : { T: config.fallback.pingTimeoutMs, at: (ms) => ({ ...s, pongAfterMs: ms }) };
+    },
+  },
+  matchTimeout: {
+    machine: 'utterance',
+    clause: 'OVOS-PIPELINE-1 §4.4 match bound',
+    // The skill's pong at the stage's match bound; the ping timeout lifted past it so the bound is what decides.
+    place: (config, skill) => {
+      const s = fallbackOnly(skill);
+      const M = config.orchestrator.matchTimeoutMs;
+      return s === null ? null : { T: M, at: (ms) => ({ ...s, pongAfterMs: ms }), config: { ...config, fallback: { ...config.fallback, pingTimeoutMs: M + 1 } } };
+    },
+  },
+  handlerTimeout: {
+    machine: 'utterance',
+    clause: 'OVOS-PIPELINE-1 §8 handler timeout',
+    place: (config, skill) => {
+      const s = fallbackOnly(skill);
+      return s === null || s.willing === false ? null : { T: config.orchestrator.handlerTimeoutMs, at: (ms) => ({ ...s, handlerMs: ms }) };
+    },
+  },
+  pollClaimBound: {
+    machine: 'commonQuery',
+    clause: 'OVOS-COMMON-QUERY-1 §6.3 claim bound',
+    place: (config, skill) => {
+      const s = cqOnly(skill);
+      return s === null || s.pong === 'silent' ? null : { T: Math.min(config.commonQuery.pollClaimBoundMs, config.commonQuery.pollWindowMs), at: (ms) => ({ ...s, pongAfterMs: ms }) };
+    },
+  },
+  pollWindow: {
+    machine: 'commonQuery',
+    clause: 'OVOS-COMMON-QUERY-1 §6.3 poll-window ceiling',
+    place: (config, skill) => {
+      const s = cqOnly(skill);
+      return s === null || s.pong === 'silent' ? null : { T: config.commonQuery.pollWindowMs, at: (ms) => ({ ...s, pongAfterMs: ms }) };
+    },
+  },
+  collectionWindow: {
+    machine: 'commonQuery',
+    clause: 'OVOS-COMMON-QUERY-1 §7.2 initial collection window',
+    // The window is the largest latency_ms of the claimants (omitted → the fixed initial window), clamped.
+    place: (config, skill, roster) => {
+      const s = cqOnly(skill);
+      if (s === null || (s.pong ?? 'claim') !== 'claim') return null;
+      let window = 0;
+      for (const c of roster) if (c.kind === 'common_query' && (c.pong ?? 'claim') === 'claim') window = Math.max(window, c.latencyMs ?? config.commonQuery.collectionInitialMs);
+      const T = Math.min(window, config.commonQuery.collectionCeilingMs);
+      return { T, at: (ms) => ({ ...s, answerAfterMs: ms }) };
+    },
+  },
+  collectionCeiling: {
+    machine: 'commonQuery',
+    clause: 'OVOS-COMMON-QUERY-1 §7.2 collection ceiling',
+    place: (config, skill) => {
+      const s = cqOnly(skill);
+      return s === null || (s.pong ?? 'claim') !== 'claim' ? null : { T: config.commonQuery.collectionCeilingMs, at: (ms) => ({ ...s, answerAfterMs: ms }) };
+    },
+  },
+};
+
+/** For every skill and every delay that applies to it: the scenario with that skill's reply at T−1, T and T+1. */
+export function boundaryVariants(config: Config, scenario: TimingScenario): Variant[] {
+  const variants: Variant[] = [];
+  for (const [delay, boundary] of Object.entries(DELAY_BOUNDARIES)) {
+    for (const [index, skill] of scenario.skills.entries()) {
+      const placed = boundary.place(config, skill, scenario.skills);
+      if (placed === null) continue;
+      for (const offset of [-1, 0, 1] as const) {
+        const ms = placed.T + offset;
+        if (ms < 0) continue;
+        const skills = scenario.skills.map((s, i) => (i === index ? placed.at(ms) : s));
+        variants.push({
+          name: `${scenario.name}: ${skill.skill_id} at ${delay}${offset === 0 ? '' : offset < 0 ? '−1' : '+1'} (${ms} ms)`,
+          boundary: { delay, offset },
+          clause: boundary.clause,
+          config: placed.config ?? config,
+          scenario: { ...scenario, name: `${scenario.name} / ${delay}`, skills },
+        });
+      }
+    }
+  }
+  return variants;
+}

@@ -1,0 +1,9 @@
+/**
+ * `ovos-contests/testing`: model-based timing tests of a deployment's own configuration and skills. See the README,
+ * "Testing your deployment's timing".
+ */
+export { runScenario, runTimingSuite, type Observed, type PathResult, type TimingReport } from './run.js';
+export { expectedOutcome, fallbackPool, WARM_UPS, type Expected } from './model.js';
+export { boundaryVariants, DELAY_BOUNDARIES, type Variant } from './boundaries.js';
+export type { CommonQuerySkillScript, FallbackSkillScript, SkillScript, SkillsFile, TimingScenario } from './scenario.js';
+export { parseSkillsFile, SkillsFileError } from './skills-file.js';

@@ -1,0 +1,245 @@
+/**
+ * The timing model of the harness: what a deployment MUST do with one question, computed from the spec text and the
+ * choices this project documents where the spec leaves one (README "Decisions the specs leave to us") — never from
+ * the machines. Pure: a config, a roster, the gate's verdict in; the expected outcome and the reasoning trail (each
+ * step naming its clause) out.
+ *
+ * Time semantics (the same as the system's, documented in the README): a deadline at T fires when the clock reaches
+ * T, before a message a skill sends at T — so a pong at exactly the ping timeout is late.
+ */
+import type { Config } from '../config/defaults.js';
+import type { CommonQuerySkillScript, FallbackSkillScript, TimingScenario } from './scenario.js';
+
+/** Questions the harness asks before the measured one so the roster is what a running deployment has learnt. */
+export const WARM_UPS = 4;
+
+export interface Expected {
+  /** The stage that answered (`fallback_*`, the common-query pipeline id) or `unmatched`. */
+  readonly decidedBy: string;
+  /** The winning skill: the fallback skill, or the common-query skill whose answer is spoken; null when unmatched. */
+  readonly skill_id: string | null;
+  /** ms after the utterance: `ovos.intent.matched` or `ovos.intent.unmatched`. */
+  readonly decidedAt: number;
+  /** A fallback winner's handler: complete, or error at the handler timeout; null otherwise. */
+  readonly handler: 'complete' | 'timeout' | null;
+  /** ms after the utterance: the one `ovos.utterance.handled`. */
+  readonly handledAt: number;
+  /** Why, step by step, each with its clause. */
+  readonly trail: readonly string[];
+}
+
+interface StageEnd {
+  readonly winner: string | null;
+  readonly at: number;
+}
+
+const FALLBACK_DEFAULTS = { willing: true, pongAfterMs: 0, handlerMs: 0 } as const;
+
+function effectivePriority(config: Config, skill: FallbackSkillScript): number {
+  return config.fallback.priorities[skill.skill_id] ?? skill.priority;
+}
+
+/** OVOS-FALLBACK-1 §5: the stage's pool, by priority then skill_id (our documented tie-break). */
+export function fallbackPool(config: Config, stage: string, skills: readonly FallbackSkillScript[]): FallbackSkillScript[] {
+  const range = config.fallback.stages[stage];
+  if (range === undefined) return [];
+  const { mode, whitelist, blacklist } = config.fallback;
+  return skills
+    .filter((s) => {
+      const p = effectivePriority(config, s);
+      if (p < range[0] || p > range[1]) return false;
+      if (mode === 'whitelist' && !whitelist.includes(s.skill_id)) return false;
+      if (mode === 'blacklist' && blacklist.includes(s.skill_id)) return false;
+      return true;
+    })
+    .sort((a, b) => effectivePriority(config, a) - effectivePriority(config, b) || (a.skill_id < b.skill_id ? -1 : a.skill_id > b.skill_id ? 1 : 0));
+}
+
+/**
+ * OVOS-FALLBACK-1 §6.1–§6.2: skills asked one at a time in pool order; a pong before the ping timeout decides
+ * (willing wins, a decline moves on at once), silence moves on at the timeout. PIPELINE-1 §4.4: the stage's match
+ * is cut at its bound (a cut at the same instant as a timeout comes first: it was armed first).
+ */
+function fallbackStage(config: Config, stage: string, start: number, skills: readonly FallbackSkillScript[], trail: string[]): StageEnd {
+  const T = config.fallback.pingTimeoutMs;
+  const cut = start + config.orchestrator.matchTimeoutMs;
+  let t = start;
+  for (const skill of fallbackPool(config, stage, skills)) {
+    if (t >= cut) break;
+    const pong = skill.pongAfterMs ?? FALLBACK_DEFAULTS.pongAfterMs;
+    const deadline = t + T;
+    if (pong !== 'never' && t + pong < deadline && t + pong < cut) {
+      if (skill.willing ?? FALLBACK_DEFAULTS.willing) {
+        trail.push(`${stage}: ${skill.skill_id} willing at ${t + pong} ms, before its ping timeout ${deadline} ms — the winner (OVOS-FALLBACK-1 §6.2)`);
+        return { winner: skill.skill_id, at: t + pong };
+      }
+      trail.push(`${stage}: ${skill.skill_id} declines at ${t + pong} ms — the next skill is asked at once (§6.1)`);
+      t += pong;
+      continue;
+    }
+    if (cut <= deadline) {
+      trail.push(`${stage}: the match bound cuts the stage at ${cut} ms while ${skill.skill_id} is awaited (OVOS-PIPELINE-1 §4.4)`);
+      return { winner: null, at: cut };
+    }
+    trail.push(`${stage}: ${skill.skill_id} silent until its ping timeout ${deadline} ms — treated as can_handle false (§6.1)`);
+    t = deadline;
+  }
+  if (t >= cut) {
+    trail.push(`${stage}: cut by the match bound at ${cut} ms (OVOS-PIPELINE-1 §4.4)`);
+    return { winner: null, at: cut };
+  }
+  trail.push(`${stage}: pool exhausted at ${t} ms → None (§6.2)`);
+  return { winner: null, at: t };
+}
+
+interface Response {
+  readonly skill_id: string;
+  readonly at: number;
+  readonly answer: string | null;
+  readonly conf: number;
+}
+
+/**
+ * OVOS-COMMON-QUERY-1 §6–§8 for a contest that starts at `c0` and whose `match` joins at `join` (early start: the
+ * contest runs from the utterance's arrival, and survival / fast win are judged only once `match` has joined, §5.1).
+ */
+function commonQueryContest(config: Config, c0: number, join: number, skills: readonly CommonQuerySkillScript[], trail: string[]): { winner: Response | null; at: number } {
+  const cq = config.commonQuery;
+  const bound = c0 + Math.min(cq.pollClaimBoundMs, cq.pollWindowMs);
+  const ceiling = c0 + cq.pollWindowMs;
+  // The roster after the warm-ups (README "Common-query poll"): every skill that pongs is known, even late; one that
+  // declines is known to answer every poll once it has answered the last 3 polls it was known for in time — before
+  // the claim bound, since until then nobody waits for it past the bound.
+  const known = skills.filter((s) => (s.pong ?? 'claim') !== 'silent').map((s) => s.skill_id);
+  const answering = skills.filter((s) => s.pong === 'decline' && (s.pongAfterMs ?? 0) < bound - c0).map((s) => s.skill_id);
+  const pongs = skills
+    .filter((s) => (s.pong ?? 'claim') !== 'silent')
+    .map((s) => ({ skill: s, at: c0 + (s.pongAfterMs ?? 0) }))
+    .sort((a, b) => a.at - b.at);
+  const heard = new Set<string>();
+  const claims: CommonQuerySkillScript[] = [];
+  const answeringOutstandingAt = (at: number): boolean => answering.some((id) => !pongs.some((p) => p.skill.skill_id === id && p.at < at));
+  let closeAt: number | null = null;
+  for (const pong of pongs) {
+    if (pong.at >= ceiling) break;
+    if (pong.at >= bound && !answeringOutstandingAt(bound)) break;
+    heard.add(pong.skill.skill_id);
+    if ((pong.skill.pong ?? 'claim') === 'claim') claims.push(pong.skill);
+    if (pong.at < bound) {
+      if (claims.length > 0 && known.every((id) => heard.has(id))) {
+        closeAt = pong.at;
+        trail.push(`poll: a claim in hand and every known skill heard at ${pong.at} ms — closed at once (§6.3 rule 1)`);
+        break;
+      }
+    } else if (answering.every((id) => heard.has(id))) {
+      closeAt = pong.at;
+      trail.push(`poll: the last skill known to answer every poll heard at ${pong.at} ms — closed (§6.3 rule 2)`);
+      break;
+    }
+  }
+  if (closeAt === null) {
+    closeAt = answeringOutstandingAt(bound) ? ceiling : bound;
+    trail.push(`poll: closed at ${closeAt} ms (§6.3 ${closeAt === ceiling ? 'ceiling' : 'claim bound'})`);
+  }
+  if (claims.length === 0) {
+    trail.push('poll: no claimant → None (§9)');
+    return { winner: null, at: closeAt };
+  }
+  const P = closeAt;
+  let window = 0;
+  for (const c of claims) window = Math.max(window, c.latencyMs ?? cq.collectionInitialMs);
+  const windowEnd = P + Math.min(Math.max(window, 0), cq.collectionCeilingMs);
+  const hardEnd = P + cq.collectionCeilingMs;
+  trail.push(`collection: requests at ${P} ms; initial window ends ${windowEnd} ms, ceiling ${hardEnd} ms (§7.2)`);
+  const arrivals: Response[] = claims
+    .filter((c) => c.answerAfterMs !== 'never')
+    .map((c) => ({ skill_id: c.skill_id, at: P + (typeof c.answerAfterMs === 'number' ? c.answerAfterMs : 0), answer: c.answer === undefined ? `${c.skill_id} answer` : c.answer, conf: c.conf ?? 0.7 }))
+    .filter((r) => r.at < hardEnd)
+    .sort((a, b) => a.at - b.at);
+  const survives = (r: Response): boolean => r.answer !== null && r.conf >= cq.minConfidence;
+  const fast = (r: Response): boolean => survives(r) && cq.fastWinConfidence !== null && r.conf >= cq.fastWinConfidence;
+  const select = (rs: readonly Response[]): Response | null => {
+    const alive = rs.filter(survives);
+    const quick = alive.find(fast);
+    if (quick !== undefined) return quick;
+    let best: Response | null = null;
+    for (const r of alive) if (best === null || r.conf > best.conf) best = r;
+    return best;
+  };
+  const inHand: Response[] = [];
+  // Instants at which the collection may close: each arrival, the window's end, the join.
+  const instants = [...new Set([...arrivals.map((r) => r.at), windowEnd, Math.max(join, P)])].filter((t) => t < hardEnd).sort((a, b) => a - b);
+  for (const t of instants) {
+    const joined = join <= t;
+    const windowPassed = t >= windowEnd;
+    // At one instant: the window timer first, then what arrives (a bus round trip), then the join.
+    if (t === windowEnd && joined && join < t && inHand.some(survives)) return decided('window', t);
+    for (const r of arrivals.filter((a) => a.at === t)) {
+      inHand.push(r);
+      if (joined && fast(r)) return decided('fast win (§8 step 3)', t);
+      if (inHand.length === claims.length) return decided('every claimant responded', t);
+      if (joined && windowPassed && survives(r)) return decided('window passed and a survivor arrived', t);
+    }
+    if (t === join && t >= P) {
+      if (inHand.some(fast)) return decided('fast win on join', t);
+      if (windowPassed && inHand.some(survives)) return decided('window passed, survivor in hand on join', t);
+    }
+  }
+  return decided('ceiling', hardEnd);
+
+  function decided(why: string, at: number): { winner: Response | null; at: number } {
+    const winner = select(inHand);
+    trail.push(`collection: closed at ${at} ms — ${why} (§7.2); winner ${winner === null ? 'none' : `${winner.skill_id} (${winner.conf})`} (§8)`);
+    return { winner, at };
+  }
+}
+
+/** The expected outcome of `scenario` on `config`, the gate's verdict given. */
+export function expectedOutcome(config: Config, scenario: TimingScenario, gateAccepts: boolean): Expected {
+  const trail: string[] = [];
+  const fallbackSkills = scenario.skills.filter((s): s is FallbackSkillScript => s.kind === 'fallback');
+  const cqSkills = scenario.skills.filter((s): s is CommonQuerySkillScript => s.kind === 'common_query');
+  const cqId = config.commonQuery.pipelineId;
+  const cqIndex = config.pipeline.indexOf(cqId);
+  let t = 0;
+  for (const [index, stage] of config.pipeline.entries()) {
+    if (stage === cqId) {
+      if (!gateAccepts) {
+        trail.push(`${stage}: the gate rejects the utterance — no ping, the stage declines (§4.1)`);
+        continue;
+      }
+      const c0 = config.commonQuery.earlyStart && index === cqIndex ? 0 : t;
+      const result = commonQueryContest(config, c0, t, cqSkills, trail);
+      const end = Math.max(result.at, t);
+      const cut = t + config.orchestrator.matchTimeoutMs;
+      if (end >= cut) {
+        trail.push(`${stage}: cut by the match bound at ${cut} ms (OVOS-PIPELINE-1 §4.4)`);
+        t = cut;
+        continue;
+      }
+      if (result.winner !== null) {
+        trail.push(`${stage}: answered at ${end} ms; the handler speaks "${result.winner.answer}" (§9, §10)`);
+        return { decidedBy: stage, skill_id: result.winner.skill_id, decidedAt: end, handler: null, handledAt: end, trail };
+      }
+      t = end;
+      continue;
+    }
+    if (config.fallback.stages[stage] === undefined) continue;
+    const result = fallbackStage(config, stage, t, fallbackSkills, trail);
+    t = result.at;
+    if (result.winner !== null) {
+      const skill = fallbackSkills.find((s) => s.skill_id === result.winner)!;
+      const handlerMs = skill.handlerMs ?? FALLBACK_DEFAULTS.handlerMs;
+      const H = config.orchestrator.handlerTimeoutMs;
+      const timedOut = handlerMs === 'never' || handlerMs >= H;
+      trail.push(
+        timedOut
+          ? `${skill.skill_id}: handler runs past the handler timeout — ovos.intent.handler.error at ${t + H} ms (OVOS-PIPELINE-1 §8)`
+          : `${skill.skill_id}: handler completes at ${t + (handlerMs as number)} ms (OVOS-PIPELINE-1 §8)`,
+      );
+      return { decidedBy: stage, skill_id: skill.skill_id, decidedAt: t, handler: timedOut ? 'timeout' : 'complete', handledAt: timedOut ? t + H : t + (handlerMs as number), trail };
+    }
+  }
+  trail.push(`no stage matched → ovos.intent.unmatched at ${t} ms (OVOS-PIPELINE-1 §6)`);
+  return { decidedBy: 'unmatched', skill_id: null, decidedAt: t, handler: null, handledAt: t, trail };
+}

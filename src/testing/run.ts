@@ -1,0 +1,220 @@
+/**
+ * The timing harness (`ovos-contests/testing`): a deployer's config and skill roster, replayed against the real
+ * contest system — orchestrator, supervisor, both plugins — on an in-process bus and a `ManualClock`, compared with
+ * the timing model (model.ts) written from the specs. Every delay the machines arm is exercised at T−1, T and T+1
+ * (boundaries.ts); each variant is one question on a fresh system whose roster was learnt by warm-up questions.
+ */
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { LocalBus } from '../bus/local-bus.js';
+import { createMessage, reply, stringField, withContext, type JsonObject, type Message } from '../bus/message.js';
+import { ManualClock } from '../clock/manual-clock.js';
+import { configWarnings } from '../config/config.js';
+import type { Config } from '../config/defaults.js';
+import { classifyQuestion } from '../plugins/common-query/gate.js';
+import { createContestSystem } from '../system.js';
+import { boundaryVariants, type Variant } from './boundaries.js';
+import { expectedOutcome, WARM_UPS, type Expected } from './model.js';
+import type { SkillScript, TimingScenario } from './scenario.js';
+
+export interface Observed {
+  readonly decidedBy: string | null;
+  readonly skill_id: string | null;
+  readonly decidedAt: number | null;
+  readonly handler: 'complete' | 'timeout' | null;
+  readonly handledAt: number | null;
+  readonly handledCount: number;
+}
+
+export interface PathResult {
+  readonly name: string;
+  /** The delay this path sits on (a machine delay name) and its offset, when it is a boundary variant. */
+  readonly boundary: Variant['boundary'];
+  readonly clause: string;
+  readonly expected: Expected;
+  readonly observed: Observed;
+  readonly ok: boolean;
+  /** What differs, naming the boundary and the clause; empty when ok. */
+  readonly failures: readonly string[];
+  /** The session's wire, one line per message: `+<ms> <type> <detail>`. */
+  readonly timeline: readonly string[];
+}
+
+export interface TimingReport {
+  readonly paths: readonly PathResult[];
+  /** Configuration findings that cut contests short (pool × timeout over the match bound, …), with their clause. */
+  readonly configFindings: readonly string[];
+  readonly ok: boolean;
+}
+
+const SESSION = 'timing';
+
+/**
+ * Replay one scenario. The gate's verdict on its utterance (§4, measured on its own corpus) is taken as given.
+ * `options.systemConfig` runs the system on another config than the one the expectations are computed for: a
+ * what-if ("which decisions does this change move?"), and how the harness's own tests show it catches a deviation.
+ */
+export async function runScenario(
+  config: Config,
+  scenario: TimingScenario,
+  meta: Pick<PathResult, 'name' | 'boundary' | 'clause'> = { name: scenario.name, boundary: null, clause: '' },
+  options: { readonly systemConfig?: Config } = {},
+): Promise<PathResult> {
+  const lang = config.lang;
+  const gateAccepts = !config.commonQuery.gate.enabled || classifyQuestion(scenario.utterance, lang, config.commonQuery.gate).accept;
+  const expected = expectedOutcome(config, scenario, gateAccepts);
+  const bus = new LocalBus();
+  const clock = new ManualClock();
+  const sink = new Writable({ write: (_chunk, _enc, cb) => cb() }); // the report is the output, not the logs
+  const system = createContestSystem({ bus, clock, config: options.systemConfig ?? config, logger: pino({ level: 'silent' }, sink) });
+  const settle = async (): Promise<void> => {
+    for (let i = 0; i < 10; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+  };
+  const runUntil = async (end: number, done: () => boolean = () => false): Promise<void> => {
+    await settle();
+    for (;;) {
+      if (done()) return;
+      const next = clock.nextDue();
+      if (next === undefined || next > end) break;
+      clock.advance(Math.max(0, next - clock.now()));
+      await settle();
+    }
+  };
+  for (const skill of scenario.skills) playSkill(bus, clock, skill);
+  await settle();
+  const cqId = config.commonQuery.pipelineId;
+  if (gateAccepts && config.pipeline.includes(cqId) && scenario.skills.some((s) => s.kind === 'common_query')) {
+    for (let i = 0; i < WARM_UPS; i++) {
+      bus.publish(entry(scenario.utterance, { session_id: `warm-up-${i}`, pipeline: [cqId] }));
+      await runUntil(clock.now() + 60_000);
+    }
+  }
+  const wire: Array<{ at: number; message: Message }> = [];
+  const t0 = clock.now();
+  bus.subscribe((message) => {
+    const session = message.context['session'];
+    if (typeof session === 'object' && session !== null && !Array.isArray(session) && session['session_id'] === SESSION) wire.push({ at: clock.now() - t0, message });
+  });
+  bus.publish(entry(scenario.utterance, { session_id: SESSION }));
+  const horizon = t0 + (config.pipeline.length + 1) * config.orchestrator.matchTimeoutMs + config.orchestrator.handlerTimeoutMs + 1_000;
+  await runUntil(horizon);
+  system.close();
+  const observed = observe(wire, cqId, scenario);
+  const failures = compare(expected, observed, meta);
+  return {
+    ...meta,
+    expected,
+    observed,
+    ok: failures.length === 0,
+    failures,
+    timeline: wire.map(({ at, message }) => `+${at} ${message.type}${detail(message)}`),
+  };
+}
+
+/** The scenario, then every boundary variant of it; config findings first. */
+export async function runTimingSuite(config: Config, scenarios: readonly TimingScenario[]): Promise<TimingReport> {
+  const paths: PathResult[] = [];
+  for (const scenario of scenarios) {
+    paths.push(await runScenario(config, scenario));
+    for (const variant of boundaryVariants(config, scenario)) {
+      paths.push(await runScenario(variant.config, variant.scenario, { name: variant.name, boundary: variant.boundary, clause: variant.clause }));
+    }
+  }
+  const configFindings = configWarnings(config).map((w) => `${w.key}: ${w.message}`);
+  return { paths, configFindings, ok: paths.every((p) => p.ok) };
+}
+
+function entry(utterance: string, session: JsonObject): Message {
+  return createMessage('ovos.utterance.handle', { utterances: [utterance] }, { source: 'timing-harness', destination: 'orchestrator', session });
+}
+
+/** A scripted skill on the bus: registers (fallback), pongs, answers and completes at its script's times. */
+function playSkill(bus: LocalBus, clock: ManualClock, skill: SkillScript): void {
+  const later = (ms: number | 'never' | undefined, fn: () => void): void => {
+    if (ms === 'never') return;
+    if (ms === undefined || ms <= 0) fn();
+    else clock.setTimeout(fn, ms);
+  };
+  if (skill.kind === 'fallback') {
+    bus.publish(createMessage('ovos.fallback.register', { skill_id: skill.skill_id, priority: skill.priority }, { skill_id: skill.skill_id, session: { session_id: 'default' } }));
+    bus.subscribe((m) => {
+      if (m.type === `${skill.skill_id}.fallback.ping`) {
+        later(skill.pongAfterMs, () => bus.publish(reply(m, `${skill.skill_id}.fallback.pong`, { skill_id: skill.skill_id, can_handle: skill.willing ?? true })));
+      } else if (m.type === `${skill.skill_id}:fallback`) {
+        later(skill.handlerMs, () => bus.publish(withContext(reply(m, 'mycroft.skill.handler.complete'), { skill_id: skill.skill_id })));
+      }
+    });
+    return;
+  }
+  bus.subscribe((m) => {
+    const utterance = stringField(m.data, 'utterance');
+    if (utterance === undefined) return;
+    if (m.type === 'ovos.common_query.ping') {
+      const pong = skill.pong ?? 'claim';
+      if (pong === 'silent') return;
+      const data: JsonObject = { utterance, skill_id: skill.skill_id, can_answer: pong === 'claim' };
+      if (skill.latencyMs !== undefined) data['latency_ms'] = skill.latencyMs;
+      later(skill.pongAfterMs, () => bus.publish(reply(m, 'ovos.common_query.pong', data)));
+    } else if (m.type === `${skill.skill_id}:common_query`) {
+      const answer = skill.answer === undefined ? `${skill.skill_id} answer` : skill.answer;
+      const data: JsonObject = answer === null ? { utterance, skill_id: skill.skill_id } : { utterance, skill_id: skill.skill_id, answer, conf: skill.conf ?? 0.7 };
+      later(skill.answerAfterMs, () => bus.publish(reply(m, `${skill.skill_id}.common_query.response`, data)));
+    }
+  });
+}
+
+function observe(wire: ReadonlyArray<{ at: number; message: Message }>, cqId: string, scenario: TimingScenario): Observed {
+  const first = (type: string) => wire.find((w) => w.message.type === type);
+  const matched = first('ovos.intent.matched');
+  const unmatched = first('ovos.intent.unmatched');
+  const handled = wire.filter((w) => w.message.type === 'ovos.utterance.handled');
+  const complete = first('ovos.intent.handler.complete');
+  const error = first('ovos.intent.handler.error');
+  let decidedBy: string | null = null;
+  let skillId: string | null = null;
+  if (matched !== undefined) {
+    decidedBy = stringField(matched.message.data, 'pipeline_id') ?? null;
+    skillId = stringField(matched.message.data, 'skill_id') ?? null;
+    if (decidedBy === cqId) {
+      const spoken = wire.find((w) => w.message.type === 'ovos.utterance.speak');
+      const text = spoken === undefined ? undefined : stringField(spoken.message.data, 'utterance');
+      const cq = scenario.skills.find((s) => s.kind === 'common_query' && (s.answer === undefined ? `${s.skill_id} answer` : s.answer) === text);
+      skillId = cq?.skill_id ?? null;
+    }
+  } else if (unmatched !== undefined) {
+    decidedBy = 'unmatched';
+  }
+  const fallbackWin = matched !== undefined && decidedBy !== cqId;
+  return {
+    decidedBy,
+    skill_id: skillId,
+    decidedAt: (matched ?? unmatched)?.at ?? null,
+    handler: !fallbackWin ? null : complete !== undefined ? 'complete' : error !== undefined ? 'timeout' : null,
+    handledAt: handled[0]?.at ?? null,
+    handledCount: handled.length,
+  };
+}
+
+function compare(expected: Expected, observed: Observed, meta: Pick<PathResult, 'boundary' | 'clause'>): string[] {
+  const where = meta.boundary === null ? '' : ` [boundary ${meta.boundary.delay} ${meta.boundary.offset >= 0 ? '+' : ''}${meta.boundary.offset === 0 ? '±0' : meta.boundary.offset}${meta.clause === '' ? '' : `, ${meta.clause}`}]`;
+  const failures: string[] = [];
+  const check = (what: string, want: unknown, got: unknown): void => {
+    if (want !== got) failures.push(`${what}: expected ${JSON.stringify(want)}, observed ${JSON.stringify(got)}${where}`);
+  };
+  check('decided by', expected.decidedBy, observed.decidedBy);
+  check('winner', expected.skill_id, observed.skill_id);
+  check('decided at (ms)', expected.decidedAt, observed.decidedAt);
+  check('handler', expected.handler, observed.handler);
+  check('handled at (ms)', expected.handledAt, observed.handledAt);
+  if (observed.handledCount !== 1) failures.push(`ovos.utterance.handled sent ${observed.handledCount} times, expected exactly once (OVOS-PIPELINE-1 §6)${where}`);
+  return failures;
+}
+
+function detail(message: Message): string {
+  const parts: string[] = [];
+  for (const key of ['skill_id', 'pipeline_id', 'can_handle', 'can_answer', 'answer', 'conf', 'utterance', 'exception']) {
+    const value = message.data[key];
+    if (value !== undefined && !(key === 'utterance' && message.type !== 'ovos.utterance.speak')) parts.push(`${key}=${JSON.stringify(value)}`);
+  }
+  return parts.length === 0 ? '' : ` ${parts.join(' ')}`;
+}

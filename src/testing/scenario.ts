@@ -1,0 +1,53 @@
+/**
+ * What a deployer describes to the timing harness (`ovos-contests/testing`): the skills of their deployment, each
+ * with the timing it shows on the bus, and the question asked. Times are milliseconds after the utterance reached
+ * the skill (pong, answer) or after the message the skill answers (handler).
+ */
+
+/** A fallback skill (OVOS-FALLBACK-1): registered at `priority`, asked with `<skill_id>.fallback.ping`. */
+export interface FallbackSkillScript {
+  readonly kind: 'fallback';
+  readonly skill_id: string;
+  readonly priority: number;
+  /** Its pong's `can_handle`. Default true. */
+  readonly willing?: boolean;
+  /** Time from its ping to its pong; `"never"`: it stays silent. Default 0. */
+  readonly pongAfterMs?: number | 'never';
+  /** Time from its dispatch to `mycroft.skill.handler.complete`; `"never"`: it never completes. Default 0. */
+  readonly handlerMs?: number | 'never';
+}
+
+/** A common-query skill (OVOS-COMMON-QUERY-1 §11). */
+export interface CommonQuerySkillScript {
+  readonly kind: 'common_query';
+  readonly skill_id: string;
+  /** Its pong: `claim` (`can_answer: true`), `decline` (`can_answer: false`) or `silent`. Default claim. */
+  readonly pong?: 'claim' | 'decline' | 'silent';
+  /** Time from the ping to its pong. Default 0. */
+  readonly pongAfterMs?: number;
+  /** `latency_ms` declared in its pong (§6.2); omitted when undefined. */
+  readonly latencyMs?: number;
+  /** Its answer; null: a response without `answer` (it could not answer after all). Default "<skill_id> answer". */
+  readonly answer?: string | null;
+  /** `conf` of its answer. Default 0.7. */
+  readonly conf?: number;
+  /** Time from its request to its response; `"never"`: it never responds. Default 0. */
+  readonly answerAfterMs?: number | 'never';
+}
+
+export type SkillScript = FallbackSkillScript | CommonQuerySkillScript;
+
+/** One question against a roster. */
+export interface TimingScenario {
+  readonly name: string;
+  /** The utterance. Whether it is a question is the gate's verdict (§4), taken as given by the timing model. */
+  readonly utterance: string;
+  readonly skills: readonly SkillScript[];
+}
+
+/** The file a deployer hands `test-timing --skills FILE`: a roster, and optionally the questions to ask it. */
+export interface SkillsFile {
+  readonly skills: readonly SkillScript[];
+  /** Default: one question, "what is the speed of light". */
+  readonly utterances?: readonly string[];
+}
