@@ -1,23 +1,31 @@
 /**
- * `npm run say -- "utterance" [--session ID] [--lang TAG] [--bus URL] [--timeout MS]`
+ * `npm run say -- "utterance" [--session ID] [--lang TAG] [--bus URL] [--timeout MS] [--trace FILE]`
  *
  * Sends one `ovos.utterance.handle` over a real websocket and prints the message timeline of that utterance
- * (topic, ms since sending, key fields) until its `ovos.utterance.handled`.
+ * (topic, ms since sending, key fields) until its `ovos.utterance.handled`. `--trace FILE` also writes that timeline
+ * as a trace (src/testing/trace.ts) with the session's fallback pools, which `ovos-contests replay-trace` replays.
  */
 import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import WebSocket from 'ws';
-import { decodeFrame, encodeMessage, type Message } from '../bus/message.js';
+import { decodeFrame, encodeMessage, isJsonObject, type Message } from '../bus/message.js';
+import { TRACE_FORMAT, traceEntry, type Trace, type TraceEntry } from '../testing/trace.js';
 
-interface SayOptions {
+export interface SayOptions {
   utterance: string;
   session: string;
   lang: string | undefined;
   bus: string;
   timeoutMs: number;
+  trace: string | undefined;
 }
 
-function parse(argv: readonly string[]): SayOptions {
-  const options: SayOptions = { utterance: '', session: 'default', lang: undefined, bus: 'ws://127.0.0.1:8181/core', timeoutMs: 30_000 };
+/** The fallback stages whose pools a trace records (the default pipeline's). */
+const TRACE_STAGES = ['fallback_high', 'fallback_medium', 'fallback_low'] as const;
+
+export function parse(argv: readonly string[]): SayOptions {
+  const options: SayOptions = { utterance: '', session: 'default', lang: undefined, bus: 'ws://127.0.0.1:8181/core', timeoutMs: 30_000, trace: undefined };
   const words: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -30,6 +38,7 @@ function parse(argv: readonly string[]): SayOptions {
     if (flag === '--session') options.session = value();
     else if (flag === '--lang') options.lang = value();
     else if (flag === '--bus') options.bus = value();
+    else if (flag === '--trace') options.trace = value();
     else if (flag === '--timeout') {
       options.timeoutMs = Number(value());
       if (!Number.isInteger(options.timeoutMs) || options.timeoutMs <= 0) throw new Error('--timeout takes a whole number of milliseconds > 0');
@@ -38,7 +47,7 @@ function parse(argv: readonly string[]): SayOptions {
     else words.push(arg);
   }
   options.utterance = words.join(' ').trim();
-  if (options.utterance === '') throw new Error('usage: npm run say -- "utterance" [--session ID] [--lang TAG] [--bus URL]');
+  if (options.utterance === '') throw new Error('usage: npm run say -- "utterance" [--session ID] [--lang TAG] [--bus URL] [--timeout MS] [--trace FILE]');
   return options;
 }
 
@@ -66,8 +75,39 @@ function summary(message: Message): string {
   }
 }
 
-async function main(): Promise<number> {
-  const options = parse(process.argv.slice(2));
+/** Ask each fallback stage for its pool in `session` (OVOS-PIPELINE-1 §10); a stage that does not answer is left out. */
+async function poolsOf(ws: WebSocket, session: Record<string, string>): Promise<Record<string, string[]>> {
+  const pools: Record<string, string[]> = {};
+  const waiting = new Map<string, (intents: string[]) => void>();
+  const onMessage = (raw: WebSocket.RawData): void => {
+    const decoded = decodeFrame(raw.toString());
+    if (!decoded.ok) return;
+    const stage = TRACE_STAGES.find((s) => decoded.message.type === `ovos.pipeline.${s}.intents.list.response`);
+    const intents = decoded.message.data['intents'];
+    if (stage === undefined || !Array.isArray(intents)) return;
+    waiting.get(stage)?.(intents.flatMap((i) => (isJsonObject(i) && typeof i['skill_id'] === 'string' ? [i['skill_id']] : [])));
+  };
+  ws.on('message', onMessage);
+  await Promise.all(
+    TRACE_STAGES.map(
+      (stage) =>
+        new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, 2_000);
+          waiting.set(stage, (skills) => {
+            clearTimeout(timer);
+            pools[stage] = skills;
+            resolve();
+          });
+          ws.send(encodeMessage({ type: `ovos.pipeline.${stage}.intents.list`, data: {}, context: { source: 'say', destination: 'orchestrator', session } }));
+        }),
+    ),
+  );
+  ws.off('message', onMessage);
+  return pools;
+}
+
+/** Say one utterance; prints its timeline with `out`. Resolves 0 when it was handled, 1 on timeout. */
+export async function say(options: SayOptions, out: (text: string) => void): Promise<number> {
   const utteranceId = randomUUID();
   const ws = new WebSocket(options.bus, { handshakeTimeout: 5_000 });
   ws.on('upgrade', (response) => response.socket.setNoDelay(true));
@@ -75,19 +115,24 @@ async function main(): Promise<number> {
     ws.once('open', () => resolve());
     ws.once('error', (error) => reject(new Error(`cannot reach the bus at ${options.bus}: ${error.message} (is \`npm start\` running?)`)));
   });
+  const session: Record<string, string> = { session_id: options.session };
+  if (options.lang !== undefined) session['lang'] = options.lang;
+  const pools = options.trace === undefined ? {} : await poolsOf(ws, session);
+  const recorded: TraceEntry[] = [];
   const started = performance.now();
   let spoken: string | undefined;
   const finished = new Promise<number>((resolve) => {
     const timer = setTimeout(() => {
-      process.stdout.write(`no ovos.utterance.handled within ${options.timeoutMs} ms\n`);
+      out(`no ovos.utterance.handled within ${options.timeoutMs} ms\n`);
       resolve(1);
     }, options.timeoutMs);
     ws.on('message', (raw) => {
       const decoded = decodeFrame(raw.toString());
       if (!decoded.ok || decoded.message.context['utterance_id'] !== utteranceId) return;
       const message = decoded.message;
-      const ms = (performance.now() - started).toFixed(1).padStart(8);
-      process.stdout.write(`${ms} ms  ${message.type.padEnd(42)} ${summary(message)}\n`);
+      const at = performance.now() - started;
+      recorded.push(traceEntry(at, message));
+      out(`${at.toFixed(1).padStart(8)} ms  ${message.type.padEnd(42)} ${summary(message)}\n`);
       if (message.type === 'ovos.utterance.speak' && typeof message.data['utterance'] === 'string') spoken = message.data['utterance'];
       if (message.type === 'ovos.utterance.handled') {
         clearTimeout(timer);
@@ -95,8 +140,6 @@ async function main(): Promise<number> {
       }
     });
   });
-  const session: Record<string, string> = { session_id: options.session };
-  if (options.lang !== undefined) session['lang'] = options.lang;
   ws.send(
     encodeMessage({
       type: 'ovos.utterance.handle',
@@ -105,15 +148,24 @@ async function main(): Promise<number> {
     }),
   );
   const code = await finished;
-  if (spoken !== undefined) process.stdout.write(`\nspoken: ${spoken}\n`);
+  if (spoken !== undefined) out(`\nspoken: ${spoken}\n`);
+  if (options.trace !== undefined) {
+    const trace: Trace = { format: TRACE_FORMAT, utterance: options.utterance, session_id: options.session, pools, messages: recorded };
+    writeFileSync(options.trace, `${JSON.stringify(trace, null, 1)}\n`);
+    out(`trace written to ${options.trace} (replay: npm run replay-trace -- --trace ${options.trace})\n`);
+  }
   ws.close();
   return code;
 }
 
-main().then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    process.stderr.write(`${(error as Error).message}\n`);
-    process.exit(2);
-  },
-);
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  Promise.resolve()
+    .then(() => say(parse(process.argv.slice(2)), (text) => process.stdout.write(text)))
+    .then(
+      (code) => process.exit(code),
+      (error: unknown) => {
+        process.stderr.write(`${(error as Error).message}\n`);
+        process.exit(2);
+      },
+    );
+}

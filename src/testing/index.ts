@@ -7,3 +7,4 @@ export { expectedOutcome, fallbackPool, WARM_UPS, type Expected } from './model.
 export { boundaryVariants, DELAY_BOUNDARIES, type Variant } from './boundaries.js';
 export type { CommonQuerySkillScript, FallbackSkillScript, SkillScript, SkillsFile, TimingScenario } from './scenario.js';
 export { parseSkillsFile, SkillsFileError } from './skills-file.js';
+export { parseTrace, replayTrace, traceToScenario, TRACE_FORMAT, TraceError, type Trace, type TraceEntry, type TraceReplay, type RecordedDecision } from './trace.js';

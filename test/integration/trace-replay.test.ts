@@ -1,0 +1,90 @@
+/**
+ * Issue 9 "Trace replay": an utterance recorded on a running daemon over a real websocket (`say --trace`) replays
+ * through the timing harness on the deterministic clock to the same decision, and the spec model agrees — so a
+ * wrong answer a user saw becomes a test. Real time on purpose (the recording is of a real bus); the skills reply
+ * far from every boundary so the bus's jitter cannot move a decision.
+ */
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { reply } from '../../src/bus/message.js';
+import { parse, say } from '../../src/cli/say.js';
+import { replayTraceCommand } from '../../src/cli/replay-trace.js';
+import { DEFAULT_CONFIG } from '../../src/config/defaults.js';
+import { startDaemon } from '../../src/daemon/daemon.js';
+import { silentLogger } from '../../src/log/logger.js';
+import { parseTrace, replayTrace } from '../../src/testing/index.js';
+import { Probe, configWith } from './probe.js';
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** A daemon and skills in their own websocket client: fb.no (10) declines after 20 ms, fb.yes (60) willing after 30 ms
+ * with a 40 ms handler; wiki claims after 10 ms (latency_ms 300) and answers 0.8 after 60 ms. */
+async function recordedRun(utterance: string): Promise<{ file: string; lines: string[] }> {
+  const started = await startDaemon(configWith({ bus: { port: 0 }, exampleSkills: false, log: { level: 'silent' } }), silentLogger());
+  cleanups.push(() => started.close());
+  const skills = await Probe.connect(started.url);
+  cleanups.push(() => skills.close());
+  const later = (ms: number, fn: () => void): void => void setTimeout(fn, ms);
+  for (const [id, priority] of [['fb.no', 10], ['fb.yes', 60]] as const) {
+    skills.send({ type: 'ovos.fallback.register', data: { skill_id: id, priority }, context: { skill_id: id, session: { session_id: 'default' } } });
+  }
+  skills.frames.subscribe(({ message: m }) => {
+    if (m === undefined) return;
+    if (m.type === 'fb.no.fallback.ping') later(20, () => skills.send(reply(m, 'fb.no.fallback.pong', { skill_id: 'fb.no', can_handle: false })));
+    if (m.type === 'fb.yes.fallback.ping') later(30, () => skills.send(reply(m, 'fb.yes.fallback.pong', { skill_id: 'fb.yes', can_handle: true })));
+    if (m.type === 'fb.yes:fallback') later(40, () => skills.send({ ...reply(m, 'mycroft.skill.handler.complete'), context: { ...reply(m, 'x').context, skill_id: 'fb.yes' } }));
+    if (m.type === 'ovos.common_query.ping') later(10, () => skills.send(reply(m, 'ovos.common_query.pong', { utterance: m.data['utterance']!, skill_id: 'wiki', can_answer: true, latency_ms: 300 })));
+    if (m.type === 'wiki:common_query') later(60, () => skills.send(reply(m, 'wiki.common_query.response', { utterance: m.data['utterance']!, skill_id: 'wiki', answer: 'Light is fast.', conf: 0.8 })));
+  });
+  await skills.barrier();
+  const file = join(mkdtempSync(join(tmpdir(), 'trace-')), 'trace.json');
+  const lines: string[] = [];
+  const code = await say(parse([utterance, '--bus', started.url, '--session', 'kitchen', '--trace', file]), (text) => lines.push(text));
+  expect(code).toBe(0);
+  return { file, lines };
+}
+
+describe('trace replay (say --trace → replay-trace)', () => {
+  it('a question answered by common query: the roster is read back from the trace and the replay decides as the daemon did', async () => {
+    const { file } = await recordedRun('what is the speed of light');
+    const trace = parseTrace(readFileSync(file, 'utf8'));
+    expect(trace.pools).toEqual({ fallback_high: ['fb.no'], fallback_medium: ['fb.yes'], fallback_low: [] });
+    const result = await replayTrace(DEFAULT_CONFIG, trace);
+    expect(result.recorded).toMatchObject({ decidedBy: 'common_query', skill_id: 'wiki' });
+    expect(result.reproduced).toBe(true);
+    expect(result.replay.failures).toEqual([]);
+    const wiki = result.scenario.skills.find((s) => s.skill_id === 'wiki');
+    expect(wiki).toMatchObject({ kind: 'common_query', pong: 'claim', latencyMs: 300, answer: 'Light is fast.', conf: 0.8 });
+    // The times read back are the real ones: 10 ms and 60 ms plus the bus's few ms.
+    expect(wiki?.kind === 'common_query' ? [wiki.pongAfterMs, wiki.answerAfterMs] : []).toEqual([expect.any(Number), expect.any(Number)]);
+    if (wiki?.kind === 'common_query') {
+      expect(wiki.pongAfterMs).toBeGreaterThanOrEqual(9);
+      expect(wiki.answerAfterMs).toBeGreaterThanOrEqual(59);
+    }
+  });
+
+  it('a command answered by fallback: the pool order, the decline, the willing skill and its handler are read back; replay-trace exits 0', async () => {
+    const { file } = await recordedRun('do a barrel roll');
+    const result = await replayTrace(DEFAULT_CONFIG, parseTrace(readFileSync(file, 'utf8')));
+    expect(result.recorded).toMatchObject({ decidedBy: 'fallback_medium', skill_id: 'fb.yes' });
+    expect(result.scenario.skills.map((s) => [s.skill_id, s.kind === 'fallback' ? s.willing : undefined])).toEqual([
+      ['fb.no', false],
+      ['fb.yes', true],
+    ]);
+    expect(result.reproduced).toBe(true);
+    const lines: string[] = [];
+    expect(await replayTraceCommand(['--trace', file, '--no-mycroft-conf'], (line) => lines.push(line))).toBe(0);
+    expect(lines).toContain('recorded:  fallback_medium fb.yes at ' + String(result.recorded.decidedAt) + ' ms');
+  });
+
+  it('a trace that is not one, or missing, exits 2 with a message', async () => {
+    const lines: string[] = [];
+    expect(await replayTraceCommand(['--trace', 'package.json', '--no-mycroft-conf'], (line) => lines.push(line))).toBe(2);
+    expect(lines[0]).toMatch(/^trace package.json: not a trace/);
+  });
+});
