@@ -1,23 +1,59 @@
+/**
+ * Diagrams generated from the machines (issue 10): every committed `.md` and `.svg` in visualizations/ and the
+ * README's embedded fallback diagram match the machines as they are now. Regenerate with `npm run viz`.
+ */
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { diagrams } from '../../visualizations/diagrams.js';
+import { machineGraph, toMermaid } from '../../src/inspect/diagram.js';
+import { DELAYS, dotHash, dotOf, MACHINES, markdownOf } from '../../visualizations/diagrams.js';
+import { renderSvg } from '../../visualizations/generate.js';
 
-describe('diagrams generated from the machines', () => {
-  it.each(Object.entries(diagrams()))('visualizations/%s matches its machine (run `npm run diagrams` after changing a machine)', (file, text) => {
-    const committed = readFileSync(new URL(`../../visualizations/${file}`, import.meta.url), 'utf8');
-    expect(committed).toBe(text);
+const read = (file: string): string => readFileSync(new URL(`../../visualizations/${file}`, import.meta.url), 'utf8');
+const hasDot = ((): boolean => {
+  try {
+    execFileSync('dot', ['-V'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+describe('diagrams generated from the machines (run `npm run viz` after changing a machine)', () => {
+  it.each(Object.keys(MACHINES))('visualizations/%s.machine.md matches its machine', (name) => {
+    expect(read(`${name}.machine.md`)).toBe(markdownOf(name));
+  });
+
+  it.each(Object.keys(MACHINES))('visualizations/%s.machine.svg was rendered from the machine as it is now', (name) => {
+    const svg = read(`${name}.machine.svg`);
+    expect(svg).toContain(`<!-- dot-source-sha256: ${dotHash(dotOf(name))} -->`);
+    if (hasDot) expect(svg).toBe(renderSvg(dotOf(name)));
+  });
+
+  it('the README embeds the fallback diagram exactly as generated', () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const section = readme.slice(readme.indexOf('### The fallback contest'));
+    const block = section.slice(section.indexOf('```mermaid\n') + '```mermaid\n'.length, section.indexOf('\n```', section.indexOf('```mermaid\n')) + 1);
+    expect(block).toBe(toMermaid(MACHINES['fallback']!.machine));
+  });
+
+  it.each(Object.keys(MACHINES))('every named delay of %s has its default value and clause in the delay table', (name) => {
+    for (const delay of machineGraph(MACHINES[name]!.machine).delays) expect(DELAYS[delay], delay).toBeDefined();
   });
 
   it('renders every named delay, always edge and guard of the fallback contest (OVOS-FALLBACK-1 §6.1)', () => {
-    const text = diagrams()['fallback.machine.mmd']!;
+    const text = toMermaid(MACHINES['fallback']!.machine);
     expect(text).toContain('after pingTimeout [hasNext]');
     expect(text).toContain('always [poolEmpty]');
     expect(text).toContain('PONG [fromAwaitedSkill && willing]');
+    expect(text).toContain('PONG / reportIgnored (stays)');
+    expect(dotOf('fallback')).toContain('after pingTimeout (500 ms) [hasNext]');
   });
 
-  it('renders the common-query windows as named delays (OVOS-COMMON-QUERY-1 §6.3, §7.2)', () => {
-    const text = diagrams()['common-query.machine.mmd']!;
-    for (const delay of ['after pollWindow', 'after pollClaimBound', 'after collectionWindow', 'after collectionCeiling']) expect(text).toContain(delay);
-    expect(text).not.toContain('pollQuiet');
+  it('renders the common-query windows as named delays with their defaults (OVOS-COMMON-QUERY-1 §6.3, §7.2)', () => {
+    const md = markdownOf('common-query');
+    for (const delay of ['after pollWindow', 'after pollClaimBound', 'after collectionWindow', 'after collectionCeiling']) expect(md).toContain(delay);
+    expect(md).toContain('| `collectionCeiling` | 5000 ms | commonQuery.collectionCeilingMs | OVOS-COMMON-QUERY-1 §7.2, Appendix A |');
+    expect(dotOf('common-query')).toContain('lhead=cluster_commonQuery_polling');
   });
 });
