@@ -33,12 +33,23 @@ export { buildPool, type PoolInput, type PoolEntry } from './plugins/fallback/po
 export { CommonQueryPlugin } from './plugins/common-query/common-query.plugin.js';
 export { classifyQuestion, type GateVerdict } from './plugins/common-query/gate.js';
 export { select, selectWithReranker, survivors, fastWinner, rankSurvivors, type Reranker, type Survivor, type SelectionPolicy, type CandidateResponse } from './plugins/common-query/selection.js';
-export { Supervisor, type InspectionHook, type ContestInfo, type ContestResult } from './supervisor/supervisor.js';
+export { Supervisor, type InspectionHook, type ContestInfo, type ContestResult, type SupervisorObserver, type Drop } from './supervisor/supervisor.js';
 export { createContestSystem, type ContestSystem, type SystemOptions } from './system.js';
 export { startDaemon, type Daemon } from './daemon/daemon.js';
 export { runFallbackSkill, type FallbackSkillSpec } from './skills/fallback-skill.js';
 export { runCommonQuerySkill, type CommonQuerySkillSpec } from './skills/common-query-skill.js';
-export { toMermaid } from './inspect/diagram.js';
+export { toMermaid, toDot } from './inspect/diagram.js';
+export {
+  InspectorRecorder,
+  createRecordedSystem,
+  type RecorderOptions,
+  type UtteranceView,
+  type ContestView,
+  type DecisionView,
+  type TimelineEntry,
+  type StrayDrop,
+} from './inspect/recorder.js';
+export { InspectorServer, systemView, type InspectorServerOptions, type InspectorState, type FeedMessage, type SystemView, type RegistryRow } from './inspect/server.js';
 export { fallbackMachine } from '../machines/fallback/fallback.machine.js';
 export { commonQueryMachine } from '../machines/common-query/common-query.machine.js';
 export { utteranceMachine } from '../machines/utterance/utterance.machine.js';

@@ -242,7 +242,7 @@ function priorityRange(value: unknown, key: string): PriorityRange {
  */
 export function validateConfig(value: unknown): Config {
   const root = section(value, '', [
-    'bus', 'log', 'lang', 'pipeline', 'orchestrator', 'fallback', 'commonQuery', 'exampleSkills', 'dialects',
+    'bus', 'log', 'lang', 'pipeline', 'orchestrator', 'fallback', 'commonQuery', 'exampleSkills', 'inspector', 'dialects',
   ]);
 
   const busIn = section(own(root, 'bus'), 'bus', [
@@ -275,11 +275,17 @@ export function validateConfig(value: unknown): Config {
   const fallback = validateFallback(own(root, 'fallback'));
   const commonQuery = validateCommonQuery(own(root, 'commonQuery'));
   const exampleSkills = boolean(own(root, 'exampleSkills'), 'exampleSkills');
+  const inspectorIn = section(own(root, 'inspector'), 'inspector', ['enabled', 'port', 'recentUtterances']);
+  const inspector: Config['inspector'] = {
+    enabled: boolean(own(inspectorIn, 'enabled'), 'inspector.enabled'),
+    port: integer(own(inspectorIn, 'port'), 'inspector.port', 0, 65_535),
+    recentUtterances: integer(own(inspectorIn, 'recentUtterances'), 'inspector.recentUtterances', 1, 100_000),
+  };
   const dialectsIn = section(own(root, 'dialects'), 'dialects', ['spec', 'legacy']);
   const dialects: Config['dialects'] = { spec: boolean(own(dialectsIn, 'spec'), 'dialects.spec'), legacy: boolean(own(dialectsIn, 'legacy'), 'dialects.legacy') };
   if (!dialects.spec && !dialects.legacy) throw new ConfigError('CONFIG_INVALID', 'dialects: at least one dialect must be on (spec, legacy)', { key: 'dialects' });
 
-  const config: Config = { bus, log, lang, pipeline, orchestrator, fallback, commonQuery, exampleSkills, dialects };
+  const config: Config = { bus, log, lang, pipeline, orchestrator, fallback, commonQuery, exampleSkills, inspector, dialects };
   checkRelations(config);
   return deepFreeze(config);
 }
@@ -630,6 +636,9 @@ const OPTIONS: readonly (ValueOption | SwitchOption)[] = [
   { kind: 'value', flag: '--lang', env: 'OVOS_CONTESTS_LANG', key: 'lang', meta: 'TAG', numeric: false, help: 'deployment default language (BCP 47)' },
   { kind: 'switch', flag: '--example-skills', key: 'exampleSkills', value: true, help: 'start the bundled example skills' },
   { kind: 'switch', flag: '--no-example-skills', key: 'exampleSkills', value: false, help: 'do not start the bundled example skills' },
+  { kind: 'value', flag: '--inspector-port', env: 'OVOS_CONTESTS_INSPECTOR_PORT', key: 'inspector.port', meta: 'PORT', numeric: true, help: 'port of the live inspector page on 127.0.0.1 (0 = any free port)' },
+  { kind: 'switch', flag: '--inspector', key: 'inspector.enabled', value: true, help: 'serve the live inspector page' },
+  { kind: 'switch', flag: '--no-inspector', key: 'inspector.enabled', value: false, help: 'do not serve the live inspector page' },
 ];
 
 const KNOWN_FLAGS = [CONFIG_FLAG, MYCROFT_FLAG, NO_MYCROFT_FLAG, ...OPTIONS.map((option) => option.flag), '--help'];
@@ -961,6 +970,8 @@ export function configHelp(): string {
     ['log.level', DEFAULT_CONFIG.log.level],
     ['lang', DEFAULT_CONFIG.lang],
     ['exampleSkills', DEFAULT_CONFIG.exampleSkills],
+    ['inspector.port', DEFAULT_CONFIG.inspector.port],
+    ['inspector.enabled', DEFAULT_CONFIG.inspector.enabled],
   ]);
   const rows: [string, string][] = [
     [`${CONFIG_FLAG} FILE`, `JSON file of config keys, layered over the defaults and mycroft.conf (env ${CONFIG_ENV})`],

@@ -86,6 +86,14 @@ export interface Config {
   };
   /** Start the bundled example skills as bus clients of the daemon. */
   readonly exampleSkills: boolean;
+  /** The daemon's live inspector page (src/inspect/), served on loopback only. */
+  readonly inspector: {
+    readonly enabled: boolean;
+    /** 0 = any free port (the URL is logged at start). */
+    readonly port: number;
+    /** Utterances the page can show (a ring: the oldest is forgotten first). */
+    readonly recentUtterances: number;
+  };
   /**
    * The protocol dialects spoken on the bus (src/dialect/): `spec` — the OVOS-*-1 topics; `legacy` — what shipping
    * OpenVoiceOS programs send today (ovos-wire-today.md). At least one must be on.
@@ -220,6 +228,7 @@ export const DEFAULT_CONFIG: Config = {
     fastWinConfidence: 0.9,
   },
   exampleSkills: true,
+  inspector: { enabled: true, port: 8182, recentUtterances: 200 },
   dialects: { spec: true, legacy: true },
 };
 

@@ -5,6 +5,10 @@
 import { BusClient } from '../bus/ws-client.js';
 import { BusServer } from '../bus/ws-server.js';
 import type { Config } from '../config/defaults.js';
+import type { Bus } from '../bus/bus.js';
+import { systemClock } from '../clock/clock.js';
+import { createRecordedSystem, InspectorRecorder } from '../inspect/recorder.js';
+import { InspectorServer } from '../inspect/server.js';
 import type { Logger } from '../log/logger.js';
 import { runFallbackSkill } from '../skills/fallback-skill.js';
 import { runCommonQuerySkill } from '../skills/common-query-skill.js';
@@ -15,6 +19,8 @@ export interface Daemon {
   /** The bus URL skills connect to. */
   readonly url: string;
   readonly system: ContestSystem;
+  /** The live inspector page, unless switched off (or its port was taken: logged, the daemon runs on without it). */
+  readonly inspector: InspectorServer | undefined;
   close(): Promise<void>;
 }
 
@@ -33,11 +39,21 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   const closers: Array<() => Promise<void>> = [];
   let url: string;
   let system: ContestSystem;
+  // The inspector's recorder sees every bus message and every contest (createRecordedSystem).
+  const recorder = config.inspector.enabled
+    ? new InspectorRecorder({ clock: systemClock, maxUtterances: config.inspector.recentUtterances })
+    : undefined;
+  const systemOn = (bus: Bus): ContestSystem => {
+    if (recorder === undefined) return createContestSystem({ bus, config, logger });
+    const recorded = createRecordedSystem(recorder, { bus, config, logger });
+    closers.push(async () => recorded.detach());
+    return recorded.system;
+  };
   if (config.bus.url !== null) {
     const client = clientOf(config.bus.url, config, logger.child({ component: 'bus-client' }));
     url = config.bus.url;
     // The system subscribes before the first connection so it sees that first "up" too.
-    system = createContestSystem({ bus: client, config, logger });
+    system = systemOn(client);
     closers.push(() => client.close());
     logger.info({ url }, 'connecting to an existing OVOS messagebus');
     client.connect();
@@ -46,9 +62,22 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   } else {
     const server = await BusServer.start({ ...config.bus, logger: logger.child({ component: 'bus' }) }); // heartbeatMs included
     url = server.url;
-    system = createContestSystem({ bus: server, config, logger });
+    system = systemOn(server);
     closers.push(() => server.close());
     logger.info({ url }, 'OVOS bus listening');
+  }
+  let inspector: InspectorServer | undefined;
+  if (recorder !== undefined) {
+    try {
+      inspector = await InspectorServer.start({ recorder, system, port: config.inspector.port, logger: logger.child({ component: 'inspector' }) });
+      const started = inspector;
+      closers.unshift(() => started.close());
+      logger.info({ url: inspector.url }, 'inspector page at this address');
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      const reason = code === 'EADDRINUSE' ? 'inspector_port_in_use' : 'inspector_failed';
+      logger.warn({ reason, port: config.inspector.port, err: code === 'EADDRINUSE' ? undefined : error }, `inspector not served${code === 'EADDRINUSE' ? `: port ${config.inspector.port} is in use (--inspector-port P, or --no-inspector)` : ''}; the daemon runs on without it`);
+    }
   }
   logger.info({ pipeline: config.pipeline, stages: system.orchestrator.stages.map((s) => s.pipelineId) }, 'pipeline ready');
 
@@ -74,6 +103,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   return {
     url,
     system,
+    inspector,
     close: async () => {
       system.close();
       for (const close of closers) await close();

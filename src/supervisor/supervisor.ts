@@ -37,6 +37,29 @@ export interface ContestInfo {
   readonly utteranceId: string | undefined;
 }
 
+/**
+ * Watches the supervisor from outside (the live inspector, metrics): contests as they start and end, and every
+ * message dropped with its reason — by the supervisor's routing or by a contest's machine (`*.ignored`). Observers
+ * are called synchronously and must be cheap; one that throws is logged and never disturbs a contest.
+ */
+export interface SupervisorObserver {
+  /** Before the actor starts, so its first inspection events find it known. */
+  contestStarted?(info: ContestInfo, actor: AnyActorRef, input: unknown): void;
+  contestEnded?(info: ContestInfo, result: ContestResult<unknown>): void;
+  dropped?(drop: Drop): void;
+}
+
+export interface Drop {
+  readonly reason: string;
+  /** The topic of the dropped message, or the machine's `*.ignored` event. */
+  readonly type: string;
+  readonly message: Message | undefined;
+  /** The contest whose machine ignored it, for a drop inside a contest. */
+  readonly contest: ContestInfo | undefined;
+  readonly skillId: string | undefined;
+  readonly detail: string | undefined;
+}
+
 export type ContestResult<T> =
   | { readonly status: 'done'; readonly output: T }
   | { readonly status: 'stopped'; readonly reason: string }
@@ -128,6 +151,7 @@ export class Supervisor {
   /** skill_ids whose latest connection closed and that have not spoken since (bounded, oldest forgotten first). */
   readonly #gone = new Set<string>();
   #closedHandlers: ConnectionClosedHandler[] = [];
+  #observers: SupervisorObserver[] = [];
   readonly #refusalHandlers = new Map<InboundKind, Array<(message: Message, reason: DropReason) => void>>();
   /** Refused fallback registrations: at most one warn per reason and skill per minute. */
   readonly #refusalLog = new LogRateLimiter(60_000);
@@ -159,6 +183,24 @@ export class Supervisor {
     return () => {
       this.#closedHandlers = this.#closedHandlers.filter((h) => h !== handler);
     };
+  }
+
+  /** Watch contests start and end and messages being dropped (the inspector); see `SupervisorObserver`. */
+  observe(observer: SupervisorObserver): Unsubscribe {
+    this.#observers = [...this.#observers, observer];
+    return () => {
+      this.#observers = this.#observers.filter((o) => o !== observer);
+    };
+  }
+
+  #notify(call: (observer: SupervisorObserver) => void): void {
+    for (const observer of this.#observers) {
+      try {
+        call(observer);
+      } catch (error) {
+        this.logger.error({ err: error, reason: 'observer_threw' }, 'supervisor observer threw');
+      }
+    }
   }
 
   /** Hear about refused messages of a service kind you own (after the refusal is logged). */
@@ -351,6 +393,10 @@ export class Supervisor {
   }
 
   #drop(reason: DropReason, message: Message, detail?: string, kind?: InboundKind): void {
+    if (this.#observers.length > 0) {
+      const skillId = stringField(message.data, 'skill_id') ?? stringField(message.context, 'skill_id');
+      this.#notify((o) => o.dropped?.({ reason, type: message.type, message, contest: undefined, skillId, detail }));
+    }
     // A refused fallback register/deregister is answered so the skill sees why (our extension, spec-dialect
     // `topics`), and logged at most once a minute per reason and sender. A malformed carrier is answered with
     // ovos.session.rejected instead.
@@ -407,6 +453,7 @@ export class Supervisor {
       if (ended) return;
       ended = true;
       this.#forget(live);
+      if (this.#observers.length > 0) this.#notify((o) => o.contestEnded?.(info, result));
       settle(result);
     };
 
@@ -431,9 +478,13 @@ export class Supervisor {
     // Machines report notable moments with emit(); the edge turns them into log lines.
     // A machine that ignores an event says why (`*.ignored` with a `reason`): a drop, logged like the supervisor's
     // own. Other reported moments with a reason (a rejected Match) are logged under their own name.
-    actor.on('*', (emitted: { type: string; reason?: string }) => {
+    actor.on('*', (emitted: { type: string; reason?: string; skill_id?: string }) => {
       if (emitted.reason === undefined || QUIET_REASONS.has(emitted.reason)) logger.debug(emitted, emitted.type);
       else logger.info(emitted, emitted.type.endsWith('.ignored') ? 'message dropped' : emitted.type);
+      if (emitted.reason !== undefined && emitted.type.endsWith('.ignored') && this.#observers.length > 0) {
+        const drop: Drop = { reason: emitted.reason, type: emitted.type, message: undefined, contest: info, skillId: emitted.skill_id, detail: undefined };
+        this.#notify((o) => o.dropped?.(drop));
+      }
     });
     actor.subscribe({
       complete: () => end({ status: 'done', output: (actor.getSnapshot() as { output: OutputFrom<TLogic> }).output }),
@@ -450,6 +501,7 @@ export class Supervisor {
       if (set === undefined) this.#routes.set(key, (set = new Set()));
       set.add(live);
     }
+    if (this.#observers.length > 0) this.#notify((o) => o.contestStarted?.(info, actor, options.input));
     actor.start();
 
     return {

@@ -30,9 +30,13 @@ export async function within<T>(promise: Promise<T>, ms: number, label: string):
   }
 }
 
-/** DEFAULT_CONFIG with `override` merged over it, validated exactly as the daemon validates a config file. */
+/**
+ * DEFAULT_CONFIG with `override` merged over it, validated exactly as the daemon validates a config file. The
+ * inspector is on, as for `npm start`, but on a free port (tests run in parallel).
+ */
 export function configWith(override: Record<string, unknown>): Config {
-  return validateConfig(mergeConfig(DEFAULT_CONFIG, override, 'test'));
+  const base = validateConfig(mergeConfig(DEFAULT_CONFIG, { inspector: { port: 0 } }, 'test'));
+  return validateConfig(mergeConfig(base, override, 'test'));
 }
 
 export type LogLine = Record<string, unknown> & { readonly level: number; readonly msg?: string; readonly reason?: string };

@@ -8,6 +8,7 @@ import { ManualClock } from '../../src/clock/manual-clock.js';
 import { DEFAULT_CONFIG, type Config } from '../../src/config/defaults.js';
 import type { Reranker } from '../../src/plugins/common-query/selection.js';
 import { createContestSystem, type ContestSystem } from '../../src/system.js';
+import { createRecordedSystem, InspectorRecorder, type RecorderOptions } from '../../src/inspect/recorder.js';
 import { pino } from 'pino';
 import { Writable } from 'node:stream';
 
@@ -15,6 +16,8 @@ export interface Harness {
   readonly bus: LocalBus;
   readonly clock: ManualClock;
   readonly system: ContestSystem;
+  /** The live inspector's recorder, wired as the daemon wires it (only with `options.recorder`). */
+  readonly recorder: InspectorRecorder | undefined;
   readonly wire: Message[];
   readonly logs: Array<Record<string, unknown>>;
   /** Messages of one type, in order. */
@@ -32,7 +35,10 @@ export function withConfig(patch: (config: Config) => Config): Config {
   return patch(structuredClone(DEFAULT_CONFIG) as Config);
 }
 
-export function createHarness(config: Config = DEFAULT_CONFIG, options: { reranker?: Reranker } = {}): Harness {
+export function createHarness(
+  config: Config = DEFAULT_CONFIG,
+  options: { reranker?: Reranker; recorder?: Omit<RecorderOptions, 'clock'> } = {},
+): Harness {
   const bus = new LocalBus();
   const clock = new ManualClock();
   const wire: Message[] = [];
@@ -45,7 +51,9 @@ export function createHarness(config: Config = DEFAULT_CONFIG, options: { rerank
     },
   });
   const logger = pino({ level: 'debug' }, sink);
-  const system = createContestSystem({ bus, clock, config, logger, ...(options.reranker ? { reranker: options.reranker } : {}) });
+  const systemOptions = { bus, clock, config, logger, ...(options.reranker ? { reranker: options.reranker } : {}) };
+  const recorder = options.recorder === undefined ? undefined : new InspectorRecorder({ clock, ...options.recorder });
+  const system = recorder === undefined ? createContestSystem(systemOptions) : createRecordedSystem(recorder, systemOptions).system;
   const settle = async (): Promise<void> => {
     for (let i = 0; i < 10; i++) await new Promise<void>((resolve) => setImmediate(resolve));
   };
@@ -53,6 +61,7 @@ export function createHarness(config: Config = DEFAULT_CONFIG, options: { rerank
     bus,
     clock,
     system,
+    recorder,
     wire,
     logs,
     of: (type) => wire.filter((m) => m.type === type),

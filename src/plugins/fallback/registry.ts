@@ -91,6 +91,13 @@ export class FallbackRegistry {
     return false;
   }
 
+  /** Every registration, "default" first (for inspection). */
+  entries(): Array<RegistryEntry & { readonly sessionId: string; readonly skillId: string }> {
+    const all: Array<RegistryEntry & { sessionId: string; skillId: string }> = [];
+    for (const [sessionId, skills] of this.#bySession) for (const [skillId, entry] of skills) all.push({ sessionId, skillId, ...entry });
+    return all.sort((a, b) => Number(b.sessionId === DEFAULT_SESSION_ID) - Number(a.sessionId === DEFAULT_SESSION_ID));
+  }
+
   /** Sessions other than "default" holding registrations. */
   get sessionCount(): number {
     return this.#bySession.size - (this.#bySession.has(DEFAULT_SESSION_ID) ? 1 : 0);

@@ -1,0 +1,319 @@
+/**
+ * The live inspector: a local web page served by the daemon (loopback only, every asset from here — no CDN), fed
+ * over a websocket from the recorder (src/inspect/recorder.ts) and the system's registry and roster.
+ *
+ *   GET /                      the page (src/inspect/page/: plain ES modules, no build step)
+ *   GET /diagrams/<m>.svg      the committed machine diagrams (visualizations/, `npm run viz`)
+ *   GET /api/state             everything the page shows, as JSON
+ *   GET /api/trace?session=S&utterance=U   one utterance's timeline as a trace (`ovos-contests replay-trace FILE`)
+ *   WS  /feed                  a `hello` with the state, then `update`s with what changed, at most every 100 ms
+ *
+ * The feed does nothing while no page is connected: the recorder's change listener and the flush timer exist only
+ * while a client does. A page that cannot keep up (its socket buffer past 4 MiB) is skipped and sent the whole
+ * state again once it has drained. Requests whose Host is not a loopback name are refused (DNS rebinding).
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { Logger } from '../log/logger.js';
+import type { ContestSystem } from '../system.js';
+import type { DecisionView, InspectorRecorder, StrayDrop, UtteranceView } from './recorder.js';
+
+export interface RegistryRow {
+  readonly session_id: string;
+  readonly skill_id: string;
+  /** As registered. */
+  readonly priority: number;
+  /** After the deployment's `fallback.priorities` override. */
+  readonly effective_priority: number;
+  /** The fallback stage whose range covers it, or null when none does (never asked). */
+  readonly stage: string | null;
+  readonly dialect: 'spec' | 'legacy';
+  /** The client connection it registered over; null in process or on a foreign bus (no connection identity). */
+  readonly connection: string | null;
+  /** Circuit breaker: `open` = suspended from every pool. */
+  readonly breaker: 'closed' | 'open' | 'half_open';
+}
+
+export interface SystemView {
+  readonly pipeline: readonly string[];
+  readonly stages: Readonly<Record<string, readonly [number, number]>>;
+  readonly registry: readonly RegistryRow[];
+  readonly roster: ReadonlyArray<{ readonly skill_id: string; readonly answersEveryPoll: boolean }>;
+}
+
+export function systemView(system: ContestSystem): SystemView {
+  const { stages, priorities } = system.config.fallback;
+  const registry = system.fallback.registry.entries().map((entry): RegistryRow => {
+    const effective = Object.hasOwn(priorities, entry.skillId) ? priorities[entry.skillId]! : entry.priority;
+    const stage = Object.entries(stages).find(([, [min, max]]) => effective >= min && effective <= max)?.[0] ?? null;
+    return {
+      session_id: entry.sessionId,
+      skill_id: entry.skillId,
+      priority: entry.priority,
+      effective_priority: effective,
+      stage,
+      dialect: entry.legacy ? 'legacy' : 'spec',
+      connection: entry.connection ?? null,
+      breaker: system.fallback.breaker.state(entry.skillId),
+    };
+  });
+  return { pipeline: system.config.pipeline, stages, registry, roster: system.commonQuery.roster() };
+}
+
+export interface InspectorState {
+  readonly utterances: readonly UtteranceView[];
+  readonly decisions: readonly DecisionView[];
+  readonly strays: readonly StrayDrop[];
+  readonly system: SystemView;
+}
+
+export type FeedMessage =
+  | ({ readonly type: 'hello' } & InspectorState)
+  | {
+      readonly type: 'update';
+      readonly utterances: readonly UtteranceView[];
+      readonly decisions?: readonly DecisionView[];
+      readonly strays?: readonly StrayDrop[];
+      readonly system?: SystemView;
+    };
+
+export interface InspectorServerOptions {
+  readonly recorder: InspectorRecorder;
+  readonly system: ContestSystem;
+  readonly port: number;
+  readonly logger: Logger;
+  /** Feed flush period (ms). */
+  readonly flushMs?: number;
+}
+
+const HOST = '127.0.0.1';
+const PAGE_FILES: Readonly<Record<string, string>> = {
+  '/': 'index.html',
+  '/index.html': 'index.html',
+  '/app.js': 'app.js',
+  '/style.css': 'style.css',
+};
+const DIAGRAMS = new Set(['fallback', 'common-query', 'utterance']);
+const TYPES: Readonly<Record<string, string>> = {
+  html: 'text/html; charset=utf-8',
+  js: 'text/javascript; charset=utf-8',
+  css: 'text/css; charset=utf-8',
+  svg: 'image/svg+xml',
+};
+const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+
+/** The package root (where package.json is), from src/inspect or dist/src/inspect alike. */
+function packageRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json'))) {
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error('inspector: package root not found');
+    dir = parent;
+  }
+  return dir;
+}
+
+const LOOPBACK_HOST = /^(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/i;
+
+export class InspectorServer {
+  readonly url: string;
+  readonly #server: Server;
+  readonly #wss: WebSocketServer;
+  readonly #options: InspectorServerOptions;
+  readonly #files = new Map<string, Buffer>();
+  readonly #clients = new Set<WebSocket>();
+  /** Clients skipped while their buffer was full: sent the whole state once drained. */
+  readonly #stale = new Set<WebSocket>();
+  #dirty = new Set<string>();
+  #decisionsChanged = false;
+  #straysChanged = false;
+  #lastSystem = '';
+  #unlisten: (() => void) | undefined;
+  #timer: ReturnType<typeof setInterval> | undefined;
+
+  private constructor(server: Server, options: InspectorServerOptions, port: number) {
+    this.#server = server;
+    this.#options = options;
+    this.url = `http://${HOST}:${port}/`;
+    this.#wss = new WebSocketServer({ noServer: true, maxPayload: 4096 });
+    const root = packageRoot();
+    for (const file of new Set(Object.values(PAGE_FILES))) this.#files.set(file, readFileSync(join(root, 'src', 'inspect', 'page', file)));
+    for (const name of DIAGRAMS) {
+      const path = join(root, 'visualizations', `${name}.machine.svg`);
+      if (existsSync(path)) this.#files.set(`${name}.svg`, readFileSync(path));
+    }
+    server.on('request', (request, response) => this.#request(request, response));
+    server.on('upgrade', (request, socket, head) => {
+      if (!LOOPBACK_HOST.test(request.headers.host ?? '') || new URL(request.url ?? '/', this.url).pathname !== '/feed') {
+        socket.end('HTTP/1.1 403 Forbidden\r\n\r\n');
+        return;
+      }
+      this.#wss.handleUpgrade(request, socket, head, (ws) => this.#connected(ws));
+    });
+  }
+
+  /** Listen on loopback. A port already in use is reported by the returned error, not thrown past the caller. */
+  static async start(options: InspectorServerOptions): Promise<InspectorServer> {
+    const server = createServer();
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port, HOST, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    const address = server.address();
+    const port = typeof address === 'object' && address !== null ? address.port : options.port;
+    return new InspectorServer(server, options, port);
+  }
+
+  /** Connected pages right now. */
+  get clients(): number {
+    return this.#clients.size;
+  }
+
+  state(): InspectorState {
+    const { recorder, system } = this.#options;
+    return { utterances: recorder.utterances(), decisions: recorder.decisions(), strays: recorder.strays(), system: systemView(system) };
+  }
+
+  #request(request: IncomingMessage, response: ServerResponse): void {
+    if (!LOOPBACK_HOST.test(request.headers.host ?? '')) {
+      response.writeHead(403, { 'content-type': 'text/plain' }).end('the inspector answers loopback names only\n');
+      return;
+    }
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+      response.writeHead(405, { allow: 'GET, HEAD' }).end();
+      return;
+    }
+    const url = new URL(request.url ?? '/', this.url);
+    const send = (status: number, type: string, body: string | Buffer, extra: Record<string, string> = {}): void => {
+      response.writeHead(status, { 'content-type': type, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', ...extra }).end(body);
+    };
+    const page = PAGE_FILES[url.pathname];
+    if (page !== undefined) {
+      send(200, TYPES[page.split('.').pop()!]!, this.#files.get(page)!);
+      return;
+    }
+    const diagram = /^\/diagrams\/([a-z-]+)\.svg$/.exec(url.pathname)?.[1];
+    if (diagram !== undefined && this.#files.has(`${diagram}.svg`)) {
+      send(200, TYPES['svg']!, this.#files.get(`${diagram}.svg`)!);
+      return;
+    }
+    if (url.pathname === '/api/state') {
+      send(200, 'application/json', JSON.stringify(this.state()));
+      return;
+    }
+    if (url.pathname === '/api/trace') {
+      const session = url.searchParams.get('session') ?? '';
+      const utterance = url.searchParams.get('utterance') ?? '';
+      const trace = this.#options.recorder.trace(`${session}\u0000${utterance}`);
+      if (trace === undefined) {
+        send(404, 'application/json', JSON.stringify({ error: 'no such utterance in the inspector\'s ring', session, utterance }));
+        return;
+      }
+      const file = `trace-${session}-${utterance}.json`.replace(/[^A-Za-z0-9._-]/g, '_');
+      send(200, 'application/json', `${JSON.stringify(trace, null, 2)}\n`, { 'content-disposition': `attachment; filename="${file}"` });
+      return;
+    }
+    send(404, 'text/plain', 'not found\n');
+  }
+
+  #connected(ws: WebSocket): void {
+    this.#clients.add(ws);
+    ws.on('close', () => this.#disconnected(ws));
+    ws.on('error', () => ws.terminate());
+    ws.on('message', () => {}); // the page only listens; anything it sends is ignored
+    if (this.#unlisten === undefined) this.#listen();
+    this.#sendState(ws);
+  }
+
+  #disconnected(ws: WebSocket): void {
+    this.#clients.delete(ws);
+    this.#stale.delete(ws);
+    if (this.#clients.size === 0) this.#quiet();
+  }
+
+  #sendState(ws: WebSocket): void {
+    const state = this.state();
+    this.#lastSystem = JSON.stringify(state.system);
+    const hello: FeedMessage = { type: 'hello', ...state };
+    ws.send(JSON.stringify(hello));
+  }
+
+  /** The first page connected: hear the recorder's changes and flush them on a timer. */
+  #listen(): void {
+    this.#unlisten = this.#options.recorder.onChange((change) => {
+      if ('utterance' in change) this.#dirty.add(change.utterance);
+      else this.#straysChanged = true;
+    });
+    this.#timer = setInterval(() => this.#flush(), this.#options.flushMs ?? 100);
+    this.#timer.unref();
+  }
+
+  /** The last page left: nothing is listened to or computed any more. */
+  #quiet(): void {
+    this.#unlisten?.();
+    this.#unlisten = undefined;
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.#dirty.clear();
+    this.#decisionsChanged = false;
+    this.#straysChanged = false;
+  }
+
+  #flush(): void {
+    const { recorder, system } = this.#options;
+    const utterances: UtteranceView[] = [];
+    for (const key of this.#dirty) {
+      const view = recorder.utterance(key);
+      if (view === undefined) continue;
+      utterances.push(view);
+      if (view.decision !== undefined) this.#decisionsChanged = true;
+    }
+    this.#dirty = new Set();
+    const systemNow = systemView(system);
+    const systemText = JSON.stringify(systemNow);
+    const systemChanged = systemText !== this.#lastSystem;
+    this.#lastSystem = systemText;
+    for (const ws of this.#stale) {
+      if (ws.bufferedAmount < MAX_BUFFERED_BYTES) {
+        this.#stale.delete(ws);
+        this.#sendState(ws);
+      }
+    }
+    if (utterances.length === 0 && !systemChanged && !this.#straysChanged && !this.#decisionsChanged) return;
+    const update: FeedMessage = {
+      type: 'update',
+      utterances,
+      ...(this.#decisionsChanged ? { decisions: recorder.decisions() } : {}),
+      ...(this.#straysChanged ? { strays: recorder.strays() } : {}),
+      ...(systemChanged ? { system: systemNow } : {}),
+    };
+    this.#decisionsChanged = false;
+    this.#straysChanged = false;
+    const frame = JSON.stringify(update);
+    for (const ws of this.#clients) {
+      if (this.#stale.has(ws)) continue;
+      if (ws.bufferedAmount >= MAX_BUFFERED_BYTES) {
+        this.#stale.add(ws);
+        this.#options.logger.warn({ reason: 'inspector_client_slow', buffered: ws.bufferedAmount }, 'inspector page is not keeping up; it gets the whole state once it has caught up');
+        continue;
+      }
+      ws.send(frame);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#quiet();
+    for (const ws of this.#clients) ws.close(1001, 'daemon shutting down');
+    this.#wss.close();
+    await new Promise<void>((resolve) => {
+      this.#server.close(() => resolve());
+      this.#server.closeAllConnections();
+    });
+  }
+}

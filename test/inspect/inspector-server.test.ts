@@ -1,0 +1,162 @@
+/**
+ * The inspector as a user reaches it: the daemon (`startDaemon`, example skills as real websocket clients) serves
+ * the page, the diagrams, the state and the trace export on loopback, and a live feed over a websocket. Nothing
+ * sleeps: every wait is on a frame or a response.
+ */
+import { readFileSync } from 'node:fs';
+import { createServer, request } from 'node:http';
+import { afterEach, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import type { AnyStateMachine } from 'xstate';
+import { startDaemon, type Daemon } from '../../src/daemon/daemon.js';
+import { activeNodes } from '../../src/inspect/recorder.js';
+import type { FeedMessage } from '../../src/inspect/server.js';
+import { silentLogger } from '../../src/log/logger.js';
+import { parseTrace } from '../../src/testing/trace.js';
+import { MACHINES } from '../../visualizations/diagrams.js';
+import { Probe, captureLogs, configWith } from '../integration/probe.js';
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function daemon(): Promise<Daemon> {
+  const started = await startDaemon(configWith({ bus: { port: 0 }, exampleSkills: true, log: { level: 'silent' } }), silentLogger());
+  cleanups.push(() => started.close());
+  expect(started.inspector).toBeDefined();
+  return started;
+}
+
+async function ask(d: Daemon, utterance: string, session: string): Promise<string> {
+  const probe = await Probe.connect(d.url);
+  cleanups.push(() => probe.close());
+  const utteranceId = `${session}-1`;
+  probe.utter(utterance, { utteranceId, session: { session_id: session } });
+  await probe.handled(utteranceId);
+  return utteranceId;
+}
+
+function get(url: string, host?: string): Promise<{ status: number; type: string; disposition: string; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, host === undefined ? {} : { headers: { host } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), disposition: String(res.headers['content-disposition']), body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** A feed client that collects frames and waits for one that satisfies a predicate. */
+async function feed(d: Daemon): Promise<{ frames: FeedMessage[]; until(pred: (m: FeedMessage) => boolean): Promise<FeedMessage> }> {
+  const ws = new WebSocket(`${d.inspector!.url.replace('http', 'ws')}feed`);
+  const frames: FeedMessage[] = [];
+  const waiters: Array<{ pred: (m: FeedMessage) => boolean; resolve: (m: FeedMessage) => void }> = [];
+  ws.on('message', (data) => {
+    const message = JSON.parse(String(data)) as FeedMessage;
+    frames.push(message);
+    for (const w of [...waiters]) if (w.pred(message)) {
+      waiters.splice(waiters.indexOf(w), 1);
+      w.resolve(message);
+    }
+  });
+  await new Promise<void>((resolve, reject) => ws.once('open', () => resolve()).once('error', reject));
+  cleanups.push(async () => ws.close());
+  return {
+    frames,
+    until: (pred) => {
+      const seen = frames.find(pred);
+      return seen !== undefined ? Promise.resolve(seen) : new Promise((resolve) => waiters.push({ pred, resolve }));
+    },
+  };
+}
+
+describe('inspector server', () => {
+  it('serves the page, its script and stylesheet, and every machine diagram, from the daemon itself (no CDN)', async () => {
+    const d = await daemon();
+    const page = await get(d.inspector!.url);
+    expect(page.status).toBe(200);
+    expect(page.type).toContain('text/html');
+    // Every asset the page loads is a path on the daemon.
+    const assets = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+    expect(assets.sort()).toEqual(['/app.js', '/style.css']);
+    for (const asset of assets) expect((await get(new URL(asset, d.inspector!.url).href)).status).toBe(200);
+    expect((await get(new URL('/app.js', d.inspector!.url).href)).body).not.toMatch(/https?:\/\//);
+    for (const name of Object.keys(MACHINES)) {
+      const svg = await get(new URL(`/diagrams/${name}.svg`, d.inspector!.url).href);
+      expect(svg.status).toBe(200);
+      expect(svg.type).toBe('image/svg+xml');
+      expect(svg.body).toBe(readFileSync(new URL(`../../visualizations/${name}.machine.svg`, import.meta.url), 'utf8'));
+    }
+    expect((await get(new URL('/../package.json', d.inspector!.url).href)).status).toBe(404);
+  });
+
+  it('answers loopback names only: a request naming another host (DNS rebinding) is refused', async () => {
+    const d = await daemon();
+    expect(d.inspector!.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
+    expect((await get(`${d.inspector!.url}api/state`, 'attacker.example:80')).status).toBe(403);
+    expect((await get(`${d.inspector!.url}api/state`, `localhost:${new URL(d.inspector!.url).port}`)).status).toBe(200);
+  });
+
+  it('every state the machines can be in highlights nodes that exist in its diagram', () => {
+    for (const [name, { machine }] of Object.entries(MACHINES)) {
+      const titles = new Set([...readFileSync(new URL(`../../visualizations/${name}.machine.svg`, import.meta.url), 'utf8').matchAll(/<title>([^<]+)<\/title>/g)].map((m) => m[1]!));
+      // A leaf's value names it under every compound ancestor: { polling: 'open' }.
+      const valuesOf = (node: AnyStateMachine['root']): unknown[] => {
+        const children = Object.values(node.states);
+        return children.length === 0 ? [node.key] : children.flatMap((child) => valuesOf(child).map((value) => ({ [node.key]: value })));
+      };
+      const values = Object.values(machine.root.states).flatMap(valuesOf);
+      expect(values.length).toBeGreaterThan(3);
+      for (const value of values) for (const node of activeNodes(machine.id, value)) expect(titles, `${name}: ${JSON.stringify(value)} → ${node}`).toContain(node);
+    }
+  });
+
+  it('the feed: a hello with the registry and roster, then the utterance as it happens with its decision; the trace exports from /api/trace', async () => {
+    const d = await daemon();
+    const live = await feed(d);
+    const hello = await live.until((m) => m.type === 'hello');
+    if (hello.type !== 'hello') throw new Error('first frame is the hello');
+    expect(hello.system.registry.map((r) => [r.skill_id, r.stage, r.dialect])).toEqual([
+      ['meaning-of-life.example', 'fallback_high', 'spec'],
+      ['dont-know.example', 'fallback_low', 'spec'],
+    ]);
+
+    const utteranceId = await ask(d, 'what is the meaning of life', 'feed-test');
+    const update = await live.until((m) => m.type === 'update' && m.utterances.some((u) => u.utterance_id === utteranceId && u.decision !== undefined));
+    const u = update.utterances.find((x) => x.utterance_id === utteranceId)!;
+    expect(u.decision).toMatchObject({ outcome: 'completed', stage: 'fallback_high', skill_id: 'meaning-of-life.example', answer: '42' });
+    expect(u.timeline.map((e) => e.type)).toEqual(expect.arrayContaining(['meaning-of-life.example.fallback.ping', 'meaning-of-life.example.fallback.pong', 'meaning-of-life.example:fallback']));
+    expect(update.decisions?.[0]?.utterance_id).toBe(utteranceId);
+
+    const exported = await get(`${d.inspector!.url}api/trace?session=feed-test&utterance=${utteranceId}`);
+    expect(exported.status).toBe(200);
+    expect(exported.disposition).toBe(`attachment; filename="trace-feed-test-${utteranceId}.json"`);
+    const trace = parseTrace(exported.body);
+    expect(trace).toMatchObject({ utterance: 'what is the meaning of life', session_id: 'feed-test' });
+    expect(trace.pools['fallback_high']).toEqual(['meaning-of-life.example']);
+    expect((await get(`${d.inspector!.url}api/trace?session=feed-test&utterance=nope`)).status).toBe(404);
+  });
+
+  it('a port already in use: one warn line naming the way out, and the daemon serves the bus without the page', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
+    const port = (blocker.address() as { port: number }).port;
+    const { logger, lines } = captureLogs('info');
+    const d = await startDaemon(configWith({ bus: { port: 0 }, exampleSkills: true, inspector: { port } }), logger);
+    cleanups.push(() => d.close());
+    expect(d.inspector).toBeUndefined();
+    expect(lines.items.filter((l) => l.reason === 'inspector_port_in_use')).toEqual([expect.objectContaining({ port, msg: expect.stringContaining('--inspector-port') })]);
+    await ask(d, 'what is the meaning of life', 'no-page');
+  });
+
+  it('--no-inspector: no page is served', async () => {
+    const d = await startDaemon(configWith({ bus: { port: 0 }, exampleSkills: false, log: { level: 'silent' }, inspector: { enabled: false } }), silentLogger());
+    cleanups.push(() => d.close());
+    expect(d.inspector).toBeUndefined();
+  });
+});
