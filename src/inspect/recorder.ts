@@ -4,13 +4,13 @@
  * state change and timeout of its contests, every drop tied to it with the reason code, at its ms offset from the
  * utterance's start) and its decision; the last decisions; drops that belong to no utterance.
  *
- * Fed from three places and nothing else: the bus (every message, once), the one XState inspection hook (state
- * changes and delayed events of every contest actor) and the supervisor's observer (contests started and ended,
- * drops). Recording is a few map lookups and array pushes per message; views are built only when asked for (the
- * page's feed, an export), so a daemon with no browser connected pays next to nothing (README, bench figure).
+ * Fed from three places and nothing else: the bus (every message, once), the supervisor's observer (contests
+ * started and ended, drops) and, while a page watches (detail mode), XState's inspection protocol on every contest
+ * actor (state changes and fired delays). Recording keeps references — one small entry per message, no copies —
+ * and views are built only when asked for (the page's feed, an export): measured in test/bench/inspector.ts.
  */
 import type { AnyActorRef, InspectionEvent } from 'xstate';
-import { isJsonObject, stringField, utteranceIdOf, type Message } from '../bus/message.js';
+import { isJsonObject, stringField, type Message } from '../bus/message.js';
 import { sessionIdOf } from '../bus/session.js';
 import type { Clock } from '../clock/clock.js';
 import type { Unsubscribe } from '../bus/bus.js';
@@ -81,6 +81,8 @@ export interface UtteranceView {
   readonly timeline: readonly TimelineEntry[];
   /** Timeline entries left out past the per-utterance bound. */
   readonly truncated: number;
+  /** Whether state changes and timeouts were recorded (a page was connected while it ran); else only final states. */
+  readonly detailed: boolean;
   readonly decision: DecisionView | undefined;
 }
 
@@ -147,12 +149,32 @@ interface ContestRecord {
   readonly info: ContestInfo;
   readonly actor: AnyActorRef;
   readonly machineId: string | undefined;
+  /** The last snapshot value seen (a string, or an object for compound states) and its text. */
+  value: unknown;
   state: string;
-  active: readonly string[];
   status: ContestView['status'];
   reason: string | undefined;
   readonly startedAt: number;
   endedAt: number | undefined;
+  /** The inspection subscription while a page watches (detail mode). */
+  inspection: { unsubscribe(): void } | undefined;
+}
+
+/** What is kept per timeline entry: as little as possible, turned into a `TimelineEntry` only when viewed. */
+type Raw =
+  | { readonly at: number; readonly kind: 'message'; readonly message: Message }
+  | { readonly at: number; readonly kind: 'state'; readonly contest: ContestRecord; readonly state: string }
+  | { readonly at: number; readonly kind: 'timeout'; readonly contest: ContestRecord; readonly delay: string }
+  | { readonly at: number; readonly kind: 'drop'; readonly drop: Drop }
+  | { readonly at: number; readonly kind: 'contest'; readonly contest: ContestRecord; readonly ended: boolean }
+  | { readonly at: number; readonly kind: 'decision' };
+
+interface Decision {
+  readonly time: number;
+  readonly afterMs: number;
+  readonly outcome: string;
+  readonly stage: string | null;
+  readonly skill_id: string | null;
 }
 
 interface UtteranceRecord {
@@ -163,17 +185,19 @@ interface UtteranceRecord {
   readonly start: number;
   readonly time: number;
   readonly contests: ContestRecord[];
-  readonly timeline: TimelineEntry[];
-  readonly messages: TraceEntry[];
+  readonly entries: Raw[];
   truncated: number;
-  pools: Readonly<Record<string, readonly string[]>>;
-  decision: DecisionView | undefined;
+  /** The fallback pools when the utterance began, or how to get them (computed when first asked for). */
+  pools: Readonly<Record<string, readonly string[]>> | undefined;
+  decision: Decision | undefined;
   live: boolean;
+  detailed: boolean;
 }
 
 export type RecorderChange = { readonly utterance: string } | { readonly stray: StrayDrop };
 
 const keyOf = (sessionId: string, utteranceId: string): string => `${sessionId}\u0000${utteranceId}`;
+const where = (contest: ContestRecord): string => `${contest.info.kind}/${contest.info.label}`;
 
 export class InspectorRecorder implements SupervisorObserver {
   readonly #clock: Clock;
@@ -182,12 +206,16 @@ export class InspectorRecorder implements SupervisorObserver {
   readonly #maxDecisions: number;
   readonly #maxStrays: number;
   #poolsFor: PoolsOf | undefined;
-  readonly #utterances = new Map<string, UtteranceRecord>();
-  /** Live contests by id, with the utterance they belong to. */
+  /** utterance_id → its record(s): one, unless two sessions used the same utterance_id. */
+  readonly #utterances = new Map<string, UtteranceRecord | UtteranceRecord[]>();
+  /** Records in arrival order (the ring). */
+  readonly #ring: UtteranceRecord[] = [];
+  /** Live contests by id. */
   readonly #contests = new Map<string, { readonly contest: ContestRecord; readonly utterance: UtteranceRecord }>();
-  readonly #decisions: DecisionView[] = [];
+  readonly #decisions: UtteranceRecord[] = [];
   readonly #strays: StrayDrop[] = [];
   #listeners: Array<(change: RecorderChange) => void> = [];
+  #detailed = false;
 
   constructor(options: RecorderOptions) {
     this.#clock = options.clock;
@@ -202,6 +230,30 @@ export class InspectorRecorder implements SupervisorObserver {
     this.#poolsFor = poolsOf;
   }
 
+  /**
+   * Detail mode: every contest's state changes and fired delays, through XState's inspection protocol (its
+   * `system.inspect`, live contests included). The inspector switches it on while a page is connected; without it
+   * the recorder keeps the messages, contests (with the state each ended in), drops and decisions, and XState
+   * builds no inspection events at all.
+   */
+  setDetailed(on: boolean): void {
+    if (on === this.#detailed) return;
+    this.#detailed = on;
+    for (const { contest, utterance } of this.#contests.values()) {
+      if (on) {
+        contest.inspection ??= contest.actor.system.inspect(this.inspect);
+        utterance.detailed = true;
+      } else {
+        contest.inspection?.unsubscribe();
+        contest.inspection = undefined;
+      }
+    }
+  }
+
+  get detailed(): boolean {
+    return this.#detailed;
+  }
+
   /** Hear which utterance changed (the feed batches these). Nothing is built for a change nobody listens to. */
   onChange(listener: (change: RecorderChange) => void): Unsubscribe {
     this.#listeners = [...this.#listeners, listener];
@@ -210,63 +262,75 @@ export class InspectorRecorder implements SupervisorObserver {
     };
   }
 
-  #changed(change: RecorderChange): void {
-    for (const listener of this.#listeners) listener(change);
+  #find(sessionId: string, utteranceId: string): UtteranceRecord | undefined {
+    const found = this.#utterances.get(utteranceId);
+    if (found === undefined) return undefined;
+    if (!Array.isArray(found)) return found.sessionId === sessionId ? found : undefined;
+    return found.find((r) => r.sessionId === sessionId);
   }
 
   #ensure(sessionId: string, utteranceId: string): UtteranceRecord {
-    const key = keyOf(sessionId, utteranceId);
-    let record = this.#utterances.get(key);
-    if (record !== undefined) return record;
-    record = {
-      key,
+    const existing = this.#find(sessionId, utteranceId);
+    if (existing !== undefined) return existing;
+    const record: UtteranceRecord = {
+      key: keyOf(sessionId, utteranceId),
       sessionId,
       utteranceId,
       utterance: '',
       start: this.#clock.now(),
       time: Date.now(),
       contests: [],
-      timeline: [],
-      messages: [],
+      entries: [],
       truncated: 0,
-      pools: {},
+      pools: undefined,
       decision: undefined,
       live: true,
+      detailed: this.#detailed,
     };
-    this.#utterances.set(key, record);
-    if (this.#utterances.size > this.#maxUtterances) {
-      const oldest = this.#utterances.keys().next().value;
-      if (oldest !== undefined) this.#utterances.delete(oldest);
-    }
+    const same = this.#utterances.get(utteranceId);
+    this.#utterances.set(utteranceId, same === undefined ? record : Array.isArray(same) ? [...same, record] : [same, record]);
+    this.#ring.push(record);
+    if (this.#ring.length > this.#maxUtterances) this.#forget(this.#ring.shift()!);
     return record;
   }
 
-  #push(record: UtteranceRecord, entry: Omit<TimelineEntry, 'at'>): void {
-    if (record.timeline.length >= this.#maxEntries) {
-      record.truncated++;
-      return;
+  #forget(record: UtteranceRecord): void {
+    const same = this.#utterances.get(record.utteranceId);
+    if (same === record) this.#utterances.delete(record.utteranceId);
+    else if (Array.isArray(same)) {
+      const rest = same.filter((r) => r !== record);
+      if (rest.length === 1) this.#utterances.set(record.utteranceId, rest[0]!);
+      else this.#utterances.set(record.utteranceId, rest);
     }
-    record.timeline.push({ at: this.#clock.now() - record.start, ...entry });
-    this.#changed({ utterance: record.key });
+  }
+
+  #push(record: UtteranceRecord, entry: Raw): void {
+    if (record.entries.length >= this.#maxEntries) record.truncated++;
+    else record.entries.push(entry);
+    for (const listener of this.#listeners) listener({ utterance: record.key });
+  }
+
+  #recordOf(message: Message): UtteranceRecord | undefined {
+    const context = message.context;
+    const utteranceId = context['utterance_id'];
+    if (typeof utteranceId === 'string' && this.#utterances.has(utteranceId)) {
+      const sessionId = sessionIdOf(message);
+      if (sessionId !== undefined) {
+        const record = this.#find(sessionId, utteranceId);
+        if (record !== undefined) return record;
+      }
+    }
+    const contestId = context['contest_id'];
+    return typeof contestId === 'string' ? this.#contests.get(contestId)?.utterance : undefined;
   }
 
   /** Bus subscriber: every message carrying an utterance_id (or a live contest's contest_id) joins that utterance. */
   readonly onMessage = (message: Message): void => {
-    let record: UtteranceRecord | undefined;
-    const utteranceId = utteranceIdOf(message);
-    const sessionId = sessionIdOf(message);
-    if (utteranceId !== undefined && sessionId !== undefined) record = this.#utterances.get(keyOf(sessionId, utteranceId));
-    if (record === undefined) {
-      const contestId = stringField(message.context, 'contest_id');
-      if (contestId !== undefined) record = this.#contests.get(contestId)?.utterance;
-    }
-    if (record === undefined) return;
-    const skill = skillOf(message);
-    if (record.messages.length < this.#maxEntries) record.messages.push(traceEntry(this.#clock.now() - record.start, message));
-    this.#push(record, skill === undefined ? { kind: 'message', type: message.type } : { kind: 'message', type: message.type, skill_id: skill });
+    const record = this.#recordOf(message);
+    if (record !== undefined) this.#push(record, { at: this.#clock.now() - record.start, kind: 'message', message });
   };
 
-  /** The XState inspection hook: state changes and fired delays of every contest the supervisor spawned. */
+  /** The XState inspection hook (detail mode): state changes and fired delays of every contest. */
   readonly inspect = (event: InspectionEvent): void => {
     if (event.type !== '@xstate.snapshot' && event.type !== '@xstate.event') return;
     const known = this.#contests.get((event.actorRef as AnyActorRef).id);
@@ -276,7 +340,7 @@ export class InspectorRecorder implements SupervisorObserver {
       const type = event.event.type;
       if (type.startsWith('xstate.after.')) {
         const delay = type.slice('xstate.after.'.length).split('.')[0] ?? type;
-        this.#push(utterance, { kind: 'timeout', type: delay, contest: `${contest.info.kind}/${contest.info.label}` });
+        this.#push(utterance, { at: this.#clock.now() - utterance.start, kind: 'timeout', contest, delay });
       }
       return;
     }
@@ -284,28 +348,29 @@ export class InspectorRecorder implements SupervisorObserver {
   };
 
   #stateOf(contest: ContestRecord, utterance: UtteranceRecord, value: unknown): void {
+    if (value === contest.value) return;
     const state = stateText(value);
+    contest.value = value;
     if (state === contest.state) return;
     contest.state = state;
-    contest.active = contest.machineId === undefined ? [] : activeNodes(contest.machineId, value);
-    this.#push(utterance, { kind: 'state', type: state, contest: `${contest.info.kind}/${contest.info.label}` });
+    this.#push(utterance, { at: this.#clock.now() - utterance.start, kind: 'state', contest, state });
   }
 
   contestStarted(info: ContestInfo, actor: AnyActorRef, input: unknown): void {
     if (info.utteranceId === undefined) return;
     const utterance = this.#ensure(info.sessionId, info.utteranceId);
     const logicId = (actor as { logic?: { id?: unknown } }).logic?.id;
-    const machineId = typeof logicId === 'string' && Object.hasOwn(DIAGRAMS, logicId) ? logicId : undefined;
     const contest: ContestRecord = {
       info,
       actor,
-      machineId,
+      machineId: typeof logicId === 'string' && Object.hasOwn(DIAGRAMS, logicId) ? logicId : undefined,
+      value: undefined,
       state: '',
-      active: [],
       status: 'live',
       reason: undefined,
       startedAt: this.#clock.now() - utterance.start,
       endedAt: undefined,
+      inspection: this.#detailed ? actor.system.inspect(this.inspect) : undefined,
     };
     utterance.contests.push(contest);
     this.#contests.set(info.id, { contest, utterance });
@@ -313,14 +378,14 @@ export class InspectorRecorder implements SupervisorObserver {
       const request = isJsonObject(input) ? input['request'] : undefined;
       const utterances = isJsonObject(request) ? request['utterances'] : undefined;
       if (Array.isArray(utterances) && typeof utterances[0] === 'string') utterance.utterance = utterances[0];
-      if (this.#poolsFor !== undefined) utterance.pools = this.#poolsFor(info.sessionId);
+      if (this.#detailed) this.#poolsOf(utterance);
+      // The stamped entry message (the one on the bus carried no utterance_id yet).
       const entry = isJsonObject(request) ? request['entry'] : undefined;
       if (isJsonObject(entry) && typeof entry['type'] === 'string' && isJsonObject(entry['data']) && isJsonObject(entry['context'])) {
-        utterance.messages.push(traceEntry(0, { type: entry['type'], data: entry['data'], context: entry['context'] }));
-        this.#push(utterance, { kind: 'message', type: entry['type'] });
+        this.#push(utterance, { at: contest.startedAt, kind: 'message', message: { type: entry['type'], data: entry['data'], context: entry['context'] } });
       }
     }
-    this.#push(utterance, { kind: 'contest', type: `${info.kind}/${info.label} started`, contest: `${info.kind}/${info.label}` });
+    this.#push(utterance, { at: contest.startedAt, kind: 'contest', contest, ended: false });
   }
 
   contestEnded(info: ContestInfo, result: ContestResult<unknown>): void {
@@ -328,90 +393,63 @@ export class InspectorRecorder implements SupervisorObserver {
     if (known === undefined) return;
     this.#contests.delete(info.id);
     const { contest, utterance } = known;
-    // XState reports the final snapshot to the inspection hook only after the actor completed: read it here.
+    // XState reports the final snapshot only after the actor completed, and not at all without detail: read it here.
     this.#stateOf(contest, utterance, (contest.actor.getSnapshot() as { value?: unknown }).value);
+    contest.inspection?.unsubscribe();
+    contest.inspection = undefined;
     contest.status = result.status === 'done' ? 'done' : result.status;
     contest.reason = result.status === 'stopped' ? result.reason : result.status === 'error' ? 'contest_error' : undefined;
     contest.endedAt = this.#clock.now() - utterance.start;
-    const where = `${info.kind}/${info.label}`;
-    this.#push(utterance, contest.reason === undefined ? { kind: 'contest', type: `${where} ended`, contest: where } : { kind: 'contest', type: `${where} ended`, contest: where, reason: contest.reason });
+    this.#push(utterance, { at: contest.endedAt, kind: 'contest', contest, ended: true });
     if (info.kind !== 'utterance') return;
     utterance.live = false;
     const output = result.status === 'done' && isJsonObject(result.output) ? (result.output as { outcome?: unknown; stage?: unknown; match?: { skill_id?: unknown } | null }) : undefined;
-    const spoken = [...utterance.messages].reverse().find((m) => m.type === 'ovos.utterance.speak' || m.type === 'speak');
-    const answer = spoken === undefined ? null : (stringField(spoken.data, 'utterance') ?? null);
-    // Common query speaks the selected answer itself: the skill is the one whose response carried that answer.
-    const answered = answer === null ? undefined : utterance.messages.find((m) => m !== spoken && stringField(m.data, 'answer') === answer);
-    const decision: DecisionView = {
-      key: utterance.key,
-      session_id: utterance.sessionId,
-      utterance_id: utterance.utteranceId,
-      utterance: utterance.utterance,
+    utterance.decision = {
       time: Date.now(),
       afterMs: contest.endedAt,
       outcome: output === undefined ? (contest.reason ?? 'ended') : String(output.outcome),
       stage: typeof output?.stage === 'string' ? output.stage : null,
       skill_id: typeof output?.match?.skill_id === 'string' ? output.match.skill_id : null,
-      answer,
-      answered_by: answered === undefined ? null : (stringField(answered.data, 'skill_id') ?? skillOf({ type: answered.type, data: answered.data, context: answered.context }) ?? null),
     };
-    utterance.decision = decision;
-    this.#decisions.push(decision);
+    this.#decisions.push(utterance);
     if (this.#decisions.length > this.#maxDecisions) this.#decisions.shift();
-    this.#push(utterance, decision.skill_id === null
-      ? { kind: 'decision', type: decision.outcome }
-      : { kind: 'decision', type: decision.outcome, skill_id: decision.skill_id, detail: decision.stage ?? undefined });
+    this.#push(utterance, { at: contest.endedAt, kind: 'decision' });
   }
 
   dropped(drop: Drop): void {
-    let record: UtteranceRecord | undefined;
-    if (drop.contest !== undefined) record = this.#contests.get(drop.contest.id)?.utterance;
-    else if (drop.message !== undefined) {
-      const utteranceId = utteranceIdOf(drop.message);
-      const sessionId = sessionIdOf(drop.message);
-      if (utteranceId !== undefined && sessionId !== undefined) record = this.#utterances.get(keyOf(sessionId, utteranceId));
-      const contestId = stringField(drop.message.context, 'contest_id');
-      if (record === undefined && contestId !== undefined) record = this.#contests.get(contestId)?.utterance;
-    }
-    const skillId = drop.skillId ?? (drop.message === undefined ? undefined : skillOf(drop.message));
+    const record = drop.contest !== undefined ? this.#contests.get(drop.contest.id)?.utterance : drop.message === undefined ? undefined : this.#recordOf(drop.message);
     if (record !== undefined) {
-      const where = drop.contest === undefined ? undefined : `${drop.contest.kind}/${drop.contest.label}`;
-      this.#push(record, {
-        kind: 'drop',
-        type: drop.type,
-        reason: drop.reason,
-        ...(skillId === undefined ? {} : { skill_id: skillId }),
-        ...(where === undefined ? {} : { contest: where }),
-        ...(drop.detail === undefined ? {} : { detail: drop.detail }),
-      });
+      this.#push(record, { at: this.#clock.now() - record.start, kind: 'drop', drop });
       return;
     }
+    const skillId = drop.skillId ?? (drop.message === undefined ? undefined : skillOf(drop.message));
     const stray: StrayDrop = {
       time: Date.now(),
       reason: drop.reason,
       type: drop.type.slice(0, 200),
-      session_id: drop.message === undefined ? undefined : sessionIdOf(drop.message),
+      session_id: drop.message === undefined ? undefined : sessionIdOf(drop.message)?.slice(0, 200),
       skill_id: skillId?.slice(0, 200),
-      detail: drop.detail,
+      detail: drop.detail?.slice(0, 200),
     };
     this.#strays.push(stray);
     if (this.#strays.length > this.#maxStrays) this.#strays.shift();
-    this.#changed({ stray });
+    for (const listener of this.#listeners) listener({ stray });
   }
 
   /** Recent utterances, newest first. */
   utterances(): UtteranceView[] {
-    return [...this.#utterances.values()].reverse().map((record) => this.#view(record));
+    return [...this.#ring].reverse().map((record) => this.#view(record));
   }
 
   utterance(key: string): UtteranceView | undefined {
-    const record = this.#utterances.get(key);
+    const [sessionId = '', utteranceId = ''] = key.split('\u0000');
+    const record = this.#find(sessionId, utteranceId);
     return record === undefined ? undefined : this.#view(record);
   }
 
   /** The last decisions, newest first. */
   decisions(): DecisionView[] {
-    return [...this.#decisions].reverse();
+    return [...this.#decisions].reverse().map((record) => this.#decisionView(record, record.decision!));
   }
 
   /** Drops tied to no recorded utterance (spoofed, malformed, or for an utterance long gone), newest first. */
@@ -421,12 +459,83 @@ export class InspectorRecorder implements SupervisorObserver {
 
   /** One utterance's timeline in the format the timing harness replays (`ovos-contests replay-trace`). */
   trace(key: string): Trace | undefined {
-    const record = this.#utterances.get(key);
+    const [sessionId = '', utteranceId = ''] = key.split('\u0000');
+    const record = this.#find(sessionId, utteranceId);
     if (record === undefined) return undefined;
-    return { format: TRACE_FORMAT, utterance: record.utterance, session_id: record.sessionId, pools: record.pools, messages: [...record.messages] };
+    const messages: TraceEntry[] = [];
+    for (const entry of record.entries) if (entry.kind === 'message') messages.push(traceEntry(entry.at, entry.message));
+    return { format: TRACE_FORMAT, utterance: record.utterance, session_id: record.sessionId, pools: this.#poolsOf(record), messages };
+  }
+
+  /**
+   * The fallback pools of the utterance's session, for its trace: taken when first asked for (an export, or the
+   * page showing it), so recording pays nothing for them; a page open while the utterance runs takes them then.
+   */
+  #poolsOf(record: UtteranceRecord): Readonly<Record<string, readonly string[]>> {
+    record.pools ??= this.#poolsFor?.(record.sessionId) ?? {};
+    return record.pools;
+  }
+
+  #decisionView(record: UtteranceRecord, decision: Decision): DecisionView {
+    let spoken: Message | undefined;
+    for (const entry of record.entries) if (entry.kind === 'message' && (entry.message.type === 'ovos.utterance.speak' || entry.message.type === 'speak')) spoken = entry.message;
+    const answer = spoken === undefined ? null : (stringField(spoken.data, 'utterance') ?? null);
+    // Common query speaks the selected answer itself: the skill is the one whose response carried that answer.
+    let answered: Message | undefined;
+    if (answer !== null) {
+      for (const entry of record.entries) {
+        if (entry.kind === 'message' && entry.message !== spoken && stringField(entry.message.data, 'answer') === answer) {
+          answered = entry.message;
+          break;
+        }
+      }
+    }
+    return {
+      key: record.key,
+      session_id: record.sessionId,
+      utterance_id: record.utteranceId,
+      utterance: record.utterance,
+      ...decision,
+      answer,
+      answered_by: answered === undefined ? null : (skillOf(answered) ?? null),
+    };
+  }
+
+  #entryView(entry: Raw): TimelineEntry {
+    switch (entry.kind) {
+      case 'message': {
+        const skill = skillOf(entry.message);
+        return skill === undefined ? { at: entry.at, kind: 'message', type: entry.message.type } : { at: entry.at, kind: 'message', type: entry.message.type, skill_id: skill };
+      }
+      case 'state':
+        return { at: entry.at, kind: 'state', type: entry.state, contest: where(entry.contest) };
+      case 'timeout':
+        return { at: entry.at, kind: 'timeout', type: entry.delay, contest: where(entry.contest) };
+      case 'contest': {
+        const reason = entry.ended ? entry.contest.reason : undefined;
+        const view = { at: entry.at, kind: 'contest' as const, type: `${where(entry.contest)} ${entry.ended ? 'ended' : 'started'}`, contest: where(entry.contest) };
+        return reason === undefined ? view : { ...view, reason };
+      }
+      case 'drop': {
+        const { drop } = entry;
+        const skillId = drop.skillId ?? (drop.message === undefined ? undefined : skillOf(drop.message));
+        return {
+          at: entry.at,
+          kind: 'drop',
+          type: drop.type,
+          reason: drop.reason,
+          ...(skillId === undefined ? {} : { skill_id: skillId }),
+          ...(drop.contest === undefined ? {} : { contest: `${drop.contest.kind}/${drop.contest.label}` }),
+          ...(drop.detail === undefined ? {} : { detail: drop.detail }),
+        };
+      }
+      case 'decision':
+        return { at: entry.at, kind: 'decision', type: '' };
+    }
   }
 
   #view(record: UtteranceRecord): UtteranceView {
+    const decision = record.decision === undefined ? undefined : this.#decisionView(record, record.decision);
     return {
       key: record.key,
       session_id: record.sessionId,
@@ -440,15 +549,22 @@ export class InspectorRecorder implements SupervisorObserver {
         label: c.info.label,
         machine: c.machineId === undefined ? undefined : DIAGRAMS[c.machineId],
         state: c.state,
-        active: c.active,
+        active: c.machineId === undefined ? [] : activeNodes(c.machineId, c.value),
         status: c.status,
         ...(c.reason === undefined ? {} : { reason: c.reason }),
         startedAt: c.startedAt,
         ...(c.endedAt === undefined ? {} : { endedAt: c.endedAt }),
       })),
-      timeline: [...record.timeline],
+      timeline: record.entries.map((entry) => {
+        const view = this.#entryView(entry);
+        if (entry.kind !== 'decision' || decision === undefined) return view;
+        return decision.skill_id === null
+          ? { ...view, type: decision.outcome }
+          : { ...view, type: decision.outcome, skill_id: decision.skill_id, ...(decision.stage === null ? {} : { detail: decision.stage }) };
+      }),
       truncated: record.truncated,
-      decision: record.decision,
+      detailed: record.detailed,
+      decision,
     };
   }
 }
@@ -456,12 +572,13 @@ export class InspectorRecorder implements SupervisorObserver {
 /**
  * Create the contest system with `recorder` attached the one way that records everything once: the recorder
  * subscribes to the bus before the supervisor does (an utterance's own entry message is recorded from the
- * orchestrator's stamped copy, not twice), gets the inspection hook, and observes the supervisor. `detach` undoes
- * the subscriptions (the system's own `close` is separate).
+ * orchestrator's stamped copy, not twice) and observes the supervisor, which hands it every contest actor (it
+ * attaches XState's inspection to them in detail mode). `options.inspect`, an embedder's own hook, is unaffected.
+ * `detach` undoes the subscriptions (the system's own `close` is separate).
  */
-export function createRecordedSystem(recorder: InspectorRecorder, options: Omit<SystemOptions, 'inspect'>): { readonly system: ContestSystem; readonly detach: () => void } {
+export function createRecordedSystem(recorder: InspectorRecorder, options: SystemOptions): { readonly system: ContestSystem; readonly detach: () => void } {
   const unsubscribe = options.bus.subscribe(recorder.onMessage);
-  const system = createContestSystem({ ...options, inspect: recorder.inspect });
+  const system = createContestSystem(options);
   const unobserve = system.supervisor.observe(recorder);
   // What `ovos.pipeline.<stage>.intents.list` would answer for the session: the pools as `say --trace` records them.
   recorder.usePools((sessionId) =>

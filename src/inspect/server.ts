@@ -8,8 +8,8 @@
  *   GET /api/trace?session=S&utterance=U   one utterance's timeline as a trace (`ovos-contests replay-trace FILE`)
  *   WS  /feed                  a `hello` with the state, then `update`s with what changed, at most every 100 ms
  *
- * The feed does nothing while no page is connected: the recorder's change listener and the flush timer exist only
- * while a client does. A page that cannot keep up (its socket buffer past 4 MiB) is skipped and sent the whole
+ * The feed does nothing while no page is connected: the recorder's change listener, its detail mode (state changes
+ * and timeouts through XState's inspection) and the flush timer exist only while a client does. A page that cannot keep up (its socket buffer past 4 MiB) is skipped and sent the whole
  * state again once it has drained. Requests whose Host is not a loopback name are refused (DNS rebinding).
  */
 import { existsSync, readFileSync } from 'node:fs';
@@ -250,6 +250,7 @@ export class InspectorServer {
       if ('utterance' in change) this.#dirty.add(change.utterance);
       else this.#straysChanged = true;
     });
+    this.#options.recorder.setDetailed(true);
     this.#timer = setInterval(() => this.#flush(), this.#options.flushMs ?? 100);
     this.#timer.unref();
   }
@@ -258,6 +259,7 @@ export class InspectorServer {
   #quiet(): void {
     this.#unlisten?.();
     this.#unlisten = undefined;
+    this.#options.recorder.setDetailed(false);
     if (this.#timer !== undefined) clearInterval(this.#timer);
     this.#timer = undefined;
     this.#dirty.clear();

@@ -193,10 +193,10 @@ export class Supervisor {
     };
   }
 
-  #notify(call: (observer: SupervisorObserver) => void): void {
+  #notify<K extends keyof SupervisorObserver>(method: K, ...args: Parameters<NonNullable<SupervisorObserver[K]>>): void {
     for (const observer of this.#observers) {
       try {
-        call(observer);
+        (observer[method] as ((...a: typeof args) => void) | undefined)?.call(observer, ...args);
       } catch (error) {
         this.logger.error({ err: error, reason: 'observer_threw' }, 'supervisor observer threw');
       }
@@ -395,7 +395,7 @@ export class Supervisor {
   #drop(reason: DropReason, message: Message, detail?: string, kind?: InboundKind): void {
     if (this.#observers.length > 0) {
       const skillId = stringField(message.data, 'skill_id') ?? stringField(message.context, 'skill_id');
-      this.#notify((o) => o.dropped?.({ reason, type: message.type, message, contest: undefined, skillId, detail }));
+      this.#notify('dropped', { reason, type: message.type, message, contest: undefined, skillId, detail });
     }
     // A refused fallback register/deregister is answered so the skill sees why (our extension, spec-dialect
     // `topics`), and logged at most once a minute per reason and sender. A malformed carrier is answered with
@@ -453,7 +453,7 @@ export class Supervisor {
       if (ended) return;
       ended = true;
       this.#forget(live);
-      if (this.#observers.length > 0) this.#notify((o) => o.contestEnded?.(info, result));
+      if (this.#observers.length > 0) this.#notify('contestEnded', info, result);
       settle(result);
     };
 
@@ -483,7 +483,7 @@ export class Supervisor {
       else logger.info(emitted, emitted.type.endsWith('.ignored') ? 'message dropped' : emitted.type);
       if (emitted.reason !== undefined && emitted.type.endsWith('.ignored') && this.#observers.length > 0) {
         const drop: Drop = { reason: emitted.reason, type: emitted.type, message: undefined, contest: info, skillId: emitted.skill_id, detail: undefined };
-        this.#notify((o) => o.dropped?.(drop));
+        this.#notify('dropped', drop);
       }
     });
     actor.subscribe({
@@ -501,7 +501,7 @@ export class Supervisor {
       if (set === undefined) this.#routes.set(key, (set = new Set()));
       set.add(live);
     }
-    if (this.#observers.length > 0) this.#notify((o) => o.contestStarted?.(info, actor, options.input));
+    if (this.#observers.length > 0) this.#notify('contestStarted', info, actor, options.input);
     actor.start();
 
     return {

@@ -10,15 +10,20 @@ import { BusClient } from '../../src/bus/ws-client.js';
 import { BusServer } from '../../src/bus/ws-server.js';
 import type { Clock } from '../../src/clock/clock.js';
 import { DEFAULT_CONFIG, type Config } from '../../src/config/defaults.js';
+import { createRecordedSystem, InspectorRecorder } from '../../src/inspect/recorder.js';
 import { startDaemon, type Daemon } from '../../src/daemon/daemon.js';
 import { silentLogger, type Logger } from '../../src/log/logger.js';
 import { runFallbackSkill } from '../../src/skills/fallback-skill.js';
 import { createContestSystem, type ContestSystem } from '../../src/system.js';
 import { startRemoteSkills, type CommonQuerySkillPlan, type FallbackSkillPlan, type RemoteSkills } from './remote-skills.js';
 
-/** A deep copy of the defaults, so a benchmark can never alter what another one reads. */
+/**
+ * A deep copy of the defaults, so a benchmark can never alter what another one reads. The inspector stays on, as
+ * for `npm start` (a daemon rig serves it), on any free port.
+ */
 function defaults(): Config {
-  return structuredClone(DEFAULT_CONFIG) as Config;
+  const base = structuredClone(DEFAULT_CONFIG) as Config;
+  return { ...base, inspector: { ...base.inspector, port: 0 } };
 }
 
 /** One fallback stage covering every priority, so a single contest sees the whole pool. */
@@ -60,14 +65,20 @@ export interface InProcessRig {
 }
 
 /** The system on a `LocalBus` with the fallback skills registered in-process (they answer at once). */
-export async function startInProcess(config: Config, skills: readonly FallbackSkillPlan[], options: { clock?: Clock; logger?: Logger } = {}): Promise<InProcessRig> {
+export async function startInProcess(
+  config: Config,
+  skills: readonly FallbackSkillPlan[],
+  options: { clock?: Clock; logger?: Logger; recorder?: InspectorRecorder } = {},
+): Promise<InProcessRig> {
   const bus = new LocalBus();
-  const system = createContestSystem({
+  const systemOptions = {
     bus,
     config,
     logger: options.logger ?? silentLogger(),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
-  });
+  };
+  // With a recorder: wired as the daemon wires its inspector's (the inspector benchmark).
+  const system = options.recorder === undefined ? createContestSystem(systemOptions) : createRecordedSystem(options.recorder, systemOptions).system;
   const stops = skills.map((skill) =>
     runFallbackSkill(bus, {
       skillId: skill.skillId,

@@ -10,13 +10,13 @@ import { performance } from 'node:perf_hooks';
 import { benchCommonQueryWs } from './common-query-ws.js';
 import { benchFallbackInProcess } from './fallback-inprocess.js';
 import { benchFallbackWs } from './fallback-ws.js';
+import { benchInspector } from './inspector.js';
 import { benchMemory } from './memory.js';
 import { machineInfo, renderMachine, renderSection, writeResults, type Section } from './report.js';
 import { canCollectGarbage, collectGarbage, settle } from './rig.js';
 import { benchRouting } from './routing.js';
 import { benchTimingUnderLoad } from './timing-under-load.js';
 
-const RESULTS = new URL('../../../test/bench/results/latest.json', import.meta.url);
 
 const BENCHMARKS: ReadonlyArray<readonly [name: string, run: () => Promise<Section>]> = [
   ['fallback in-process', benchFallbackInProcess],
@@ -25,7 +25,14 @@ const BENCHMARKS: ReadonlyArray<readonly [name: string, run: () => Promise<Secti
   ['memory', benchMemory],
   ['routing', benchRouting],
   ['timing under load', benchTimingUnderLoad],
+  ['inspector', benchInspector],
 ];
+// `npm run bench -- inspector memory`: only the benchmarks named (by a word of their name).
+const only = process.argv.slice(2);
+const selected = only.length === 0 ? BENCHMARKS : BENCHMARKS.filter(([name]) => only.some((word) => name.includes(word)));
+// A partial run keeps its own results file: latest.json always holds a whole run.
+const resultsName = only.length === 0 ? 'latest' : `partial-${only.join('-').replace(/[^A-Za-z0-9-]/g, '_')}`;
+const RESULTS = new URL(`../../../test/bench/results/${resultsName}.json`, import.meta.url);
 
 const machine = machineInfo();
 const started = performance.now();
@@ -39,7 +46,7 @@ if (!canCollectGarbage) console.log('warning: global.gc unavailable (run node wi
 
 const sections: Section[] = [];
 const failures: string[] = [];
-for (const [name, run] of BENCHMARKS) {
+for (const [name, run] of selected) {
   const benchStarted = performance.now();
   try {
     await collectGarbage();
@@ -57,13 +64,13 @@ for (const [name, run] of BENCHMARKS) {
 const wallSeconds = (performance.now() - started) / 1000;
 writeResults(RESULTS, {
   machine,
-  command: `node ${process.execArgv.join(' ')} dist/test/bench/run.js (npm run bench)`.replace(/\s+/g, ' '),
+  command: `node ${process.execArgv.join(' ')} dist/test/bench/run.js ${only.join(' ')} (npm run bench${only.length === 0 ? '' : ` -- ${only.join(' ')}`})`.replace(/\s+/g, ' '),
   wallSeconds,
   sections,
   failures,
 });
 console.log(`\n${failures.length === 0 ? 'all checks OK' : `${failures.length} failure(s):\n  ${failures.join('\n  ')}`}`);
-console.log(`results: test/bench/results/latest.json — ${wallSeconds.toFixed(0)} s in all`);
+console.log(`results: test/bench/results/${resultsName}.json — ${wallSeconds.toFixed(0)} s in all`);
 
 // Everything each benchmark opened must be closed by now, or the process would not exit on its own.
 await settle();

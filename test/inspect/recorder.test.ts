@@ -73,6 +73,7 @@ describe('inspector recorder', () => {
     timedFallbackSkill(h, 'silent.skill', 10, pingTimeoutMs + 100);
     timedFallbackSkill(h, 'next.skill', 20, 150);
     await h.settle();
+    h.recorder!.setDetailed(true); // as while a page is connected
     h.utter('blorp the flange');
     await h.advance(pingTimeoutMs + 200);
 
@@ -88,6 +89,7 @@ describe('inspector recorder', () => {
   it('OVOS-COMMON-QUERY-1 §6.3: the poll closes at the claim bound on the timeline, and the decision names the skill whose answer was spoken', async () => {
     const h = createHarness(DEFAULT_CONFIG, { recorder: {} });
     cqSkill(h, 'cq.knower', { claim: true, latencyMs: 20, answer: 'Paris is the capital of France.', conf: 0.9, responseDelayMs: 10 });
+    h.recorder!.setDetailed(true);
     h.utter('what is the capital of france');
     await h.advance(pollClaimBoundMs + 50);
 
@@ -100,6 +102,36 @@ describe('inspector recorder', () => {
     expect(states).toEqual(['polling.open', 'collecting.initialWindow', 'done']);
     expect(messages(u).find((e) => e.type === 'cq.knower.common_query.response')?.at).toBe(pollClaimBoundMs + 10);
     expect(u.decision).toMatchObject({ outcome: 'completed', stage: 'common_query', answer: 'Paris is the capital of France.', answered_by: 'cq.knower' });
+  });
+
+  it('without a page (no detail): messages, contests with the state they ended in and the decision, no state changes on the way or timeouts; detail switched on mid-contest picks up the live contests', async () => {
+    const h = createHarness(DEFAULT_CONFIG, { recorder: {} });
+    timedFallbackSkill(h, 'silent.skill', 10, 'never');
+    timedFallbackSkill(h, 'next.skill', 20, 10);
+    await h.settle();
+    h.utter('blorp the flange', { session: { session_id: 'quiet' } });
+    await h.advance(pingTimeoutMs + 20);
+    const quiet = only(h);
+    expect(quiet.detailed).toBe(false);
+    expect(quiet.timeline.filter((e) => e.kind === 'timeout')).toEqual([]);
+    // Only the state each contest ended in, at its end.
+    expect(quiet.timeline.filter((e) => e.kind === 'state').map((e) => `${e.contest} ${e.type}`).sort()).toEqual(
+      quiet.contests.map((c) => `${c.kind}/${c.label} ${c.state}`).sort(),
+    );
+    expect(quiet.contests.find((c) => c.kind === 'fallback')).toMatchObject({ state: 'matched', active: ['fallback_matched'], status: 'done' });
+    expect(quiet.decision).toMatchObject({ skill_id: 'next.skill', afterMs: pingTimeoutMs + 10 });
+    expect(messages(quiet).find((e) => e.type === 'next.skill.fallback.ping')?.at).toBe(pingTimeoutMs);
+
+    // A page connects while the fallback contest waits for the silent skill: its timeout is on the timeline.
+    h.utter('blorp again', { session: { session_id: 'watched' } });
+    await h.advance(100);
+    h.recorder!.setDetailed(true);
+    await h.advance(pingTimeoutMs);
+    const watched = h.recorder!.utterances()[0]!;
+    expect(watched.session_id).toBe('watched');
+    expect(watched.detailed).toBe(true);
+    expect(watched.timeline.filter((e) => e.kind === 'timeout' && e.contest === 'fallback/fallback_high').map((e) => e.at)).toEqual([pingTimeoutMs]);
+    h.recorder!.setDetailed(false);
   });
 
   it('a reply no utterance owns is listed among the strays with its reason code; utterances are not touched', async () => {

@@ -131,6 +131,7 @@ function renderDetail() {
     ),
     el('div', { class: 'contests' }, u.contests.map(renderContest)),
     el('h2', {}, 'Timeline'),
+    u.detailed ? '' : el('p', { class: 'empty', 'data-testid': 'not-detailed' }, 'Recorded while no page was open: messages, drops, each contest\'s final state and the decision; state changes on the way and timeouts are recorded while a page is connected.'),
     el('table', { 'data-testid': 'timeline' }, el('thead', {}, el('tr', {}, ['ms', 'what', 'topic / state', 'skill', 'contest', 'reason'].map((h) => el('th', {}, h)))), el('tbody', {}, rows)),
     u.truncated > 0 ? el('p', { class: 'empty' }, `${u.truncated} more entries not kept (per-utterance bound)`) : '',
   );

@@ -1,0 +1,125 @@
+/**
+ * Benchmark — what the live inspector costs the daemon. The real daemon (`startDaemon`) with 3 fallback skills in a
+ * child process (the third willing) and a driver client, run three ways, alternating, twice each:
+ *   off       `--no-inspector`: no recorder, no inspection hook, no page server
+ *   on        the default (`npm start`): recording every contest into the ring, no page connected
+ *   on + page a page connected to /feed (a websocket client reading every frame, as the browser's socket would;
+ *             the browser's own rendering runs in another process and is not the daemon's cost)
+ * Issue 10 asks that the inspector cost nothing measurable while no page is connected: compare `off` with `on`.
+ */
+import { WebSocket } from 'ws';
+import { runLoad, type LoadResult } from './load-driver.js';
+import { loadColumns, loadRow, type Cell, type Section } from './report.js';
+import { systemClock } from '../../src/clock/clock.js';
+import { InspectorRecorder } from '../../src/inspect/recorder.js';
+import { collectGarbage, fallbackConfig, fallbackPlan, isFallbackDispatch, startDaemonRig, startInProcess } from './rig.js';
+import { median } from './stats.js';
+
+const CONCURRENCY = 100;
+const TOTAL = 3_000;
+const SEQUENTIAL = 400;
+const WARMUP = 300;
+const ROUNDS = 3;
+const IN_PROCESS_TOTAL = 10_000;
+const IN_PROCESS_ROUNDS = 5;
+const MARKS = { dispatch: (m: { type: string }) => isFallbackDispatch(m.type) };
+
+type Mode = 'off' | 'on' | 'on + page';
+
+interface Run {
+  readonly concurrent: LoadResult;
+  readonly sequential: LoadResult;
+  readonly feedFrames: number;
+  readonly feedBytes: number;
+}
+
+async function run(mode: Mode): Promise<Run> {
+  const base = fallbackConfig();
+  const config = { ...base, exampleSkills: false, inspector: { ...base.inspector, enabled: mode !== 'off' } };
+  const rig = await startDaemonRig(config, { fallback: fallbackPlan(3) });
+  let page: WebSocket | undefined;
+  let feedFrames = 0;
+  let feedBytes = 0;
+  try {
+    if (mode === 'on + page') {
+      const url = `${rig.daemon.inspector!.url.replace('http', 'ws')}feed`;
+      const ws = new WebSocket(url);
+      page = ws;
+      ws.on('message', (data: Buffer) => {
+        feedFrames++;
+        feedBytes += data.length;
+      });
+      await new Promise<void>((resolve, reject) => ws.once('open', () => resolve()).once('error', reject));
+    }
+    const load = (runId: string, concurrency: number, total: number) =>
+      runLoad({ bus: rig.driver, total, concurrency, utterance: 'tell me something nobody else can', runId, marks: MARKS, timeoutMs: 120_000 });
+    await load('warmup', CONCURRENCY, WARMUP);
+    await collectGarbage();
+    const concurrent = await load('concurrent', CONCURRENCY, TOTAL);
+    await collectGarbage();
+    const sequential = await load('sequential', 1, SEQUENTIAL);
+    return { concurrent, sequential, feedFrames, feedBytes };
+  } finally {
+    page?.close();
+    await rig.close();
+  }
+}
+
+/** In process (LocalBus, no sockets): the recorder's own cost, with nothing else to hide it. */
+async function inProcess(recording: boolean): Promise<LoadResult> {
+  const config = fallbackConfig();
+  const rig = await startInProcess(config, fallbackPlan(3), recording ? { recorder: new InspectorRecorder({ clock: systemClock }) } : {});
+  try {
+    const load = (runId: string, total: number) =>
+      runLoad({ bus: rig.bus, total, concurrency: CONCURRENCY, utterance: 'tell me something nobody else can', runId, marks: MARKS, timeoutMs: 120_000 });
+    await load('warmup', 1_000);
+    await collectGarbage();
+    return await load('in-process', IN_PROCESS_TOTAL);
+  } finally {
+    rig.close();
+  }
+}
+
+export async function benchInspector(): Promise<Section> {
+  const local = { off: [] as LoadResult[], recording: [] as LoadResult[] };
+  for (let round = 0; round < IN_PROCESS_ROUNDS; round++) {
+    local.off.push(await inProcess(false));
+    local.recording.push(await inProcess(true));
+  }
+  const modes: Mode[] = ['off', 'on', 'on + page'];
+  const runs = new Map<Mode, Run[]>(modes.map((m) => [m, []]));
+  for (let round = 0; round < ROUNDS; round++) for (const mode of modes) runs.get(mode)!.push(await run(mode));
+  const marks = ['dispatch', 'handled'];
+  const rows: Array<Record<string, Cell>> = [];
+  const medianOf = (results: readonly LoadResult[]): LoadResult => [...results].sort((a, b) => a.perSecond - b.perSecond)[Math.floor((results.length - 1) / 2)]!;
+  for (const [mode, results] of Object.entries(local)) {
+    rows.push(loadRow(`in process (LocalBus), recorder ${mode}`, CONCURRENCY, medianOf(results), marks, { rounds: results.map((r) => r.perSecond.toFixed(0)).join(' / '), feed: '—' }));
+  }
+  for (const mode of modes) {
+    const all = runs.get(mode)!;
+    // The round with the median throughput stands for the mode; every round's figure is kept beside it.
+    const pick = (key: 'concurrent' | 'sequential'): LoadResult => {
+      const sorted = [...all].sort((a, b) => a[key].perSecond - b[key].perSecond);
+      return sorted[Math.floor((sorted.length - 1) / 2)]![key];
+    };
+    const feed = all.at(-1)!;
+    const extra = { rounds: all.map((r) => r.concurrent.perSecond.toFixed(0)).join(' / '), feed: mode === 'on + page' ? `${feed.feedFrames} frames, ${(feed.feedBytes / 1024 / 1024).toFixed(1)} MiB` : '—' };
+    rows.push(loadRow(`inspector ${mode}, ${CONCURRENCY} in flight`, CONCURRENCY, pick('concurrent'), marks, extra));
+    rows.push(loadRow(`inspector ${mode}, one at a time`, 1, pick('sequential'), marks, { rounds: all.map((r) => r.sequential.perSecond.toFixed(0)).join(' / '), feed: '' }));
+  }
+  const perSecond = (mode: Mode): number => median(runs.get(mode)!.map((r) => r.concurrent.perSecond));
+  const missed = [...runs.values()].flat().reduce((n, r) => n + (r.concurrent.missed['dispatch'] ?? 0) + (r.sequential.missed['dispatch'] ?? 0), 0);
+  return {
+    id: 'inspector',
+    title: 'Inspector cost: the daemon with the live inspector off, on with no page, and on with a page connected (3 fallback skills in a child process)',
+    params: { concurrency: CONCURRENCY, total: TOTAL, sequential: SEQUENTIAL, warmup: WARMUP, rounds: ROUNDS, skills: fallbackPlan(3) },
+    columns: [...loadColumns([['dispatch', 'dispatch'], ['handled', 'handled']]), { key: 'rounds', header: 'contests/s per round', unit: 'text' }, { key: 'feed', header: 'feed', unit: 'text' }],
+    rows,
+    notes: [
+      `in process, median of ${IN_PROCESS_ROUNDS} rounds: recorder off ${medianOf(local.off).perSecond.toFixed(0)}/s, recording ${medianOf(local.recording).perSecond.toFixed(0)}/s (${((medianOf(local.recording).perSecond / medianOf(local.off).perSecond - 1) * 100).toFixed(1)} %)`,
+      `throughput, median of ${ROUNDS} rounds: off ${perSecond('off').toFixed(0)}/s, on ${perSecond('on').toFixed(0)}/s (${((perSecond('on') / perSecond('off') - 1) * 100).toFixed(1)} %), on + page ${perSecond('on + page').toFixed(0)}/s (${((perSecond('on + page') / perSecond('off') - 1) * 100).toFixed(1)} %)`,
+      'modes alternate (off, on, on + page, off, …) so drift in the machine is shared; each run is a fresh daemon',
+    ],
+    checks: [{ name: 'every utterance dispatched to the willing skill', ok: missed === 0, detail: `missed ${missed}` }],
+  };
+}
