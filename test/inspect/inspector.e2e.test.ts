@@ -42,6 +42,9 @@ afterAll(async () => {
   await browser?.close();
 });
 
+/** expect.poll's own 1 s is short for a browser on a loaded 2-core CI machine: a guard, not a timing. */
+const PATIENT = { timeout: 15_000, interval: 50 };
+
 const titlesOfActive = (page: Page, contest: string): Promise<string[]> =>
   page.locator(`${contest} .diagram g.active > title`).allTextContents();
 
@@ -60,8 +63,8 @@ describe.skipIf(CHROMIUM === undefined)('inspector in headless Chromium', () => 
     const page = await browser!.newPage({ viewport: { width: 1500, height: 1000 } });
     cleanups.push(() => page.close());
     await page.goto(daemon.inspector!.url);
-    await expect.poll(() => page.getByTestId('status').textContent()).toBe('live');
-    await expect.poll(() => page.locator('[data-testid=registry-row]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-skill')))).toEqual(['meaning-of-life.example', 'dont-know.example', 'held.skill']);
+    await expect.poll(() => page.getByTestId('status').textContent(), PATIENT).toBe('live');
+    await expect.poll(() => page.locator('[data-testid=registry-row]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-skill'))), PATIENT).toEqual(['meaning-of-life.example', 'dont-know.example', 'held.skill']);
 
     // 1. A common query, answered by the example knowledge skill (OVOS-COMMON-QUERY-1).
     probe.utter('what is the speed of light', { utteranceId: 'cq-1', session: { session_id: 'kitchen' } });
@@ -74,8 +77,8 @@ describe.skipIf(CHROMIUM === undefined)('inspector in headless Chromium', () => 
     probe.utter('what is the meaning of life', { utteranceId: 'fb-1', session: { session_id: 'bedroom' } });
     const ping = await probe.waitFor((m) => m.type === 'held.skill.fallback.ping' && m.context['utterance_id'] === 'fb-1', 'ping of the held skill');
     const liveFallback = '[data-testid=contest][data-kind=fallback][data-status=live]';
-    await expect.poll(() => titlesOfActive(page, liveFallback)).toEqual(['fallback_querying']);
-    await expect.poll(() => page.locator(`${liveFallback} [data-testid=contest-state]`).textContent()).toBe('querying');
+    await expect.poll(() => titlesOfActive(page, liveFallback), PATIENT).toEqual(['fallback_querying']);
+    await expect.poll(() => page.locator(`${liveFallback} [data-testid=contest-state]`).textContent(), PATIENT).toBe('querying');
     expect(await page.getByTestId('detail-utterance').textContent()).toBe('what is the meaning of life');
 
     // The skill answers: the highlight moves to the final state, and the decision appears.
@@ -85,8 +88,8 @@ describe.skipIf(CHROMIUM === undefined)('inspector in headless Chromium', () => 
     probe.send(reply(dispatch, 'mycroft.skill.handler.complete', {}));
     await probe.handled('fb-1');
     const doneFallback = '[data-testid=contest][data-kind=fallback][data-status=done]';
-    await expect.poll(() => titlesOfActive(page, doneFallback)).toEqual(['fallback_matched']);
-    await expect.poll(() => page.getByTestId('detail-outcome').textContent()).toBe('completed');
+    await expect.poll(() => titlesOfActive(page, doneFallback), PATIENT).toEqual(['fallback_matched']);
+    await expect.poll(() => page.getByTestId('detail-outcome').textContent(), PATIENT).toBe('completed');
 
     // The timeline, in the order it happened: ping, pong, matched, dispatch, completion, handled.
     const timeline = await page.locator('[data-testid=timeline-entry]').evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent ?? '')));
@@ -110,7 +113,7 @@ describe.skipIf(CHROMIUM === undefined)('inspector in headless Chromium', () => 
 
     // The common-query utterance: its contest ended in `done`, highlighted, and its answer is credited to its skill.
     await page.locator('[data-testid=utterance]', { hasText: 'speed of light' }).click();
-    await expect.poll(() => titlesOfActive(page, '[data-testid=contest][data-kind=common_query]')).toEqual(['commonQuery_done']);
+    await expect.poll(() => titlesOfActive(page, '[data-testid=contest][data-kind=common_query]'), PATIENT).toEqual(['commonQuery_done']);
     expect(await page.locator('#detail .meta').textContent()).toContain('(answer of local-knowledge.example)');
     const cqTopics = await page.locator('[data-testid=timeline-entry] td:nth-child(3)').allTextContents();
     const cqOrder = ['ovos.common_query.ping', 'ovos.common_query.pong', 'pollClaimBound', 'local-knowledge.example:common_query', 'local-knowledge.example.common_query.response'].map((t) => cqTopics.indexOf(t));
@@ -119,7 +122,7 @@ describe.skipIf(CHROMIUM === undefined)('inspector in headless Chromium', () => 
 
     // The session filter narrows the lists to one session.
     await page.getByTestId('session-filter').fill('kitchen');
-    await expect.poll(() => page.locator('[data-testid=decision]').count()).toBe(1);
+    await expect.poll(() => page.locator('[data-testid=decision]').count(), PATIENT).toBe(1);
     await page.getByTestId('session-filter').fill('');
 
     // Trace export from the page: the link downloads the trace the timing harness replays.
