@@ -5,7 +5,8 @@
  * step naming its clause) out.
  *
  * Time semantics (the same as the system's, documented in the README): a deadline at T fires when the clock reaches
- * T, before a message a skill sends at T — so a pong at exactly the ping timeout is late.
+ * T, before a message a skill sends at T — so a pong at exactly the ping timeout is late. A skill's connection that
+ * closes at d (`disconnectAtMs`) closes before anything else due at d, and the skill sends nothing from d on.
  */
 import type { Config } from '../config/defaults.js';
 import type { CommonQuerySkillScript, FallbackSkillScript, TimingScenario } from './scenario.js';
@@ -20,8 +21,8 @@ export interface Expected {
   readonly skill_id: string | null;
   /** ms after the utterance: `ovos.intent.matched` or `ovos.intent.unmatched`. */
   readonly decidedAt: number;
-  /** A fallback winner's handler: complete, or error at the handler timeout; null otherwise. */
-  readonly handler: 'complete' | 'timeout' | null;
+  /** A fallback winner's handler: complete, error at the handler timeout, or error when its connection closed. */
+  readonly handler: 'complete' | 'timeout' | 'disconnected' | null;
   /** ms after the utterance: the one `ovos.utterance.handled`. */
   readonly handledAt: number;
   /** Why, step by step, each with its clause. */
@@ -66,15 +67,26 @@ function fallbackStage(config: Config, stage: string, start: number, skills: rea
   let t = start;
   for (const skill of fallbackPool(config, stage, skills)) {
     if (t >= cut) break;
+    const gone = skill.disconnectAtMs ?? Infinity;
+    if (gone <= t) {
+      // README "Dead skills": a closed connection takes its registrations with it — no longer in the pool.
+      trail.push(`${stage}: ${skill.skill_id}'s connection closed at ${gone} ms, before its turn — not asked (README, Dead skills)`);
+      continue;
+    }
     const pong = skill.pongAfterMs ?? FALLBACK_DEFAULTS.pongAfterMs;
     const deadline = t + T;
-    if (pong !== 'never' && t + pong < deadline && t + pong < cut) {
+    if (pong !== 'never' && t + pong < deadline && t + pong < cut && t + pong < gone) {
       if (skill.willing ?? FALLBACK_DEFAULTS.willing) {
         trail.push(`${stage}: ${skill.skill_id} willing at ${t + pong} ms, before its ping timeout ${deadline} ms — the winner (OVOS-FALLBACK-1 §6.2)`);
         return { winner: skill.skill_id, at: t + pong };
       }
       trail.push(`${stage}: ${skill.skill_id} declines at ${t + pong} ms — the next skill is asked at once (§6.1)`);
       t += pong;
+      continue;
+    }
+    if (gone <= deadline && gone <= cut) {
+      trail.push(`${stage}: ${skill.skill_id}'s connection closes at ${gone} ms while it is awaited — the next skill is asked at once (§6.1; README, Dead skills)`);
+      t = gone;
       continue;
     }
     if (cut <= deadline) {
@@ -97,6 +109,8 @@ interface Response {
   readonly at: number;
   readonly answer: string | null;
   readonly conf: number;
+  /** Not a response: the claimant's connection closed (it counts as declining). */
+  readonly gone?: boolean;
 }
 
 /**
@@ -109,31 +123,46 @@ function commonQueryContest(config: Config, c0: number, join: number, skills: re
   const ceiling = c0 + cq.pollWindowMs;
   // The roster after the warm-ups (README "Common-query poll"): every skill that pongs is known, even late; one that
   // declines is known to answer every poll once it has answered the last 3 polls it was known for in time — before
-  // the claim bound, since until then nobody waits for it past the bound.
-  const known = skills.filter((s) => (s.pong ?? 'claim') !== 'silent').map((s) => s.skill_id);
-  const answering = skills.filter((s) => s.pong === 'decline' && (s.pongAfterMs ?? 0) < bound - c0).map((s) => s.skill_id);
-  const pongs = skills
-    .filter((s) => (s.pong ?? 'claim') !== 'silent')
-    .map((s) => ({ skill: s, at: c0 + (s.pongAfterMs ?? 0) }))
-    .sort((a, b) => a.at - b.at);
+  // the claim bound, since until then nobody waits for it past the bound. A skill whose connection closed before the
+  // contest began has left the roster.
+  const goneAt = (s: CommonQuerySkillScript): number => s.disconnectAtMs ?? Infinity;
+  const present = skills.filter((s) => goneAt(s) > c0);
+  const known = present.filter((s) => (s.pong ?? 'claim') !== 'silent').map((s) => s.skill_id);
+  const answering = present.filter((s) => s.pong === 'decline' && (s.pongAfterMs ?? 0) < bound - c0).map((s) => s.skill_id);
+  // What the contest hears, in order: pongs (none at or after the skill's disconnect) and disconnects (a closed
+  // connection counts as heard from — README "Common-query poll"; at the same ms, a disconnect comes first).
+  type PollEvent = { readonly at: number; readonly skill: CommonQuerySkillScript; readonly gone: boolean };
+  const events: PollEvent[] = [
+    ...present.filter((s) => goneAt(s) < Infinity).map((s) => ({ at: goneAt(s), skill: s, gone: true })),
+    ...present
+      .filter((s) => (s.pong ?? 'claim') !== 'silent' && c0 + (s.pongAfterMs ?? 0) < goneAt(s))
+      .map((s) => ({ at: c0 + (s.pongAfterMs ?? 0), skill: s, gone: false })),
+  ].sort((a, b) => a.at - b.at || Number(b.gone) - Number(a.gone));
   const heard = new Set<string>();
+  const departed = new Set<string>();
   const claims: CommonQuerySkillScript[] = [];
-  const answeringOutstandingAt = (at: number): boolean => answering.some((id) => !pongs.some((p) => p.skill.skill_id === id && p.at < at));
+  // A claim from a skill that is gone will never be answered: it is not a claim in hand.
+  const liveClaims = (): number => claims.filter((c) => !departed.has(c.skill_id)).length;
+  const outstandingAt = (id: string, at: number): boolean => !events.some((e) => e.skill.skill_id === id && (e.gone ? e.at <= at : e.at < at));
+  const answeringOutstandingAt = (at: number): boolean => answering.some((id) => outstandingAt(id, at));
+  // Before the claim bound: a pong before it, a disconnect at it or before (its timer was armed first).
+  const beforeBound = (e: PollEvent): boolean => (e.gone ? e.at <= bound : e.at < bound);
   let closeAt: number | null = null;
-  for (const pong of pongs) {
-    if (pong.at >= ceiling) break;
-    if (pong.at >= bound && !answeringOutstandingAt(bound)) break;
-    heard.add(pong.skill.skill_id);
-    if ((pong.skill.pong ?? 'claim') === 'claim') claims.push(pong.skill);
-    if (pong.at < bound) {
-      if (claims.length > 0 && known.every((id) => heard.has(id))) {
-        closeAt = pong.at;
-        trail.push(`poll: a claim in hand and every known skill heard at ${pong.at} ms — closed at once (§6.3 rule 1)`);
+  for (const e of events) {
+    if (e.gone ? e.at > ceiling : e.at >= ceiling) break;
+    if (!beforeBound(e) && !answeringOutstandingAt(bound)) break;
+    heard.add(e.skill.skill_id);
+    if (e.gone) departed.add(e.skill.skill_id);
+    else if ((e.skill.pong ?? 'claim') === 'claim') claims.push(e.skill);
+    if (beforeBound(e)) {
+      if (liveClaims() > 0 && known.every((id) => heard.has(id))) {
+        closeAt = e.at;
+        trail.push(`poll: a claim in hand and every known skill heard${e.gone ? ' or gone' : ''} at ${e.at} ms — closed at once (§6.3 rule 1)`);
         break;
       }
     } else if (answering.every((id) => heard.has(id))) {
-      closeAt = pong.at;
-      trail.push(`poll: the last skill known to answer every poll heard at ${pong.at} ms — closed (§6.3 rule 2)`);
+      closeAt = e.at;
+      trail.push(`poll: the last skill known to answer every poll ${e.gone ? 'gone' : 'heard'} at ${e.at} ms — closed (§6.3 rule 2)`);
       break;
     }
   }
@@ -141,8 +170,9 @@ function commonQueryContest(config: Config, c0: number, join: number, skills: re
     closeAt = answeringOutstandingAt(bound) ? ceiling : bound;
     trail.push(`poll: closed at ${closeAt} ms (§6.3 ${closeAt === ceiling ? 'ceiling' : 'claim bound'})`);
   }
-  if (claims.length === 0) {
-    trail.push('poll: no claimant → None (§9)');
+  for (const id of departed) trail.push(`poll: ${id}'s connection closed — it counts as heard from (README, Common-query poll)`);
+  if (liveClaims() === 0) {
+    trail.push(claims.length === 0 ? 'poll: no claimant → None (§9)' : 'poll: every claimant is gone → None (§7.2: a gone claimant counts as declining; §9)');
     return { winner: null, at: closeAt };
   }
   const P = closeAt;
@@ -151,11 +181,18 @@ function commonQueryContest(config: Config, c0: number, join: number, skills: re
   const windowEnd = P + Math.min(Math.max(window, 0), cq.collectionCeilingMs);
   const hardEnd = P + cq.collectionCeilingMs;
   trail.push(`collection: requests at ${P} ms; initial window ends ${windowEnd} ms, ceiling ${hardEnd} ms (§7.2)`);
+  // A claimant's answer, unless its connection closes first: then it counts as declining at that moment (§7.2,
+  // README "Common-query poll"), a response without an answer.
   const arrivals: Response[] = claims
-    .filter((c) => c.answerAfterMs !== 'never')
-    .map((c) => ({ skill_id: c.skill_id, at: P + (typeof c.answerAfterMs === 'number' ? c.answerAfterMs : 0), answer: c.answer === undefined ? `${c.skill_id} answer` : c.answer, conf: c.conf ?? 0.7 }))
-    .filter((r) => r.at < hardEnd)
-    .sort((a, b) => a.at - b.at);
+    .map((c): Response | null => {
+      const gone = Math.max(goneAt(c), P);
+      const at = c.answerAfterMs === 'never' ? Infinity : P + (c.answerAfterMs ?? 0);
+      if (at < gone) return { skill_id: c.skill_id, at, answer: c.answer === undefined ? `${c.skill_id} answer` : c.answer, conf: c.conf ?? 0.7 };
+      return gone < Infinity ? { skill_id: c.skill_id, at: gone, answer: null, conf: 0, gone: true } : null;
+    })
+    .filter((r): r is Response => r !== null && r.at < hardEnd)
+    .sort((a, b) => a.at - b.at || Number(b.gone === true) - Number(a.gone === true));
+  for (const r of arrivals) if (r.gone === true) trail.push(`collection: ${r.skill_id}'s connection closed at ${r.at} ms before it answered — it counts as declining (§7.2)`);
   const survives = (r: Response): boolean => r.answer !== null && r.conf >= cq.minConfidence;
   const fast = (r: Response): boolean => survives(r) && cq.fastWinConfidence !== null && r.conf >= cq.fastWinConfidence;
   const select = (rs: readonly Response[]): Response | null => {
@@ -231,13 +268,19 @@ export function expectedOutcome(config: Config, scenario: TimingScenario, gateAc
       const skill = fallbackSkills.find((s) => s.skill_id === result.winner)!;
       const handlerMs = skill.handlerMs ?? FALLBACK_DEFAULTS.handlerMs;
       const H = config.orchestrator.handlerTimeoutMs;
-      const timedOut = handlerMs === 'never' || handlerMs >= H;
+      const completes = handlerMs === 'never' || handlerMs >= H ? Infinity : t + handlerMs;
+      const gone = skill.disconnectAtMs ?? Infinity;
+      if (gone <= t + H && gone <= completes) {
+        trail.push(`${skill.skill_id}: its connection closes at ${gone} ms before its handler completed — ovos.intent.handler.error (SkillDisconnected) at once (OVOS-PIPELINE-1 §8; README, Dead skills)`);
+        return { decidedBy: stage, skill_id: skill.skill_id, decidedAt: t, handler: 'disconnected', handledAt: gone, trail };
+      }
+      const timedOut = completes === Infinity;
       trail.push(
         timedOut
           ? `${skill.skill_id}: handler runs past the handler timeout — ovos.intent.handler.error at ${t + H} ms (OVOS-PIPELINE-1 §8)`
-          : `${skill.skill_id}: handler completes at ${t + (handlerMs as number)} ms (OVOS-PIPELINE-1 §8)`,
+          : `${skill.skill_id}: handler completes at ${completes} ms (OVOS-PIPELINE-1 §8)`,
       );
-      return { decidedBy: stage, skill_id: skill.skill_id, decidedAt: t, handler: timedOut ? 'timeout' : 'complete', handledAt: timedOut ? t + H : t + (handlerMs as number), trail };
+      return { decidedBy: stage, skill_id: skill.skill_id, decidedAt: t, handler: timedOut ? 'timeout' : 'complete', handledAt: timedOut ? t + H : completes, trail };
     }
   }
   trail.push(`no stage matched → ovos.intent.unmatched at ${t} ms (OVOS-PIPELINE-1 §6)`);

@@ -21,7 +21,7 @@ export interface Observed {
   readonly decidedBy: string | null;
   readonly skill_id: string | null;
   readonly decidedAt: number | null;
-  readonly handler: 'complete' | 'timeout' | null;
+  readonly handler: 'complete' | 'timeout' | 'disconnected' | null;
   readonly handledAt: number | null;
   readonly handledCount: number;
 }
@@ -80,7 +80,7 @@ export async function runScenario(
       await settle();
     }
   };
-  for (const skill of scenario.skills) playSkill(bus, clock, skill);
+  const players = scenario.skills.map((skill) => playSkill(bus, clock, skill));
   await settle();
   const cqId = config.commonQuery.pipelineId;
   if (gateAccepts && config.pipeline.includes(cqId) && scenario.skills.some((s) => s.kind === 'common_query')) {
@@ -95,6 +95,8 @@ export async function runScenario(
     const session = message.context['session'];
     if (typeof session === 'object' && session !== null && !Array.isArray(session) && session['session_id'] === SESSION) wire.push({ at: clock.now() - t0, message });
   });
+  // Armed before the question is published: at the same ms, a connection closes before anything else happens.
+  for (const player of players) player.armDisconnect();
   bus.publish(entry(scenario.utterance, { session_id: SESSION }));
   const horizon = t0 + (config.pipeline.length + 1) * config.orchestrator.matchTimeoutMs + config.orchestrator.handlerTimeoutMs + 1_000;
   await runUntil(horizon);
@@ -128,23 +130,42 @@ function entry(utterance: string, session: JsonObject): Message {
   return createMessage('ovos.utterance.handle', { utterances: [utterance] }, { source: 'timing-harness', destination: 'orchestrator', session });
 }
 
-/** A scripted skill on the bus: registers (fallback), pongs, answers and completes at its script's times. */
-function playSkill(bus: LocalBus, clock: ManualClock, skill: SkillScript): void {
+/**
+ * A scripted skill on the bus, on a client connection of its own: registers (fallback), pongs, answers and completes
+ * at its script's times; `armDisconnect` closes its connection `disconnectAtMs` after now (the question), after which
+ * it sends nothing.
+ */
+function playSkill(bus: LocalBus, clock: ManualClock, skill: SkillScript): { armDisconnect(): void } {
+  const connection = `skill:${skill.skill_id}`;
+  let dead = false;
+  const send = (message: Message): void => {
+    if (!dead) bus.publish(message, connection);
+  };
   const later = (ms: number | 'never' | undefined, fn: () => void): void => {
-    if (ms === 'never') return;
+    if (ms === 'never' || dead) return;
     if (ms === undefined || ms <= 0) fn();
     else clock.setTimeout(fn, ms);
   };
+  const disconnect = (): void => {
+    dead = true;
+    bus.closeConnection(connection);
+  };
+  // At 0: gone before the question is delivered (the bus queues the close ahead of it).
+  const armDisconnect = (): void => {
+    if (skill.disconnectAtMs === undefined) return;
+    if (skill.disconnectAtMs <= 0) disconnect();
+    else clock.setTimeout(disconnect, skill.disconnectAtMs);
+  };
   if (skill.kind === 'fallback') {
-    bus.publish(createMessage('ovos.fallback.register', { skill_id: skill.skill_id, priority: skill.priority }, { skill_id: skill.skill_id, session: { session_id: 'default' } }));
+    send(createMessage('ovos.fallback.register', { skill_id: skill.skill_id, priority: skill.priority }, { skill_id: skill.skill_id, session: { session_id: 'default' } }));
     bus.subscribe((m) => {
       if (m.type === `${skill.skill_id}.fallback.ping`) {
-        later(skill.pongAfterMs, () => bus.publish(reply(m, `${skill.skill_id}.fallback.pong`, { skill_id: skill.skill_id, can_handle: skill.willing ?? true })));
+        later(skill.pongAfterMs, () => send(reply(m, `${skill.skill_id}.fallback.pong`, { skill_id: skill.skill_id, can_handle: skill.willing ?? true })));
       } else if (m.type === `${skill.skill_id}:fallback`) {
-        later(skill.handlerMs, () => bus.publish(withContext(reply(m, 'mycroft.skill.handler.complete'), { skill_id: skill.skill_id })));
+        later(skill.handlerMs, () => send(withContext(reply(m, 'mycroft.skill.handler.complete'), { skill_id: skill.skill_id })));
       }
     });
-    return;
+    return { armDisconnect };
   }
   bus.subscribe((m) => {
     const utterance = stringField(m.data, 'utterance');
@@ -154,13 +175,14 @@ function playSkill(bus: LocalBus, clock: ManualClock, skill: SkillScript): void 
       if (pong === 'silent') return;
       const data: JsonObject = { utterance, skill_id: skill.skill_id, can_answer: pong === 'claim' };
       if (skill.latencyMs !== undefined) data['latency_ms'] = skill.latencyMs;
-      later(skill.pongAfterMs, () => bus.publish(reply(m, 'ovos.common_query.pong', data)));
+      later(skill.pongAfterMs, () => send(reply(m, 'ovos.common_query.pong', data)));
     } else if (m.type === `${skill.skill_id}:common_query`) {
       const answer = skill.answer === undefined ? `${skill.skill_id} answer` : skill.answer;
       const data: JsonObject = answer === null ? { utterance, skill_id: skill.skill_id } : { utterance, skill_id: skill.skill_id, answer, conf: skill.conf ?? 0.7 };
-      later(skill.answerAfterMs, () => bus.publish(reply(m, `${skill.skill_id}.common_query.response`, data)));
+      later(skill.answerAfterMs, () => send(reply(m, `${skill.skill_id}.common_query.response`, data)));
     }
   });
+  return { armDisconnect };
 }
 
 function observe(wire: ReadonlyArray<{ at: number; message: Message }>, cqId: string, scenario: TimingScenario): Observed {
@@ -189,7 +211,7 @@ function observe(wire: ReadonlyArray<{ at: number; message: Message }>, cqId: st
     decidedBy,
     skill_id: skillId,
     decidedAt: (matched ?? unmatched)?.at ?? null,
-    handler: !fallbackWin ? null : complete !== undefined ? 'complete' : error !== undefined ? 'timeout' : null,
+    handler: !fallbackWin ? null : complete !== undefined ? 'complete' : error === undefined ? null : String(error.message.data['exception']).startsWith('SkillDisconnected') ? 'disconnected' : 'timeout',
     handledAt: handled[0]?.at ?? null,
     handledCount: handled.length,
   };

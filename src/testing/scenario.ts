@@ -15,6 +15,8 @@ export interface FallbackSkillScript {
   readonly pongAfterMs?: number | 'never';
   /** Time from its dispatch to `mycroft.skill.handler.complete`; `"never"`: it never completes. Default 0. */
   readonly handlerMs?: number | 'never';
+  /** See `Disconnect`. */
+  readonly disconnectAtMs?: number;
 }
 
 /** A common-query skill (OVOS-COMMON-QUERY-1 §11). */
@@ -33,7 +35,16 @@ export interface CommonQuerySkillScript {
   readonly conf?: number;
   /** Time from its request to its response; `"never"`: it never responds. Default 0. */
   readonly answerAfterMs?: number | 'never';
+  /** See `Disconnect`. */
+  readonly disconnectAtMs?: number;
 }
+
+/**
+ * `disconnectAtMs` (both kinds): the skill's bus connection closes this many ms after the question reached the
+ * daemon — a crash — and it sends nothing from then on (a pong or answer due at that ms or later never comes).
+ * Default: it stays connected. Each skill is its own client connection, as on the embedded bus.
+ */
+export type Disconnect = Pick<FallbackSkillScript, 'disconnectAtMs'>;
 
 export type SkillScript = FallbackSkillScript | CommonQuerySkillScript;
 

@@ -10,8 +10,8 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 const isDelay = (v: unknown): v is number | 'never' => v === 'never' || (typeof v === 'number' && Number.isFinite(v) && v >= 0);
 const isMs = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0;
 
-const FALLBACK_KEYS = new Set(['kind', 'skill_id', 'priority', 'willing', 'pongAfterMs', 'handlerMs']);
-const CQ_KEYS = new Set(['kind', 'skill_id', 'pong', 'pongAfterMs', 'latencyMs', 'answer', 'conf', 'answerAfterMs']);
+const FALLBACK_KEYS = new Set(['kind', 'skill_id', 'priority', 'willing', 'pongAfterMs', 'handlerMs', 'disconnectAtMs']);
+const CQ_KEYS = new Set(['kind', 'skill_id', 'pong', 'pongAfterMs', 'latencyMs', 'answer', 'conf', 'answerAfterMs', 'disconnectAtMs']);
 
 function skill(entry: unknown, at: string): SkillScript {
   if (!isRecord(entry)) throw new SkillsFileError(`${at}: a skill is an object`);
@@ -26,6 +26,8 @@ function skill(entry: unknown, at: string): SkillScript {
     if (v === undefined) return undefined;
     return ok(v) ? v : fail(field, what);
   };
+  const disconnectAtMs = opt('disconnectAtMs', isMs, 'milliseconds ≥ 0 after the question');
+  const disconnect = disconnectAtMs === undefined ? {} : { disconnectAtMs };
   if (entry['kind'] === 'fallback') {
     for (const key of Object.keys(entry)) if (!FALLBACK_KEYS.has(key)) fail(key, `unknown field for a fallback skill (${[...FALLBACK_KEYS].join(', ')})`);
     const priority = entry['priority'];
@@ -40,6 +42,7 @@ function skill(entry: unknown, at: string): SkillScript {
       ...(willing === undefined ? {} : { willing }),
       ...(pongAfterMs === undefined ? {} : { pongAfterMs }),
       ...(handlerMs === undefined ? {} : { handlerMs }),
+      ...disconnect,
     };
   }
   if (entry['kind'] === 'common_query') {
@@ -59,6 +62,7 @@ function skill(entry: unknown, at: string): SkillScript {
       ...(answer === undefined ? {} : { answer }),
       ...(conf === undefined ? {} : { conf }),
       ...(answerAfterMs === undefined ? {} : { answerAfterMs }),
+      ...disconnect,
     };
   }
   return fail('kind', '"fallback" or "common_query"');
