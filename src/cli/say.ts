@@ -1,5 +1,5 @@
 /**
- * `npm run say -- "utterance" [--session ID] [--lang TAG] [--bus URL] [--timeout MS] [--trace FILE]`
+ * `npm run say -- "utterance" [--session ID] [--lang TAG] [--bus URL] [--timeout MS] [--trace FILE]` (`--help`: USAGE)
  *
  * Sends one `ovos.utterance.handle` over a real websocket and prints the message timeline of that utterance
  * (topic, ms since sending, key fields) until its `ovos.utterance.handled`. `--trace FILE` also writes that timeline
@@ -13,6 +13,8 @@ import { decodeFrame, encodeMessage, isJsonObject, type Message } from '../bus/m
 import { TRACE_FORMAT, traceEntry, type Trace, type TraceEntry } from '../testing/trace.js';
 
 export interface SayOptions {
+  /** `-h` / `--help`: print USAGE and nothing else. */
+  help: boolean;
   utterance: string;
   session: string;
   lang: string | undefined;
@@ -21,11 +23,27 @@ export interface SayOptions {
   trace: string | undefined;
 }
 
+export const USAGE = `usage: npm run say -- "utterance" [options]
+
+Sends one ovos.utterance.handle to the bus and prints that utterance's messages until its ovos.utterance.handled.
+
+  --session ID     session_id of the utterance (default "default")
+  --lang TAG       its language (BCP 47), e.g. en-US
+  --bus URL        the bus (default ws://127.0.0.1:8181/core)
+  --timeout MS     give up after MS without its handled (default 75000: longer than the daemon's
+                   worst case with default settings, 4 stages × 10 s match bound + 30 s handler timeout)
+  --trace FILE     also write the timeline as a trace (npm run replay-trace -- --trace FILE)
+  -h, --help       this text
+`;
+
+/** Default `--timeout`: past the daemon's own worst case with its defaults (pipeline × match bound + handler timeout). */
+export const SAY_TIMEOUT_MS = 75_000;
+
 /** The fallback stages whose pools a trace records (the default pipeline's). */
 const TRACE_STAGES = ['fallback_high', 'fallback_medium', 'fallback_low'] as const;
 
 export function parse(argv: readonly string[]): SayOptions {
-  const options: SayOptions = { utterance: '', session: 'default', lang: undefined, bus: 'ws://127.0.0.1:8181/core', timeoutMs: 30_000, trace: undefined };
+  const options: SayOptions = { help: false, utterance: '', session: 'default', lang: undefined, bus: 'ws://127.0.0.1:8181/core', timeoutMs: SAY_TIMEOUT_MS, trace: undefined };
   const words: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -35,7 +53,8 @@ export function parse(argv: readonly string[]): SayOptions {
       if (v === undefined) throw new Error(`${flag} needs a value`);
       return v;
     };
-    if (flag === '--session') options.session = value();
+    if (flag === '-h' || flag === '--help') options.help = true;
+    else if (flag === '--session') options.session = value();
     else if (flag === '--lang') options.lang = value();
     else if (flag === '--bus') options.bus = value();
     else if (flag === '--trace') options.trace = value();
@@ -47,7 +66,7 @@ export function parse(argv: readonly string[]): SayOptions {
     else words.push(arg);
   }
   options.utterance = words.join(' ').trim();
-  if (options.utterance === '') throw new Error('usage: npm run say -- "utterance" [--session ID] [--lang TAG] [--bus URL] [--timeout MS] [--trace FILE]');
+  if (options.utterance === '' && !options.help) throw new Error(USAGE);
   return options;
 }
 
@@ -106,7 +125,7 @@ async function poolsOf(ws: WebSocket, session: Record<string, string>): Promise<
   return pools;
 }
 
-/** Say one utterance; prints its timeline with `out`. Resolves 0 when it was handled, 1 on timeout. */
+/** Say one utterance; prints its timeline with `out`. Resolves 0 when it was handled, 1 on timeout or a bus that went away. */
 export async function say(options: SayOptions, out: (text: string) => void): Promise<number> {
   const utteranceId = randomUUID();
   const ws = new WebSocket(options.bus, { handshakeTimeout: 5_000 });
@@ -121,6 +140,7 @@ export async function say(options: SayOptions, out: (text: string) => void): Pro
   const recorded: TraceEntry[] = [];
   const started = performance.now();
   let spoken: string | undefined;
+  let handled = false;
   const finished = new Promise<number>((resolve) => {
     const timer = setTimeout(() => {
       out(`no ovos.utterance.handled within ${options.timeoutMs} ms\n`);
@@ -135,9 +155,17 @@ export async function say(options: SayOptions, out: (text: string) => void): Pro
       out(`${at.toFixed(1).padStart(8)} ms  ${message.type.padEnd(42)} ${summary(message)}\n`);
       if (message.type === 'ovos.utterance.speak' && typeof message.data['utterance'] === 'string') spoken = message.data['utterance'];
       if (message.type === 'ovos.utterance.handled') {
+        handled = true;
         clearTimeout(timer);
         resolve(0);
       }
+    });
+    // A daemon that stops (or a bus that drops us) will never send the handled: say so now, not at the timeout.
+    ws.on('close', (code) => {
+      if (handled) return;
+      clearTimeout(timer);
+      out(`the bus closed the connection (code ${code}) before ovos.utterance.handled — did the daemon stop?\n`);
+      resolve(1);
     });
   });
   ws.send(
@@ -154,13 +182,19 @@ export async function say(options: SayOptions, out: (text: string) => void): Pro
     writeFileSync(options.trace, `${JSON.stringify(trace, null, 1)}\n`);
     out(`trace written to ${options.trace} (replay: npm run replay-trace -- --trace ${options.trace})\n`);
   }
+  ws.removeAllListeners('close');
   ws.close();
   return code;
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   Promise.resolve()
-    .then(() => say(parse(process.argv.slice(2)), (text) => process.stdout.write(text)))
+    .then(() => {
+      const options = parse(process.argv.slice(2));
+      if (!options.help) return say(options, (text) => process.stdout.write(text));
+      process.stdout.write(USAGE);
+      return 0;
+    })
     .then(
       (code) => process.exit(code),
       (error: unknown) => {

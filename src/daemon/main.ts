@@ -20,7 +20,9 @@ try {
   loaded = loadConfig({ argv, env: process.env, mycroftDiscovery: { home: homedir() } });
 } catch (error) {
   if (error instanceof ConfigError) {
-    process.stderr.write(`config error (${error.code}${error.key ? `, ${error.key}` : ''}): ${error.message}\n`);
+    // The message names the key itself when it starts with it: say it once.
+    const named = error.key === undefined || error.message.startsWith(error.key);
+    process.stderr.write(`config error (${error.code}${named ? '' : `, ${error.key}`}): ${error.message}\n`);
     process.exit(2);
   }
   throw error;
@@ -33,6 +35,14 @@ if (loaded.mycroft !== undefined) {
   for (const note of loaded.mycroft.notes) logger[note.level]({ reason: note.reason, ...(note.file === undefined ? {} : { file: note.file }) }, note.message);
 }
 const daemon = await startDaemon(loaded.config, logger).catch((error: unknown) => {
+  const code = (error as { code?: unknown }).code;
+  const { host, port } = loaded.config.bus;
+  if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+    // One line a person can act on, no stack trace. 8181 is also ovos-messagebus's default port.
+    const why = code === 'EADDRINUSE' ? `${host}:${port} is already in use${port === 8181 ? ' (8181 is also ovos-messagebus\'s default port: is it running?)' : ''}` : code === 'EACCES' ? `no permission to listen on ${host}:${port}` : `${host} is not an address of this machine`;
+    process.stderr.write(`cannot start the bus: ${why}. Start with --port <free port>, or join the running bus with --bus ws://${host}:${port}${loaded.config.bus.route}\n`);
+    process.exit(1);
+  }
   logger.fatal({ err: error }, 'daemon failed to start');
   process.exit(1);
 });

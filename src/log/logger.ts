@@ -20,3 +20,52 @@ export function createLogger(options: { level: LogLevel; pretty?: boolean; name?
 export function silentLogger(): Logger {
   return pino({ level: 'silent' });
 }
+
+/** At most `max` characters of an untrusted string for a log line, saying how much was cut. */
+export function clip(text: string, max = 200): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…(+${text.length - max} chars)`;
+}
+
+/**
+ * An untrusted payload as JSON text of at most about `max` characters, for a log line. It stops walking once the
+ * budget is spent, so a 30 MB payload costs what its first `max` characters cost, never a full serialisation.
+ */
+export function boundedJson(value: unknown, max = 500): string {
+  let out = '';
+  let full = false;
+  const write = (text: string): void => {
+    if (full) return;
+    if (out.length + text.length > max) {
+      out += text.slice(0, max - out.length);
+      full = true;
+    } else out += text;
+  };
+  const visit = (v: unknown, depth: number): void => {
+    if (full) return;
+    if (typeof v === 'string') write(JSON.stringify(v.length > max ? v.slice(0, max) : v));
+    else if (v === null || typeof v !== 'object') write(String(JSON.stringify(v) ?? 'null'));
+    else if (depth >= 16) write('"…"');
+    else if (Array.isArray(v)) {
+      write('[');
+      for (let i = 0; i < v.length && !full; i++) {
+        if (i > 0) write(',');
+        visit(v[i], depth + 1);
+      }
+      write(']');
+    } else {
+      write('{');
+      let first = true;
+      for (const key in v) {
+        if (full) break;
+        if (!Object.hasOwn(v, key)) continue;
+        if (!first) write(',');
+        first = false;
+        write(`${JSON.stringify(key.length > max ? key.slice(0, max) : key)}:`);
+        visit((v as Record<string, unknown>)[key], depth + 1);
+      }
+      write('}');
+    }
+  };
+  visit(value, 0);
+  return full ? `${out}…(truncated)` : out;
+}

@@ -27,6 +27,7 @@ import { isLegacyFallbackRequest, legacyTopics, legacyUnmatched } from '../diale
 import type { Match, PipelineStage } from '../pipeline/plugin.js';
 import type { Contest, Supervisor } from '../supervisor/supervisor.js';
 import type { TimerId } from '../clock/clock.js';
+import { clip } from '../log/logger.js';
 import {
   handlesInProcess,
   utteranceMachine,
@@ -194,7 +195,8 @@ export class Orchestrator {
       },
     });
     live.contest = contest;
-    contest.logger.info({ utterances, lang, stages }, 'utterance received');
+    // Utterances come off the bus: at most 10 of them, each clipped, in the log line.
+    contest.logger.info({ utterances: utterances.slice(0, 10).map((u) => clip(u)), lang, stages }, 'utterance received');
 
     const done = contest.done.then((result) => {
       this.#inFlight.delete(key);

@@ -17,7 +17,7 @@ import { sessionIdOf } from '../bus/session.js';
 import type { Clock } from '../clock/clock.js';
 import { classifyLegacy, legacyTopics } from '../dialect/legacy-dialect.js';
 import { classify, isFallbackRegistration, registrationRefused, topics, type Classified, type DropReason, type Inbound, type InboundKind, type InboundOf } from '../dialect/spec-dialect.js';
-import type { Logger } from '../log/logger.js';
+import { boundedJson, clip, type Logger } from '../log/logger.js';
 import { LogRateLimiter } from '../log/rate-limit.js';
 
 export type InspectionHook = (event: InspectionEvent) => void;
@@ -405,7 +405,7 @@ export class Supervisor {
       const { log, suppressed } = this.#refusalLog.shouldLog(key, this.clock.now());
       if (log) {
         this.logger.warn(
-          { reason, type: message.type, session_id: sessionIdOf(message), connection: this.connectionOf(message), detail, suppressed, payload: message.data },
+          { reason, type: clip(message.type), session_id: clipped(sessionIdOf(message)), connection: this.connectionOf(message), detail: clipped(detail), suppressed, payload: boundedJson(message.data) },
           'message dropped',
         );
       }
@@ -417,7 +417,7 @@ export class Supervisor {
     const quiet = reason === 'no_live_contest' || reason === 'finished_contest' || reason === 'not_awaited' || reason === 'duplicate';
     const level = expected ? 'debug' : quiet ? 'info' : 'warn';
     this.logger[level](
-      { reason, type: message.type, session_id: sessionIdOf(message), utterance_id: utteranceIdOf(message), detail, payload: message.data },
+      { reason, type: clip(message.type), session_id: clipped(sessionIdOf(message)), utterance_id: clipped(utteranceIdOf(message)), detail: clipped(detail), payload: boundedJson(message.data) },
       'message dropped',
     );
     // The owner of a service kind may answer a refusal (the orchestrator ends a refused utterance with its handled).
@@ -550,6 +550,8 @@ export class Supervisor {
     this.stopAll('supervisor_closed');
   }
 }
+
+const clipped = (text: string | undefined): string | undefined => (text === undefined ? undefined : clip(text));
 
 function routeKey(kind: InboundKind, sessionId: string): string {
   return `${kind}\u0000${sessionId}`;

@@ -1,11 +1,13 @@
 /**
  * `npm run bench`: every benchmark in turn, each printed as a table as it finishes, then the whole run written to
- * test/bench/results/latest.json with the machine it ran on. A benchmark that throws is reported and the others
+ * test/bench/results/local/latest.json (untracked) with the machine it ran on — `npm run bench -- --update` writes
+ * the committed test/bench/results/latest.json the README quotes. A benchmark that throws is reported and the others
  * still run; the exit code says whether everything ran and every check held.
  *
  * Run with --expose-gc (the npm script does): the memory benchmark needs `global.gc`, and the others collect
  * between phases so one phase's garbage is not billed to the next.
  */
+import { mkdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { benchCommonQueryWs } from './common-query-ws.js';
 import { benchFallbackInProcess } from './fallback-inprocess.js';
@@ -27,12 +29,16 @@ const BENCHMARKS: ReadonlyArray<readonly [name: string, run: () => Promise<Secti
   ['timing under load', benchTimingUnderLoad],
   ['inspector', benchInspector],
 ];
-// `npm run bench -- inspector memory`: only the benchmarks named (by a word of their name).
-const only = process.argv.slice(2);
+// `npm run bench -- inspector memory`: only the benchmarks named (by a word of their name). Results go to the
+// untracked test/bench/results/local/; `--update` writes the committed files the README quotes instead.
+const args = process.argv.slice(2);
+const update = args.includes('--update');
+const only = args.filter((arg) => arg !== '--update');
 const selected = only.length === 0 ? BENCHMARKS : BENCHMARKS.filter(([name]) => only.some((word) => name.includes(word)));
 // A partial run keeps its own results file: latest.json always holds a whole run.
-const resultsName = only.length === 0 ? 'latest' : `partial-${only.join('-').replace(/[^A-Za-z0-9-]/g, '_')}`;
+const resultsName = `${update ? '' : 'local/'}${only.length === 0 ? 'latest' : `partial-${only.join('-').replace(/[^A-Za-z0-9-]/g, '_')}`}`;
 const RESULTS = new URL(`../../../test/bench/results/${resultsName}.json`, import.meta.url);
+mkdirSync(new URL('.', RESULTS), { recursive: true });
 
 const machine = machineInfo();
 const started = performance.now();
@@ -64,7 +70,7 @@ for (const [name, run] of selected) {
 const wallSeconds = (performance.now() - started) / 1000;
 writeResults(RESULTS, {
   machine,
-  command: `node ${process.execArgv.join(' ')} dist/test/bench/run.js ${only.join(' ')} (npm run bench${only.length === 0 ? '' : ` -- ${only.join(' ')}`})`.replace(/\s+/g, ' '),
+  command: `node ${process.execArgv.join(' ')} dist/test/bench/run.js ${args.join(' ')} (npm run bench${args.length === 0 ? '' : ` -- ${args.join(' ')}`})`.replace(/\s+/g, ' '),
   wallSeconds,
   sections,
   failures,

@@ -4,6 +4,7 @@
  * daemon with the example skills. The spawned daemon is connected to once its own log says the bus listens.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -115,9 +116,37 @@ describe('npm start (README)', () => {
       const code = await bad.exited;
       expect(code).not.toBe(0);
       expect(code).not.toBeNull();
-      expect(bad.output()).toContain('bus.port');
+      // The key once, at the start of the message (not `(CONFIG_INVALID, bus.port): bus.port: …`).
+      const line = bad.output().split('\n').find((l) => l.startsWith('config error'));
+      expect(line).toMatch(/^config error \(CONFIG_INVALID\): bus\.port: /);
+      expect(line!.split('bus.port')).toHaveLength(2);
     } finally {
       await killGroup(bad);
+    }
+  }, SLOW_MS);
+
+  it('a bus port already in use: one line naming it and the way out (--port, --bus), no stack trace, exit 1', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const port = (blocker.address() as { port: number }).port;
+    const taken = npmStart(['--port', String(port), '--no-example-skills', '--inspector-port', '0']);
+    try {
+      expect(await taken.exited).toBe(1);
+      const lines = taken.output().split('\n').filter((line) => line.startsWith('cannot start the bus'));
+      expect(lines).toEqual([`cannot start the bus: 127.0.0.1:${port} is already in use. Start with --port <free port>, or join the running bus with --bus ws://127.0.0.1:${port}/core`]);
+      expect(taken.output()).not.toMatch(/^\s+at /m);
+    } finally {
+      await killGroup(taken);
+      await new Promise<void>((resolve) => blocker.close(() => resolve()));
+    }
+  }, SLOW_MS);
+
+  // Runs after beforeAll, whose `npm start` has just built dist/ with tsc.
+  it('`say -h` and `say --help` print the usage (not an utterance) and exit 0', async () => {
+    for (const flag of ['-h', '--help']) {
+      const { stdout } = await run('node', ['dist/src/cli/say.js', flag], { cwd: ROOT, timeout: 10_000 });
+      expect(stdout).toMatch(/^usage: npm run say -- "utterance" \[options\]/);
+      expect(stdout).toContain('--timeout MS');
     }
   }, SLOW_MS);
 
