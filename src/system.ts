@@ -32,6 +32,12 @@ export interface ContestSystem {
   readonly orchestrator: Orchestrator;
   readonly fallback: FallbackPlugin;
   readonly commonQuery: CommonQueryPlugin;
+  /**
+   * Graceful shutdown: take no new utterance (each is answered with its handled, `error: "shutting_down"`) and
+   * wait up to `graceMs` for those in flight — contests and skills' handlers — to end on their own. Resolves with
+   * how many were still in flight when the bound ran out (0: all ended); `close` then stops them.
+   */
+  drain(graceMs: number): Promise<number>;
   close(): void;
 }
 
@@ -67,6 +73,13 @@ export function createContestSystem(options: SystemOptions): ContestSystem {
     orchestrator,
     fallback,
     commonQuery,
+    drain: async (graceMs) => {
+      let timer: unknown;
+      const bound = new Promise<void>((resolve) => (timer = supervisor.clock.setTimeout(resolve, graceMs)));
+      await Promise.race([orchestrator.drain(), bound]);
+      supervisor.clock.clearTimeout(timer);
+      return orchestrator.inFlight;
+    },
     close: () => {
       unsubscribeStatus();
       orchestrator.close();

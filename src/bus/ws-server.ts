@@ -30,6 +30,9 @@ export interface BusServerOptions {
   readonly maxBufferedBytes?: number;
 }
 
+/** At shutdown, how long clients get to answer the close handshake before their sockets are cut. */
+const CLOSE_HANDSHAKE_MS = 1_000;
+
 /** Exactly what ovos-messagebus sends on connect. */
 const GREETING = '{"type":"connected","data":{},"context":{"session":{"session_id":"default"}}}';
 
@@ -152,10 +155,24 @@ export class BusServer implements Bus {
 
   async #close(): Promise<void> {
     if (this.#heartbeat !== undefined) clearInterval(this.#heartbeat);
+    // Going away (1001), as RFC 6455 says a server that shuts down does; a client that does not answer the close
+    // handshake within CLOSE_HANDSHAKE_MS is cut off.
+    const handshakes: Array<Promise<void>> = [];
     for (const client of this.#clients) {
       client.gone = true; // shutting down: nothing is left to tell
-      client.socket.terminate();
+      if (client.socket.readyState !== client.socket.OPEN) {
+        client.socket.terminate();
+        continue;
+      }
+      handshakes.push(new Promise<void>((resolve) => client.socket.once('close', () => resolve())));
+      client.socket.close(1001, 'server shutting down');
     }
+    if (handshakes.length > 0) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([Promise.all(handshakes), new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_HANDSHAKE_MS)))]);
+      clearTimeout(timer);
+    }
+    for (const client of this.#clients) client.socket.terminate();
     this.#clients.clear();
     const httpClosed = new Promise<void>((resolve) => this.#http.close(() => resolve()));
     // Upgraded sockets are no longer the http server's to close; handshakes in flight and idle keep-alive

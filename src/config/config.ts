@@ -242,7 +242,7 @@ function priorityRange(value: unknown, key: string): PriorityRange {
  */
 export function validateConfig(value: unknown): Config {
   const root = section(value, '', [
-    'bus', 'log', 'lang', 'pipeline', 'orchestrator', 'fallback', 'commonQuery', 'exampleSkills', 'inspector', 'dialects',
+    'bus', 'log', 'lang', 'pipeline', 'orchestrator', 'fallback', 'commonQuery', 'exampleSkills', 'shutdown', 'inspector', 'dialects',
   ]);
 
   const busIn = section(own(root, 'bus'), 'bus', [
@@ -275,6 +275,8 @@ export function validateConfig(value: unknown): Config {
   const fallback = validateFallback(own(root, 'fallback'));
   const commonQuery = validateCommonQuery(own(root, 'commonQuery'));
   const exampleSkills = boolean(own(root, 'exampleSkills'), 'exampleSkills');
+  const shutdownIn = section(own(root, 'shutdown'), 'shutdown', ['graceMs']);
+  const shutdown: Config['shutdown'] = { graceMs: duration(own(shutdownIn, 'graceMs'), 'shutdown.graceMs', false) };
   const inspectorIn = section(own(root, 'inspector'), 'inspector', ['enabled', 'port', 'recentUtterances']);
   const inspector: Config['inspector'] = {
     enabled: boolean(own(inspectorIn, 'enabled'), 'inspector.enabled'),
@@ -285,7 +287,7 @@ export function validateConfig(value: unknown): Config {
   const dialects: Config['dialects'] = { spec: boolean(own(dialectsIn, 'spec'), 'dialects.spec'), legacy: boolean(own(dialectsIn, 'legacy'), 'dialects.legacy') };
   if (!dialects.spec && !dialects.legacy) throw new ConfigError('CONFIG_INVALID', 'dialects: at least one dialect must be on (spec, legacy)', { key: 'dialects' });
 
-  const config: Config = { bus, log, lang, pipeline, orchestrator, fallback, commonQuery, exampleSkills, inspector, dialects };
+  const config: Config = { bus, log, lang, pipeline, orchestrator, fallback, commonQuery, exampleSkills, shutdown, inspector, dialects };
   checkRelations(config);
   return deepFreeze(config);
 }

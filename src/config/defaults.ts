@@ -86,6 +86,11 @@ export interface Config {
   };
   /** Start the bundled example skills as bus clients of the daemon. */
   readonly exampleSkills: boolean;
+  /** Graceful shutdown (SIGTERM / SIGINT). */
+  readonly shutdown: {
+    /** How long utterances in flight — contests and skills' handlers — may take to finish before they are stopped. */
+    readonly graceMs: number;
+  };
   /** The daemon's live inspector page (src/inspect/), served on loopback only. */
   readonly inspector: {
     readonly enabled: boolean;
@@ -228,6 +233,7 @@ export const DEFAULT_CONFIG: Config = {
     fastWinConfidence: 0.9,
   },
   exampleSkills: true,
+  shutdown: { graceMs: 10_000 },
   inspector: { enabled: true, port: 8182, recentUtterances: 200 },
   dialects: { spec: true, legacy: true },
 };

@@ -21,6 +21,11 @@ export interface Daemon {
   readonly system: ContestSystem;
   /** The live inspector page, unless switched off (or its port was taken: logged, the daemon runs on without it). */
   readonly inspector: InspectorServer | undefined;
+  /**
+   * Graceful shutdown: new utterances are refused with their handled, those in flight get `shutdown.graceMs` to
+   * finish (then are stopped, each with its handled), then the skills, the page and the bus close — clients with
+   * code 1001 (going away).
+   */
   close(): Promise<void>;
 }
 
@@ -105,7 +110,13 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     system,
     inspector,
     close: async () => {
+      // Graceful: utterances in flight may finish (their skills still connected), new ones are refused at once.
+      const left = await system.drain(config.shutdown.graceMs);
+      if (left > 0) logger.warn({ reason: 'shutdown_grace_elapsed', in_flight: left, grace_ms: config.shutdown.graceMs }, 'utterances still in flight at the end of the shutdown grace: stopped, each ends with its handled');
+      system.supervisor.stopAll('shutdown');
       system.close();
+      // The stopped utterances' handled are sent from promise continuations: let them out before the bus closes.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       for (const close of closers) await close();
     },
   };

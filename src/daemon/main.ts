@@ -34,7 +34,45 @@ if (loaded.mycroft !== undefined) {
   if (loaded.mycroft.files.length > 0) logger.info(describeMycroftReport(loaded.mycroft), 'mycroft.conf read');
   for (const note of loaded.mycroft.notes) logger[note.level]({ reason: note.reason, ...(note.file === undefined ? {} : { file: note.file }) }, note.message);
 }
-const daemon = await startDaemon(loaded.config, logger).catch((error: unknown) => {
+// Logging never decides whether the daemon can stop: a reader of stdout that went away (`npm start | head -1`, a
+// restarted log collector) makes writes fail with EPIPE — ignored, and the daemon goes on (and stops) without them.
+process.stdout.on('error', () => {});
+process.stderr.on('error', () => {});
+const say = (level: 'info' | 'warn', fields: Record<string, unknown>, text: string): void => {
+  try {
+    logger[level](fields, text);
+  } catch {
+    // stdout gone
+  }
+};
+
+// Signals are heard from the start: one during start-up exits at once (nothing is in flight yet); one later is a
+// graceful shutdown (Daemon.close); a second one exits at once.
+let daemon: Awaited<ReturnType<typeof startDaemon>> | undefined;
+let stopping = false;
+const stop = (signal: string): void => {
+  if (stopping) {
+    say('warn', { signal, reason: 'second_signal' }, 'second signal: exiting now');
+    process.exit(1);
+  }
+  stopping = true;
+  if (daemon === undefined) {
+    say('info', { signal }, 'signal during start-up: exiting');
+    process.exit(0);
+  }
+  say('info', { signal, grace_ms: loaded.config.shutdown.graceMs }, 'shutting down: no new utterances; those in flight may finish');
+  daemon.close().then(
+    () => {
+      say('info', {}, 'stopped');
+      process.exit(0);
+    },
+    () => process.exit(1),
+  );
+};
+process.on('SIGINT', () => stop('SIGINT'));
+process.on('SIGTERM', () => stop('SIGTERM'));
+
+daemon = await startDaemon(loaded.config, logger).catch((error: unknown) => {
   const code = (error as { code?: unknown }).code;
   const { host, port } = loaded.config.bus;
   if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
@@ -47,12 +85,3 @@ const daemon = await startDaemon(loaded.config, logger).catch((error: unknown) =
   process.exit(1);
 });
 
-let stopping = false;
-const stop = (signal: string): void => {
-  if (stopping) return;
-  stopping = true;
-  logger.info({ signal }, 'shutting down');
-  void daemon.close().then(() => process.exit(0));
-};
-process.on('SIGINT', () => stop('SIGINT'));
-process.on('SIGTERM', () => stop('SIGTERM'));

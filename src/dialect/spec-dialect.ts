@@ -117,7 +117,9 @@ export type DropReason =
   /** A legacy pong carrying neither contest_id nor utterance_id: it cannot be told from a stale one (ovos-core #859). */
   | 'uncorrelated'
   /** A legacy registration or deregistration that would replace or remove a spec skill's, from another connection. */
-  | 'legacy_over_spec';
+  | 'legacy_over_spec'
+  /** An utterance that arrived while the daemon shuts down (graceful shutdown): answered with its handled at once. */
+  | 'shutting_down';
 
 export type Classified =
   | { readonly ok: true; readonly inbound: Inbound }

@@ -67,7 +67,10 @@ export class Orchestrator {
   /** Connection → the utterances awaiting the handler of a skill dispatched while it spoke over that connection. */
   readonly #awaitingOn = new Map<string, Set<string>>();
   /** Utterances (ended) whose handled is the skill's to send: ours goes out if it has not come when the timer fires. */
-  readonly #pendingHandled = new Map<string, TimerId>();
+  readonly #pendingHandled = new Map<string, { readonly timer: TimerId; readonly handled: Message }>();
+  /** Graceful shutdown: no new utterance is taken; these wait for the last one in flight to end. */
+  #draining = false;
+  #drained: Array<() => void> = [];
   /** Unknown pipeline ids already warned about (bounded): one warn per id, not per utterance. */
   readonly #unknownWarned = new Set<string>();
   readonly #machine: UtteranceLogic;
@@ -102,7 +105,7 @@ export class Orchestrator {
     // A legacy skill's own ovos.utterance.handled (our own echoes come here too, and change nothing).
     supervisor.on('utterance.handled', (_inbound, message) => {
       const key = keyOfMessage(message);
-      const timer = key === undefined ? undefined : this.#pendingHandled.get(key);
+      const timer = key === undefined ? undefined : this.#pendingHandled.get(key)?.timer;
       if (key === undefined || timer === undefined) {
         // Before its handler's end reached us (not ovos-workshop's order, but possible): ours is not to be sent.
         const live = this.#liveOf(message);
@@ -111,6 +114,7 @@ export class Orchestrator {
       }
       supervisor.clock.clearTimeout(timer);
       this.#pendingHandled.delete(key);
+      this.#checkDrained();
       supervisor.logger.info({ session_id: sessionIdOf(message), utterance_id: utteranceIdOf(message), reason: 'handled_by_skill' }, 'utterance handled by the skill itself');
     });
     // A dispatched skill whose connection closed will never complete its handler: end it now — the utterances that
@@ -144,6 +148,13 @@ export class Orchestrator {
   /** Begin one utterance lifecycle. Returns null when the message was dropped (logged with a reason). */
   handle(entry: Message, utterances: readonly string[]): UtteranceRecord | null {
     const log = this.#supervisor.logger;
+    if (this.#draining) {
+      // PIPELINE-1 §6: even now, exactly one handled — at once, saying why.
+      log.warn({ reason: 'shutting_down', session_id: sessionIdOf(entry), utterance_id: utteranceIdOf(entry) }, 'utterance refused: the daemon is shutting down');
+      const handled = utteranceRefused(entry, 'shutting_down');
+      if (handled !== null) this.#supervisor.bus.publish(handled);
+      return null;
+    }
     const parsed = readSession(entry);
     if (!parsed.ok) {
       log.warn({ reason: parsed.reason, type: entry.type }, 'message dropped');
@@ -200,6 +211,7 @@ export class Orchestrator {
 
     const done = contest.done.then((result) => {
       this.#inFlight.delete(key);
+      this.#checkDrained();
       this.#forgetAwaiting(key, live);
       if (!live.handledSent) {
         // Stopped (bus down, shutdown) or failed before the machine sent it: PIPELINE-1 §6 still owes one handled.
@@ -224,9 +236,37 @@ export class Orchestrator {
     return { utteranceId, sessionId: session.sessionId, done };
   }
 
-  /** Shutdown: no handled waits for a skill any more (their timers would fire on a closed bus). */
+  /**
+   * Graceful shutdown, first step: from now on every new utterance is answered at once with its handled
+   * (`error: "shutting_down"`); resolves when no utterance is in flight any more. The caller bounds the wait.
+   */
+  drain(): Promise<void> {
+    this.#draining = true;
+    const drained = new Promise<void>((resolve) => this.#drained.push(resolve));
+    this.#checkDrained();
+    return drained;
+  }
+
+  /** Drained: nothing in flight, and no handled waiting for its skill (the skill's own, or ours after the grace). */
+  #checkDrained(): void {
+    if (this.#draining && this.#inFlight.size === 0 && this.#pendingHandled.size === 0) for (const resolve of this.#drained.splice(0)) resolve();
+  }
+
+  /** Utterances in flight right now. */
+  get inFlight(): number {
+    return this.#inFlight.size;
+  }
+
+  /** Shutdown: a handled still waiting for its skill goes out now (it would otherwise never be sent). */
   close(): void {
-    for (const timer of this.#pendingHandled.values()) this.#supervisor.clock.clearTimeout(timer);
+    for (const { timer, handled } of this.#pendingHandled.values()) {
+      this.#supervisor.clock.clearTimeout(timer);
+      try {
+        this.#supervisor.bus.publish(handled);
+      } catch (err) {
+        this.#supervisor.logger.error({ err, reason: 'publish_failed' }, 'ovos.utterance.handled could not be sent');
+      }
+    }
     this.#pendingHandled.clear();
   }
 
@@ -235,8 +275,9 @@ export class Orchestrator {
     const timer = this.#supervisor.clock.setTimeout(() => {
       this.#pendingHandled.delete(key);
       this.#supervisor.bus.publish(handled);
+      this.#checkDrained();
     }, SKILL_HANDLED_GRACE_MS);
-    this.#pendingHandled.set(key, timer);
+    this.#pendingHandled.set(key, { timer, handled });
   }
 
   /** The live utterance a message belongs to (by its session and utterance_id). */

@@ -141,6 +141,53 @@ describe('npm start (README)', () => {
     }
   }, SLOW_MS);
 
+  // Runs after beforeAll, whose `npm start` has just built dist/ with tsc. The daemon process itself (what
+  // `npm start` execs, and what a service manager signals).
+  it('SIGTERM: the daemon closes its clients with 1001 and exits 0 — also when the reader of its stdout has gone', async () => {
+    for (const stdoutGone of [false, true]) {
+      const port = await freePort();
+      const daemon = spawn(process.execPath, ['dist/src/daemon/main.js', '--port', String(port), '--no-example-skills', '--inspector-port', '0'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => daemon.once('exit', (code, signal) => resolve({ code, signal })));
+      try {
+        let output = '';
+        await new Promise<void>((resolve) => daemon.stdout!.on('data', (chunk: Buffer) => {
+          output += chunk.toString('utf8');
+          if (output.includes('OVOS bus listening')) resolve();
+        }));
+        const probe = await Probe.connect(`ws://127.0.0.1:${port}/core`);
+        if (stdoutGone) {
+          daemon.stdout!.destroy(); // like `npm start | head -1` after head exits
+          // Make it log into the closed pipe: an utterance (nobody answers it) is logged on arrival and on its end.
+          probe.utter('anyone there', { utteranceId: 'into-the-void' });
+          await probe.handled('into-the-void');
+        }
+        daemon.kill('SIGTERM');
+        expect(await probe.closed()).toBe(1001);
+        expect(await exited).toEqual({ code: 0, signal: null });
+      } finally {
+        daemon.kill('SIGKILL');
+      }
+    }
+  }, SLOW_MS);
+
+  it('a signal during start-up (still waiting for a foreign bus) exits 0 at once', async () => {
+    const unreachable = await freePort();
+    const daemon = spawn(process.execPath, ['dist/src/daemon/main.js', '--bus', `ws://127.0.0.1:${unreachable}/core`, '--inspector-port', '0', '--no-mycroft-conf'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => daemon.once('exit', (code, signal) => resolve({ code, signal })));
+    try {
+      let output = '';
+      await new Promise<void>((resolve) => daemon.stdout!.on('data', (chunk: Buffer) => {
+        output += chunk.toString('utf8');
+        if (output.includes('connecting to an existing OVOS messagebus')) resolve();
+      }));
+      daemon.kill('SIGTERM');
+      expect(await exited).toEqual({ code: 0, signal: null });
+      expect(output).not.toContain('OVOS bus listening');
+    } finally {
+      daemon.kill('SIGKILL');
+    }
+  }, SLOW_MS);
+
   // Runs after beforeAll, whose `npm start` has just built dist/ with tsc.
   it('`say -h` and `say --help` print the usage (not an utterance) and exit 0', async () => {
     for (const flag of ['-h', '--help']) {

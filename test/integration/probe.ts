@@ -100,6 +100,17 @@ export class Probe {
     return probe;
   }
 
+  /** The close code the connection ended with (undefined while open). */
+  get closeCode(): number | undefined {
+    return this.#closeCode;
+  }
+
+  /** Resolves with the close code once the connection has ended. */
+  closed(): Promise<number> {
+    if (this.#closeCode !== undefined) return Promise.resolve(this.#closeCode);
+    return once(this.#socket, 'close').then(([code]) => code as number);
+  }
+
   /** Open and never closed by the peer. */
   get open(): boolean {
     return this.#closeCode === undefined && this.#socket.readyState === WebSocket.OPEN;

@@ -1113,7 +1113,7 @@ describe('OVOS-COMMON-QUERY-1 §5 / §5.1 / §5.2 early start: runs, cache entri
     await h.advance(99); // t = 229: the English answer (225) has come and gone
     expect(m.settled()).toBe(false);
     const stale = drops(h, 'finished_contest');
-    expect(stale.map((l) => [l['type'], (l['payload'] as JsonObject)['answer']])).toEqual([['wiki.common_query.response', 'Paris is the capital']]);
+    expect(stale.map((l) => [l['type'], (JSON.parse(l['payload'] as string) as JsonObject)['answer']])).toEqual([['wiki.common_query.response', 'Paris is the capital']]);
     await h.advance(1);
     expect(m.settled()).toBe(true);
     expect((await m.promise)?.slots).toEqual({ answer: 'Paris é a capital' });
