@@ -3,72 +3,19 @@
  * process group (it builds with tsc first, so allow for that), a bad flag value, and the `say` CLI against a
  * daemon with the example skills. The spawned daemon is connected to once its own log says the bus listens.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon } from '../../src/daemon/daemon.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { BARREL_ROLL_TIMELINE, Probe, configWith, freePort } from './probe.js';
+import { ROOT, killGroup, npmStart, type Spawned } from './spawn-daemon.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const START_BUDGET_MS = 30_000;
 const SLOW_MS = 60_000;
 
 const run = promisify(execFile);
-
-interface Spawned {
-  readonly child: ChildProcess;
-  readonly output: () => string;
-  readonly exited: Promise<number | null>;
-  /** Resolves when the output first contains `text`. */
-  readonly printed: (text: string) => Promise<void>;
-}
-
-function npmStart(args: readonly string[]): Spawned {
-  // detached: its own process group, so npm, the shell and node can be signalled together.
-  const child = spawn('npm', ['start', '--', ...args], {
-    cwd: ROOT,
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' },
-  });
-  let output = '';
-  const waiters: Array<{ text: string; resolve: () => void }> = [];
-  const append = (chunk: Buffer): void => {
-    output += chunk.toString('utf8');
-    for (const waiter of waiters.filter((w) => output.includes(w.text))) {
-      waiters.splice(waiters.indexOf(waiter), 1);
-      waiter.resolve();
-    }
-  };
-  child.stdout?.on('data', append);
-  child.stderr?.on('data', append);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const printed = (text: string): Promise<void> =>
-    output.includes(text) ? Promise.resolve() : new Promise((resolve) => waiters.push({ text, resolve }));
-  return { child, output: () => output, exited, printed };
-}
-
-async function killGroup(spawned: Spawned): Promise<void> {
-  const { child } = spawned;
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  try {
-    process.kill(-child.pid, 'SIGTERM');
-  } catch {
-    return; // the group is already gone
-  }
-  const guard = setTimeout(() => {
-    try {
-      process.kill(-child.pid!, 'SIGKILL');
-    } catch {
-      // gone in the meantime
-    }
-  }, 5_000);
-  await spawned.exited;
-  clearTimeout(guard);
-}
 
 /** Connect once the daemon says its bus listens — or fail when it exits first or the budget runs out. */
 async function connectWhenUp(url: string, spawned: Spawned): Promise<Probe> {
@@ -138,6 +85,35 @@ describe('npm start (README)', () => {
     } finally {
       await killGroup(taken);
       await new Promise<void>((resolve) => blocker.close(() => resolve()));
+    }
+  }, SLOW_MS);
+
+  // Runs after beforeAll, whose `npm start` has just built dist/ (test/ included) with tsc.
+  it('a Ctrl-C during the tests leaves no daemon behind: SIGINT to the process group reaches the npm start daemon, which exits', async () => {
+    const port = await freePort();
+    // A stand-in for the test runner, in its own group as a terminal's foreground job is; it starts the daemon the
+    // way these tests do (spawn-daemon.ts) and prints the daemon's pid once it listens.
+    const runner = spawn(process.execPath, ['dist/test/integration/spawn-daemon.js', String(port)], { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'inherit'] });
+    let printed = '';
+    const pid = await new Promise<number>((resolve) => runner.stdout!.on('data', (chunk: Buffer) => {
+      printed += chunk.toString('utf8');
+      const found = /daemon pid (\d+)/.exec(printed)?.[1];
+      if (found !== undefined) resolve(Number(found));
+    }));
+    const alive = (p: number): boolean => {
+      try {
+        process.kill(p, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    expect(alive(pid)).toBe(true);
+    process.kill(-runner.pid!, 'SIGINT'); // what the terminal does on Ctrl-C
+    try {
+      await expect.poll(() => alive(pid), { timeout: 15_000, interval: 50 }).toBe(false);
+    } finally {
+      if (alive(pid)) process.kill(pid, 'SIGKILL');
     }
   }, SLOW_MS);
 

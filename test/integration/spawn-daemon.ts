@@ -1,0 +1,59 @@
+/**
+ * `npm start` as a child of the test process — in the test's own process group, never detached: a Ctrl-C in the
+ * terminal (SIGINT to the whole foreground group) reaches the daemon too, and it shuts down like any interrupted
+ * `npm start`. Nothing is left holding a port when a test run is interrupted. To stop one from a test, signal npm:
+ * `npm start` execs the daemon, and npm forwards SIGTERM / SIGINT to it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface Spawned {
+  readonly child: ChildProcess;
+  readonly output: () => string;
+  readonly exited: Promise<number | null>;
+  /** Resolves when the output first contains `text`. */
+  readonly printed: (text: string) => Promise<void>;
+}
+
+export function npmStart(args: readonly string[]): Spawned {
+  const child = spawn('npm', ['start', '--', ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' },
+  });
+  let output = '';
+  const waiters: Array<{ text: string; resolve: () => void }> = [];
+  const append = (chunk: Buffer): void => {
+    output += chunk.toString('utf8');
+    for (const waiter of waiters.filter((w) => output.includes(w.text))) {
+      waiters.splice(waiters.indexOf(waiter), 1);
+      waiter.resolve();
+    }
+  };
+  child.stdout?.on('data', append);
+  child.stderr?.on('data', append);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const printed = (text: string): Promise<void> =>
+    output.includes(text) ? Promise.resolve() : new Promise((resolve) => waiters.push({ text, resolve }));
+  return { child, output: () => output, exited, printed };
+}
+
+/** SIGTERM to npm (forwarded to the daemon: a graceful stop); SIGKILL after 5 s as a guard. */
+export async function killGroup(spawned: Spawned): Promise<void> {
+  const { child } = spawned;
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const guard = setTimeout(() => child.kill('SIGKILL'), 5_000);
+  await spawned.exited;
+  clearTimeout(guard);
+}
+
+// Run as a script (the interruption test): start one daemon on the port given and print its pid once it listens.
+if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const daemon = npmStart(['--port', process.argv[2] ?? '0', '--no-example-skills', '--inspector-port', '0']);
+  await daemon.printed('OVOS bus listening');
+  const pid = /"pid":(\d+)/.exec(daemon.output())?.[1];
+  process.stdout.write(`daemon pid ${pid}\n`);
+}
