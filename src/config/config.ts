@@ -242,7 +242,7 @@ function priorityRange(value: unknown, key: string): PriorityRange {
  */
 export function validateConfig(value: unknown): Config {
   const root = section(value, '', [
-    'bus', 'log', 'lang', 'pipeline', 'orchestrator', 'fallback', 'commonQuery', 'exampleSkills', 'shutdown', 'inspector', 'dialects',
+    'bus', 'log', 'lang', 'pipeline', 'orchestrator', 'fallback', 'commonQuery', 'exampleSkills', 'shutdown', 'metrics', 'inspector', 'dialects',
   ]);
 
   const busIn = section(own(root, 'bus'), 'bus', [
@@ -277,6 +277,9 @@ export function validateConfig(value: unknown): Config {
   const exampleSkills = boolean(own(root, 'exampleSkills'), 'exampleSkills');
   const shutdownIn = section(own(root, 'shutdown'), 'shutdown', ['graceMs']);
   const shutdown: Config['shutdown'] = { graceMs: duration(own(shutdownIn, 'graceMs'), 'shutdown.graceMs', false) };
+  const metricsIn = section(own(root, 'metrics'), 'metrics', ['port']);
+  const metricsPort = own(metricsIn, 'port');
+  const metrics: Config['metrics'] = { port: metricsPort === null ? null : integer(metricsPort, 'metrics.port', 0, 65_535) };
   const inspectorIn = section(own(root, 'inspector'), 'inspector', ['enabled', 'port', 'recentUtterances']);
   const inspector: Config['inspector'] = {
     enabled: boolean(own(inspectorIn, 'enabled'), 'inspector.enabled'),
@@ -287,7 +290,7 @@ export function validateConfig(value: unknown): Config {
   const dialects: Config['dialects'] = { spec: boolean(own(dialectsIn, 'spec'), 'dialects.spec'), legacy: boolean(own(dialectsIn, 'legacy'), 'dialects.legacy') };
   if (!dialects.spec && !dialects.legacy) throw new ConfigError('CONFIG_INVALID', 'dialects: at least one dialect must be on (spec, legacy)', { key: 'dialects' });
 
-  const config: Config = { bus, log, lang, pipeline, orchestrator, fallback, commonQuery, exampleSkills, shutdown, inspector, dialects };
+  const config: Config = { bus, log, lang, pipeline, orchestrator, fallback, commonQuery, exampleSkills, shutdown, metrics, inspector, dialects };
   checkRelations(config);
   return deepFreeze(config);
 }
@@ -638,6 +641,7 @@ const OPTIONS: readonly (ValueOption | SwitchOption)[] = [
   { kind: 'value', flag: '--lang', env: 'OVOS_CONTESTS_LANG', key: 'lang', meta: 'TAG', numeric: false, help: 'deployment default language (BCP 47)' },
   { kind: 'switch', flag: '--example-skills', key: 'exampleSkills', value: true, help: 'start the bundled example skills' },
   { kind: 'switch', flag: '--no-example-skills', key: 'exampleSkills', value: false, help: 'do not start the bundled example skills' },
+  { kind: 'value', flag: '--metrics-port', env: 'OVOS_CONTESTS_METRICS_PORT', key: 'metrics.port', meta: 'PORT', numeric: true, help: 'serve Prometheus metrics at http://127.0.0.1:PORT/metrics (0 = any free port)' },
   { kind: 'value', flag: '--inspector-port', env: 'OVOS_CONTESTS_INSPECTOR_PORT', key: 'inspector.port', meta: 'PORT', numeric: true, help: 'port of the live inspector page on 127.0.0.1 (0 = any free port)' },
   { kind: 'switch', flag: '--inspector', key: 'inspector.enabled', value: true, help: 'serve the live inspector page' },
   { kind: 'switch', flag: '--no-inspector', key: 'inspector.enabled', value: false, help: 'do not serve the live inspector page' },
@@ -973,6 +977,7 @@ export function configHelp(): string {
     ['lang', DEFAULT_CONFIG.lang],
     ['exampleSkills', DEFAULT_CONFIG.exampleSkills],
     ['inspector.port', DEFAULT_CONFIG.inspector.port],
+    ['metrics.port', DEFAULT_CONFIG.metrics.port],
     ['inspector.enabled', DEFAULT_CONFIG.inspector.enabled],
   ]);
   const rows: [string, string][] = [

@@ -91,6 +91,8 @@ export interface Config {
     /** How long utterances in flight — contests and skills' handlers — may take to finish before they are stopped. */
     readonly graceMs: number;
   };
+  /** Prometheus metrics (src/metrics/): GET /metrics on 127.0.0.1:`port`; null = off (the default). */
+  readonly metrics: { readonly port: number | null };
   /** The daemon's live inspector page (src/inspect/), served on loopback only. */
   readonly inspector: {
     readonly enabled: boolean;
@@ -234,6 +236,7 @@ export const DEFAULT_CONFIG: Config = {
   },
   exampleSkills: true,
   shutdown: { graceMs: 10_000 },
+  metrics: { port: null },
   inspector: { enabled: true, port: 8182, recentUtterances: 200 },
   dialects: { spec: true, legacy: true },
 };

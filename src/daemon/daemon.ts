@@ -9,6 +9,7 @@ import type { Bus } from '../bus/bus.js';
 import { systemClock } from '../clock/clock.js';
 import { createRecordedSystem, InspectorRecorder } from '../inspect/recorder.js';
 import { InspectorServer } from '../inspect/server.js';
+import { createMetrics, serveMetrics } from '../metrics/metrics.js';
 import type { Logger } from '../log/logger.js';
 import { runFallbackSkill } from '../skills/fallback-skill.js';
 import { runCommonQuerySkill } from '../skills/common-query-skill.js';
@@ -21,6 +22,8 @@ export interface Daemon {
   readonly system: ContestSystem;
   /** The live inspector page, unless switched off (or its port was taken: logged, the daemon runs on without it). */
   readonly inspector: InspectorServer | undefined;
+  /** The Prometheus endpoint, when `metrics.port` is set. */
+  readonly metricsUrl: string | undefined;
   /**
    * Graceful shutdown: new utterances are refused with their handled, those in flight get `shutdown.graceMs` to
    * finish (then are stopped, each with its handled), then the skills, the page and the bus close — clients with
@@ -44,6 +47,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   const closers: Array<() => Promise<void>> = [];
   let url: string;
   let system: ContestSystem;
+  let clients: (() => number) | undefined;
   // The inspector's recorder sees every bus message and every contest (createRecordedSystem).
   const recorder = config.inspector.enabled
     ? new InspectorRecorder({ clock: systemClock, maxUtterances: config.inspector.recentUtterances })
@@ -68,8 +72,26 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     const server = await BusServer.start({ ...config.bus, logger: logger.child({ component: 'bus' }) }); // heartbeatMs included
     url = server.url;
     system = systemOn(server);
+    clients = () => server.clientCount;
     closers.push(() => server.close());
     logger.info({ url }, 'OVOS bus listening');
+  }
+  let metricsUrl: string | undefined;
+  if (config.metrics.port !== null) {
+    const metrics = createMetrics(system, clients === undefined ? {} : { clients });
+    // Unlike the inspector, metrics were asked for: a port in use stops the start (main.ts says which and why).
+    const served = await serveMetrics(metrics, config.metrics.port).catch(async (error: unknown) => {
+      metrics.close();
+      system.close();
+      for (const close of closers) await close();
+      throw Object.assign(error instanceof Error ? error : new Error(String(error)), { service: 'metrics' });
+    });
+    metricsUrl = served.url;
+    closers.unshift(async () => {
+      await served.close();
+      metrics.close();
+    });
+    logger.info({ url: served.url }, 'Prometheus metrics at this address');
   }
   let inspector: InspectorServer | undefined;
   if (recorder !== undefined) {
@@ -109,6 +131,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     url,
     system,
     inspector,
+    metricsUrl,
     close: async () => {
       // Graceful: utterances in flight may finish (their skills still connected), new ones are refused at once.
       const left = await system.drain(config.shutdown.graceMs);

@@ -75,6 +75,10 @@ process.on('SIGTERM', () => stop('SIGTERM'));
 daemon = await startDaemon(loaded.config, logger).catch((error: unknown) => {
   const code = (error as { code?: unknown }).code;
   const { host, port } = loaded.config.bus;
+  if ((error as { service?: unknown }).service === 'metrics' && (code === 'EADDRINUSE' || code === 'EACCES')) {
+    process.stderr.write(`cannot serve metrics: 127.0.0.1:${loaded.config.metrics.port} is ${code === 'EADDRINUSE' ? 'already in use' : 'not allowed'}. Choose another --metrics-port\n`);
+    process.exit(1);
+  }
   if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
     // One line a person can act on, no stack trace. 8181 is also ovos-messagebus's default port.
     const why = code === 'EADDRINUSE' ? `${host}:${port} is already in use${port === 8181 ? ' (8181 is also ovos-messagebus\'s default port: is it running?)' : ''}` : code === 'EACCES' ? `no permission to listen on ${host}:${port}` : `${host} is not an address of this machine`;

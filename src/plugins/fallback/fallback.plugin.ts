@@ -33,6 +33,12 @@ const LOG_WINDOW_MS = 60_000;
 /** The legacy ping's `range` when a stage has none (a single-stage deployment). */
 const FULL_RANGE: PriorityRange = [0, 100];
 
+/** What `FallbackPlugin.onSkillEvent` reports. */
+export interface FallbackSkillEvent {
+  readonly type: 'ping_timeout' | 'suspended' | 'resumed';
+  readonly skill_id: string;
+}
+
 export class FallbackPlugin {
   readonly registry: FallbackRegistry;
   /** Suspends skills that keep timing out (breaker.ts); the only protection on a foreign bus. */
@@ -45,6 +51,8 @@ export class FallbackPlugin {
   /** A pool the match bound cannot cover: logged at most once a minute per (stage, pool size). */
   readonly #poolBoundLog = new LogRateLimiter(LOG_WINDOW_MS);
   readonly #matchTimeoutMs: number | undefined;
+  /** Hear of skills' ping timeouts and circuit-breaker transitions (metrics). */
+  #skillListeners: Array<(event: FallbackSkillEvent) => void> = [];
   /** Live contests of every stage: told when a skill becomes unreachable. */
   readonly #contests = new Set<Contest<typeof fallbackMachine>>();
 
@@ -155,8 +163,27 @@ export class FallbackPlugin {
     this.#supervisor.bus.publish(registrationRefused(message, reason));
   }
 
+  /** Ping timeouts and circuit-breaker transitions of fallback skills, as they happen (metrics). */
+  onSkillEvent(listener: (event: FallbackSkillEvent) => void): () => void {
+    this.#skillListeners = [...this.#skillListeners, listener];
+    return () => {
+      this.#skillListeners = this.#skillListeners.filter((l) => l !== listener);
+    };
+  }
+
+  #tell(event: FallbackSkillEvent): void {
+    for (const listener of this.#skillListeners) {
+      try {
+        listener(event);
+      } catch (err) {
+        this.#supervisor.logger.error({ err, reason: 'observer_threw' }, 'fallback skill listener threw');
+      }
+    }
+  }
+
   /** Breaker transitions are logged once each: suspension at warn, resumption at info. */
   #report(transition: BreakerTransition | undefined): void {
+    if (transition !== undefined) this.#tell({ type: transition.type, skill_id: transition.skill_id });
     if (transition?.type === 'suspended') {
       const { skill_id, timeouts, for_ms } = transition;
       this.#supervisor.logger.warn({ reason: 'skill_suspended', skill_id, timeouts, for_ms }, 'fallback skill suspended: its pings keep timing out');
@@ -169,6 +196,7 @@ export class FallbackPlugin {
   #pingTimedOut(skillId: string, afterMs: number, logger: Logger): void {
     const { log, suppressed } = this.#timeoutLog.shouldLog(skillId, this.#supervisor.clock.now());
     if (log) logger.warn({ reason: 'ping_timeout', skill_id: skillId, after_ms: afterMs, suppressed }, 'fallback skill did not answer its ping');
+    this.#tell({ type: 'ping_timeout', skill_id: skillId });
     this.#report(this.breaker.timeout(skillId));
   }
 
