@@ -26,7 +26,7 @@ export { discoverMycroftConf, mycroftConfLocations, mycroftLayer, parseMycroftCo
 export { classify, topics, type DropReason, type Inbound } from './dialect/spec-dialect.js';
 export { createLogger, silentLogger, type Logger } from './log/logger.js';
 export { Orchestrator } from './orchestrator/orchestrator.js';
-export { isWellFormedMatch, type Match, type MatchRequest, type PipelineStage, type IntentListing } from './pipeline/plugin.js';
+export { isWellFormedMatch, matchRequest, type Match, type MatchRequest, type MatchRequestInput, type PipelineStage, type IntentListing } from './pipeline/plugin.js';
 export { FallbackPlugin } from './plugins/fallback/fallback.plugin.js';
 export { FallbackRegistry } from './plugins/fallback/registry.js';
 export { buildPool, type PoolInput, type PoolEntry } from './plugins/fallback/pool.js';

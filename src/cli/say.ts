@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * `npm run say -- "utterance" [--session ID] [--lang TAG] [--bus URL] [--timeout MS] [--trace FILE]` (`--help`: USAGE)
  *
@@ -7,10 +8,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import { pathToFileURL } from 'node:url';
 import WebSocket from 'ws';
 import { decodeFrame, encodeMessage, isJsonObject, type Message } from '../bus/message.js';
 import { TRACE_FORMAT, traceEntry, type Trace, type TraceEntry } from '../testing/trace.js';
+import { isMain } from './entry.js';
 
 export interface SayOptions {
   /** `-h` / `--help`: print USAGE and nothing else. */
@@ -23,7 +24,7 @@ export interface SayOptions {
   trace: string | undefined;
 }
 
-export const USAGE = `usage: npm run say -- "utterance" [options]
+export const USAGE = `usage: ovos-say "utterance" [options]          (in a clone: npm run say -- "utterance" [options])
 
 Sends one ovos.utterance.handle to the bus and prints that utterance's messages until its ovos.utterance.handled.
 
@@ -187,7 +188,7 @@ export async function say(options: SayOptions, out: (text: string) => void): Pro
   return code;
 }
 
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (isMain(import.meta.url)) {
   Promise.resolve()
     .then(() => {
       const options = parse(process.argv.slice(2));

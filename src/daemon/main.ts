@@ -1,5 +1,5 @@
 /**
- * `npm start`: the daemon with its embedded defaults. The deployment's mycroft.conf (where ovos-config finds it),
+ * `npm start` (and `ovos-contests` with no command): the daemon with its embedded defaults. The deployment's mycroft.conf (where ovos-config finds it),
  * a JSON config file, env and flags override them, in that order (`--help` lists them); a bad value stops start-up
  * with a message naming the key.
  */
@@ -8,84 +8,88 @@ import { homedir } from 'node:os';
 import { ConfigError, configHelp, describeMycroftReport, loadConfig } from '../config/config.js';
 import { createLogger } from '../log/logger.js';
 import { startDaemon } from './daemon.js';
+import { isMain } from '../cli/entry.js';
 
-const argv = process.argv.slice(2);
-if (argv.includes('--help') || argv.includes('-h')) {
-  process.stdout.write(`${configHelp()}\n`);
-  process.exit(0);
-}
-
-let loaded;
-try {
-  loaded = loadConfig({ argv, env: process.env, mycroftDiscovery: { home: homedir() } });
-} catch (error) {
-  if (error instanceof ConfigError) {
-    // The message names the key itself when it starts with it: say it once.
-    const named = error.key === undefined || error.message.startsWith(error.key);
-    process.stderr.write(`config error (${error.code}${named ? '' : `, ${error.key}`}): ${error.message}\n`);
-    process.exit(2);
-  }
-  throw error;
-}
-
-const logger = createLogger({ level: loaded.config.log.level });
-// Once at start: which mycroft.conf supplied which of our keys (issue 8), before the bus is up.
-if (loaded.mycroft !== undefined) {
-  if (loaded.mycroft.files.length > 0) logger.info(describeMycroftReport(loaded.mycroft), 'mycroft.conf read');
-  for (const note of loaded.mycroft.notes) logger[note.level]({ reason: note.reason, ...(note.file === undefined ? {} : { file: note.file }) }, note.message);
-}
-// Logging never decides whether the daemon can stop: a reader of stdout that went away (`npm start | head -1`, a
-// restarted log collector) makes writes fail with EPIPE — ignored, and the daemon goes on (and stops) without them.
-process.stdout.on('error', () => {});
-process.stderr.on('error', () => {});
-const say = (level: 'info' | 'warn', fields: Record<string, unknown>, text: string): void => {
-  try {
-    logger[level](fields, text);
-  } catch {
-    // stdout gone
-  }
-};
-
-// Signals are heard from the start: one during start-up exits at once (nothing is in flight yet); one later is a
-// graceful shutdown (Daemon.close); a second one exits at once.
-let daemon: Awaited<ReturnType<typeof startDaemon>> | undefined;
-let stopping = false;
-const stop = (signal: string): void => {
-  if (stopping) {
-    say('warn', { signal, reason: 'second_signal' }, 'second signal: exiting now');
-    process.exit(1);
-  }
-  stopping = true;
-  if (daemon === undefined) {
-    say('info', { signal }, 'signal during start-up: exiting');
+/** Run the daemon until a signal stops it. `helpPrefix` goes before the options in `--help`. */
+export async function runDaemon(argv: readonly string[], helpPrefix = ''): Promise<void> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${helpPrefix}${configHelp()}\n`);
     process.exit(0);
   }
-  say('info', { signal, grace_ms: loaded.config.shutdown.graceMs }, 'shutting down: no new utterances; those in flight may finish');
-  daemon.close().then(
-    () => {
-      say('info', {}, 'stopped');
+
+  let loaded;
+  try {
+    loaded = loadConfig({ argv, env: process.env, mycroftDiscovery: { home: homedir() } });
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      // The message names the key itself when it starts with it: say it once.
+      const named = error.key === undefined || error.message.startsWith(error.key);
+      process.stderr.write(`config error (${error.code}${named ? '' : `, ${error.key}`}): ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+
+  const logger = createLogger({ level: loaded.config.log.level });
+  // Once at start: which mycroft.conf supplied which of our keys (issue 8), before the bus is up.
+  if (loaded.mycroft !== undefined) {
+    if (loaded.mycroft.files.length > 0) logger.info(describeMycroftReport(loaded.mycroft), 'mycroft.conf read');
+    for (const note of loaded.mycroft.notes) logger[note.level]({ reason: note.reason, ...(note.file === undefined ? {} : { file: note.file }) }, note.message);
+  }
+  // Logging never decides whether the daemon can stop: a reader of stdout that went away (`npm start | head -1`, a
+  // restarted log collector) makes writes fail with EPIPE — ignored, and the daemon goes on (and stops) without them.
+  process.stdout.on('error', () => {});
+  process.stderr.on('error', () => {});
+  const say = (level: 'info' | 'warn', fields: Record<string, unknown>, text: string): void => {
+    try {
+      logger[level](fields, text);
+    } catch {
+      // stdout gone
+    }
+  };
+
+  // Signals are heard from the start: one during start-up exits at once (nothing is in flight yet); one later is a
+  // graceful shutdown (Daemon.close); a second one exits at once.
+  let daemon: Awaited<ReturnType<typeof startDaemon>> | undefined;
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) {
+      say('warn', { signal, reason: 'second_signal' }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    stopping = true;
+    if (daemon === undefined) {
+      say('info', { signal }, 'signal during start-up: exiting');
       process.exit(0);
-    },
-    () => process.exit(1),
-  );
-};
-process.on('SIGINT', () => stop('SIGINT'));
-process.on('SIGTERM', () => stop('SIGTERM'));
+    }
+    say('info', { signal, grace_ms: loaded.config.shutdown.graceMs }, 'shutting down: no new utterances; those in flight may finish');
+    daemon.close().then(
+      () => {
+        say('info', {}, 'stopped');
+        process.exit(0);
+      },
+      () => process.exit(1),
+    );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
 
-daemon = await startDaemon(loaded.config, logger).catch((error: unknown) => {
-  const code = (error as { code?: unknown }).code;
-  const { host, port } = loaded.config.bus;
-  if ((error as { service?: unknown }).service === 'metrics' && (code === 'EADDRINUSE' || code === 'EACCES')) {
-    process.stderr.write(`cannot serve metrics: 127.0.0.1:${loaded.config.metrics.port} is ${code === 'EADDRINUSE' ? 'already in use' : 'not allowed'}. Choose another --metrics-port\n`);
+  daemon = await startDaemon(loaded.config, logger).catch((error: unknown) => {
+    const code = (error as { code?: unknown }).code;
+    const { host, port } = loaded.config.bus;
+    if ((error as { service?: unknown }).service === 'metrics' && (code === 'EADDRINUSE' || code === 'EACCES')) {
+      process.stderr.write(`cannot serve metrics: 127.0.0.1:${loaded.config.metrics.port} is ${code === 'EADDRINUSE' ? 'already in use' : 'not allowed'}. Choose another --metrics-port\n`);
+      process.exit(1);
+    }
+    if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+      // One line a person can act on, no stack trace. 8181 is also ovos-messagebus's default port.
+      const why = code === 'EADDRINUSE' ? `${host}:${port} is already in use${port === 8181 ? ' (8181 is also ovos-messagebus\'s default port: is it running?)' : ''}` : code === 'EACCES' ? `no permission to listen on ${host}:${port}` : `${host} is not an address of this machine`;
+      process.stderr.write(`cannot start the bus: ${why}. Start with --port <free port>, or join the running bus with --bus ws://${host}:${port}${loaded.config.bus.route}\n`);
+      process.exit(1);
+    }
+    logger.fatal({ err: error }, 'daemon failed to start');
     process.exit(1);
-  }
-  if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
-    // One line a person can act on, no stack trace. 8181 is also ovos-messagebus's default port.
-    const why = code === 'EADDRINUSE' ? `${host}:${port} is already in use${port === 8181 ? ' (8181 is also ovos-messagebus\'s default port: is it running?)' : ''}` : code === 'EACCES' ? `no permission to listen on ${host}:${port}` : `${host} is not an address of this machine`;
-    process.stderr.write(`cannot start the bus: ${why}. Start with --port <free port>, or join the running bus with --bus ws://${host}:${port}${loaded.config.bus.route}\n`);
-    process.exit(1);
-  }
-  logger.fatal({ err: error }, 'daemon failed to start');
-  process.exit(1);
-});
+  });
+}
 
+if (isMain(import.meta.url)) await runDaemon(process.argv.slice(2));

@@ -5,8 +5,9 @@
  * their bus queries from it via `reply`, OVOS-FALLBACK-1 §6.1) and an AbortSignal the orchestrator fires when the
  * match bound (§4.4) expires, so a contest abandoned by the orchestrator stops instead of running on.
  */
+import { randomUUID } from 'node:crypto';
 import { isJsonObject, type JsonObject, type Message } from '../bus/message.js';
-import type { SessionView } from '../bus/session.js';
+import { sessionFromObject, type SessionView } from '../bus/session.js';
 
 /** OVOS-PIPELINE-1 §4.1. */
 export interface Match {
@@ -87,4 +88,32 @@ export function rejectionOf(
   if (session.blacklistedSkills.includes(match.skill_id)) return 'blacklisted_skill';
   if (session.blacklistedIntents.includes(`${match.skill_id}:${match.intent_name}`)) return 'blacklisted_intent';
   return null;
+}
+
+export interface MatchRequestInput {
+  readonly utterances: readonly string[];
+  /** Default: the session's `lang`, else "en-US". */
+  readonly lang?: string;
+  /** The OVOS session object as it travels in `context.session` (OVOS-SESSION-1). Default `{ session_id: "default" }`. */
+  readonly session?: JsonObject;
+  /** The utterance's id (OVOS-MSG-1 §4.2): every query the contest sends carries it. Default: a fresh UUID. */
+  readonly utteranceId?: string;
+  /** Aborts the match (the orchestrator's match bound). Default: 10 s (OVOS-PIPELINE-1 §4.4). */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * A `MatchRequest` for calling a stage's `match` directly (embedding): the session view is read from the OVOS
+ * session object, and the stamped `ovos.utterance.handle` message the contest derives its queries from is built.
+ */
+export function matchRequest(input: MatchRequestInput): MatchRequest {
+  const raw = input.session ?? { session_id: 'default' };
+  const session = sessionFromObject(raw);
+  const lang = input.lang ?? (typeof raw['lang'] === 'string' ? raw['lang'] : 'en-US');
+  const message: Message = {
+    type: 'ovos.utterance.handle',
+    data: { utterances: [...input.utterances], lang },
+    context: { source: 'embedder', destination: 'orchestrator', session: { ...raw, session_id: session.sessionId }, utterance_id: input.utteranceId ?? randomUUID() },
+  };
+  return { utterances: input.utterances, lang, session, message, signal: input.signal ?? AbortSignal.timeout(10_000) };
 }

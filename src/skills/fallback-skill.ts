@@ -13,8 +13,11 @@ export interface FallbackSkillSpec {
   readonly priority: number;
   /** Fast local decision: can this skill handle the utterance? (§6.1) */
   canHandle(utterances: readonly string[], lang: string): boolean;
-  /** What to say when dispatched. */
-  answer(utterance: string, lang: string): string;
+  /**
+   * The work when dispatched (`<skill_id>:fallback`): what to say, or nothing; may be async. Its end is reported
+   * (`mycroft.skill.handler.complete`); a throw or a rejection ends it with `mycroft.skill.handler.error`.
+   */
+  answer(utterance: string, lang: string): string | void | Promise<string | void>;
 }
 
 export function runFallbackSkill(bus: Bus, spec: FallbackSkillSpec): Unsubscribe {
@@ -32,8 +35,20 @@ export function runFallbackSkill(bus: Bus, spec: FallbackSkillSpec): Unsubscribe
     } else if (message.type === dispatchTopic) {
       const utterance = typeof message.data['utterance'] === 'string' ? message.data['utterance'] : '';
       const lang = typeof message.data['lang'] === 'string' ? message.data['lang'] : 'en-US';
-      bus.publish(forward(message, topics.utteranceSpeak, { utterance: spec.answer(utterance, lang), lang }));
-      bus.publish(reply(message, topics.skillHandlerComplete, { skill_id: spec.skillId }));
+      const done = (said: string | void): void => {
+        if (typeof said === 'string' && said !== '') bus.publish(forward(message, topics.utteranceSpeak, { utterance: said, lang }));
+        bus.publish(reply(message, topics.skillHandlerComplete, { skill_id: spec.skillId }));
+      };
+      const failed = (error: unknown): void => {
+        bus.publish(reply(message, topics.skillHandlerError, { skill_id: spec.skillId, exception: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }));
+      };
+      try {
+        const said = spec.answer(utterance, lang);
+        if (said instanceof Promise) said.then(done, failed);
+        else done(said);
+      } catch (error) {
+        failed(error);
+      }
     }
   });
   // Registrations live in the plugin's memory: announce again whenever a client connection comes back.

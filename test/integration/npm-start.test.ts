@@ -168,7 +168,7 @@ describe('npm start (README)', () => {
   it('`say -h` and `say --help` print the usage (not an utterance) and exit 0', async () => {
     for (const flag of ['-h', '--help']) {
       const { stdout } = await run('node', ['dist/src/cli/say.js', flag], { cwd: ROOT, timeout: 10_000 });
-      expect(stdout).toMatch(/^usage: npm run say -- "utterance" \[options\]/);
+      expect(stdout).toMatch(/^usage: ovos-say "utterance" \[options\] +\(in a clone: npm run say -- "utterance" \[options\]\)/);
       expect(stdout).toContain('--timeout MS');
     }
   }, SLOW_MS);

@@ -289,6 +289,9 @@ export class FallbackPlugin {
   }
 
   async #match(pipelineId: string, range: PriorityRange | undefined, request: MatchRequest): Promise<Match | null> {
+    // Messages already published when match was called are delivered first (the in-process bus delivers from a
+    // microtask): a skill that registered just before is in the pool — an embedder needs no `await bus.idle()`.
+    await Promise.resolve();
     const pool = this.pool(request.session, range);
     if (pool.length === 0) return null; // §5: an empty pool returns None immediately
     this.#checkPoolAgainstBound(pipelineId, pool.length);
