@@ -11,6 +11,7 @@ import { Orchestrator } from './orchestrator/orchestrator.js';
 import { CommonQueryPlugin } from './plugins/common-query/common-query.plugin.js';
 import type { Reranker } from './plugins/common-query/selection.js';
 import { FallbackPlugin } from './plugins/fallback/fallback.plugin.js';
+import type { RegistryStore } from './plugins/fallback/registry-store.js';
 import { Supervisor, type InspectionHook } from './supervisor/supervisor.js';
 
 export interface SystemOptions {
@@ -22,6 +23,8 @@ export interface SystemOptions {
   readonly inspect?: InspectionHook;
   /** Replaces raw `conf` ordering in common query (OVOS-COMMON-QUERY-1 §8 step 4). */
   readonly reranker?: Reranker;
+  /** Fallback registrations kept across restarts (the daemon opens `fallback.registryFile`). */
+  readonly registryStore?: RegistryStore;
 }
 
 export interface ContestSystem {
@@ -55,7 +58,10 @@ export function createContestSystem(options: SystemOptions): ContestSystem {
   const warnings = configWarnings(config);
   for (const warning of warnings) supervisor.logger.warn({ reason: warning.reason, key: warning.key, ...warning.details }, warning.message);
   const orchestrator = new Orchestrator(supervisor, config);
-  const fallback = new FallbackPlugin(supervisor, config.fallback, { matchTimeoutMs: config.orchestrator.matchTimeoutMs });
+  const fallback = new FallbackPlugin(supervisor, config.fallback, {
+    matchTimeoutMs: config.orchestrator.matchTimeoutMs,
+    ...(options.registryStore === undefined ? {} : { store: options.registryStore }),
+  });
   for (const stage of fallback.stages()) orchestrator.register(stage);
   const commonQuery = new CommonQueryPlugin(supervisor, config.commonQuery, {
     dialects: config.dialects,

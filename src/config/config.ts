@@ -298,7 +298,7 @@ export function validateConfig(value: unknown): Config {
 function validateFallback(value: unknown): Config['fallback'] {
   const input = section(value, 'fallback', [
     'pingTimeoutMs', 'stages', 'priorities', 'mode', 'whitelist', 'blacklist', 'suspendAfterTimeouts', 'suspendMs',
-    'maxSkillsPerSession', 'maxSessions',
+    'maxSkillsPerSession', 'maxSessions', 'registryFile',
   ]);
 
   const stagesIn = record(own(input, 'stages'), 'fallback.stages');
@@ -337,6 +337,7 @@ function validateFallback(value: unknown): Config['fallback'] {
     suspendMs: duration(own(input, 'suspendMs'), 'fallback.suspendMs', true),
     maxSkillsPerSession: integer(own(input, 'maxSkillsPerSession'), 'fallback.maxSkillsPerSession', 1, Number.MAX_SAFE_INTEGER),
     maxSessions: integer(own(input, 'maxSessions'), 'fallback.maxSessions', 0, Number.MAX_SAFE_INTEGER),
+    registryFile: own(input, 'registryFile') === null ? null : matching(own(input, 'registryFile'), 'fallback.registryFile', /^\S.*$/, 'a file path, or null to keep no registry on disk'),
   };
 }
 
@@ -622,7 +623,7 @@ interface SwitchOption {
   readonly kind: 'switch';
   readonly flag: string;
   readonly key: string;
-  readonly value: boolean;
+  readonly value: boolean | null;
   readonly help: string;
 }
 
@@ -641,6 +642,8 @@ const OPTIONS: readonly (ValueOption | SwitchOption)[] = [
   { kind: 'value', flag: '--lang', env: 'OVOS_CONTESTS_LANG', key: 'lang', meta: 'TAG', numeric: false, help: 'deployment default language (BCP 47)' },
   { kind: 'switch', flag: '--example-skills', key: 'exampleSkills', value: true, help: 'start the bundled example skills' },
   { kind: 'switch', flag: '--no-example-skills', key: 'exampleSkills', value: false, help: 'do not start the bundled example skills' },
+  { kind: 'value', flag: '--registry-file', env: 'OVOS_CONTESTS_REGISTRY_FILE', key: 'fallback.registryFile', meta: 'FILE', numeric: false, help: 'keep fallback registrations across restarts in FILE ($STATE/ = $XDG_STATE_HOME/ovos-contests/)' },
+  { kind: 'switch', flag: '--no-registry-file', key: 'fallback.registryFile', value: null, help: 'keep no registrations on disk (a restart forgets skills that do not register again)' },
   { kind: 'value', flag: '--metrics-port', env: 'OVOS_CONTESTS_METRICS_PORT', key: 'metrics.port', meta: 'PORT', numeric: true, help: 'serve Prometheus metrics at http://127.0.0.1:PORT/metrics (0 = any free port)' },
   { kind: 'value', flag: '--inspector-port', env: 'OVOS_CONTESTS_INSPECTOR_PORT', key: 'inspector.port', meta: 'PORT', numeric: true, help: 'port of the live inspector page on 127.0.0.1 (0 = any free port)' },
   { kind: 'switch', flag: '--inspector', key: 'inspector.enabled', value: true, help: 'serve the live inspector page' },
@@ -978,6 +981,7 @@ export function configHelp(): string {
     ['exampleSkills', DEFAULT_CONFIG.exampleSkills],
     ['inspector.port', DEFAULT_CONFIG.inspector.port],
     ['metrics.port', DEFAULT_CONFIG.metrics.port],
+    ['fallback.registryFile', DEFAULT_CONFIG.fallback.registryFile],
     ['inspector.enabled', DEFAULT_CONFIG.inspector.enabled],
   ]);
   const rows: [string, string][] = [

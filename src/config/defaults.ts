@@ -61,6 +61,11 @@ export interface Config {
     readonly maxSkillsPerSession: number;
     /** §3.4 bound: sessions other than "default" that may hold session-scoped registrations. */
     readonly maxSessions: number;
+    /**
+     * Where the daemon keeps its registrations across restarts (registry-store.ts); null: nowhere. A leading
+     * `$STATE/` is `$XDG_STATE_HOME/ovos-contests/` (default `~/.local/state/ovos-contests/`).
+     */
+    readonly registryFile: string | null;
   };
   readonly commonQuery: {
     readonly pipelineId: string;
@@ -136,6 +141,7 @@ export const DEFAULT_CONFIG: Config = {
     suspendMs: 30_000,
     maxSkillsPerSession: 64,
     maxSessions: 1_000,
+    registryFile: '$STATE/fallback-registry.json',
   },
   commonQuery: {
     pipelineId: 'common_query',

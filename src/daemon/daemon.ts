@@ -10,6 +10,9 @@ import { systemClock } from '../clock/clock.js';
 import { createRecordedSystem, InspectorRecorder } from '../inspect/recorder.js';
 import { InspectorServer } from '../inspect/server.js';
 import { createMetrics, serveMetrics } from '../metrics/metrics.js';
+import { RegistryStore } from '../plugins/fallback/registry-store.js';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import type { Logger } from '../log/logger.js';
 import { runFallbackSkill } from '../skills/fallback-skill.js';
 import { runCommonQuerySkill } from '../skills/common-query-skill.js';
@@ -43,8 +46,22 @@ function clientOf(url: string, config: Config, logger: Logger): BusClient {
   });
 }
 
+/** Registrations not heard from for this long are forgotten at start (a skill uninstalled without deregistering). */
+const FORGET_AFTER_MS = 30 * 24 * 3_600_000;
+
+/** `fallback.registryFile` with `$STATE/` expanded to `$XDG_STATE_HOME/ovos-contests/` (default ~/.local/state). */
+export function registryPath(file: string, env: NodeJS.ProcessEnv = process.env): string {
+  if (!file.startsWith('$STATE/')) return file;
+  const base = env['XDG_STATE_HOME'] !== undefined && env['XDG_STATE_HOME'] !== '' ? env['XDG_STATE_HOME'] : join(homedir(), '.local', 'state');
+  return join(base, 'ovos-contests', file.slice('$STATE/'.length));
+}
+
 export async function startDaemon(config: Config, logger: Logger): Promise<Daemon> {
   const closers: Array<() => Promise<void>> = [];
+  // The registry survives restarts (issue 11): skills that registered before are asked again at once.
+  const store = config.fallback.registryFile === null
+    ? undefined
+    : RegistryStore.open(registryPath(config.fallback.registryFile), { logger: logger.child({ component: 'registry-store' }), forgetAfterMs: FORGET_AFTER_MS });
   let url: string;
   let system: ContestSystem;
   let clients: (() => number) | undefined;
@@ -53,8 +70,9 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     ? new InspectorRecorder({ clock: systemClock, maxUtterances: config.inspector.recentUtterances })
     : undefined;
   const systemOn = (bus: Bus): ContestSystem => {
-    if (recorder === undefined) return createContestSystem({ bus, config, logger });
-    const recorded = createRecordedSystem(recorder, { bus, config, logger });
+    const options = { bus, config, logger, ...(store === undefined ? {} : { registryStore: store }) };
+    if (recorder === undefined) return createContestSystem(options);
+    const recorded = createRecordedSystem(recorder, options);
     closers.push(async () => recorded.detach());
     return recorded.system;
   };
@@ -141,6 +159,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
       // The stopped utterances' handled are sent from promise continuations: let them out before the bus closes.
       await new Promise<void>((resolve) => setImmediate(resolve));
       for (const close of closers) await close();
+      await store?.flush();
     },
   };
 }

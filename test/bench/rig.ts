@@ -19,11 +19,11 @@ import { startRemoteSkills, type CommonQuerySkillPlan, type FallbackSkillPlan, t
 
 /**
  * A deep copy of the defaults, so a benchmark can never alter what another one reads. The inspector stays on, as
- * for `npm start` (a daemon rig serves it), on any free port.
+ * for `npm start` (a daemon rig serves it), on any free port; no registry file is kept.
  */
 function defaults(): Config {
   const base = structuredClone(DEFAULT_CONFIG) as Config;
-  return { ...base, inspector: { ...base.inspector, port: 0 } };
+  return { ...base, inspector: { ...base.inspector, port: 0 }, fallback: { ...base.fallback, registryFile: null } };
 }
 
 /** One fallback stage covering every priority, so a single contest sees the whole pool. */

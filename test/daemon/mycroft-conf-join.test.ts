@@ -27,7 +27,7 @@ describe('daemon with a mycroft.conf (issue 8)', () => {
       '/etc/mycroft/mycroft.conf': `{\n  // the image's system config\n  "websocket": {"host": "0.0.0.0", "port": ${messagebus.port}, "route": "/core"}\n}`,
     };
     const { config, mycroft } = loadConfig({
-      argv: ['--log-level', 'info', '--inspector-port', '0'],
+      argv: ['--log-level', 'info', '--inspector-port', '0', '--no-registry-file'],
       env: {},
       mycroftDiscovery: { home: '/home/ovos', readFile: (path) => files[path] },
     });

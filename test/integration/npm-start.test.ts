@@ -122,7 +122,7 @@ describe('npm start (README)', () => {
   it('SIGTERM: the daemon closes its clients with 1001 and exits 0 — also when the reader of its stdout has gone', async () => {
     for (const stdoutGone of [false, true]) {
       const port = await freePort();
-      const daemon = spawn(process.execPath, ['dist/src/daemon/main.js', '--port', String(port), '--no-example-skills', '--inspector-port', '0'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      const daemon = spawn(process.execPath, ['dist/src/daemon/main.js', '--port', String(port), '--no-example-skills', '--inspector-port', '0', '--no-registry-file'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
       const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => daemon.once('exit', (code, signal) => resolve({ code, signal })));
       try {
         let output = '';
@@ -148,7 +148,7 @@ describe('npm start (README)', () => {
 
   it('a signal during start-up (still waiting for a foreign bus) exits 0 at once', async () => {
     const unreachable = await freePort();
-    const daemon = spawn(process.execPath, ['dist/src/daemon/main.js', '--bus', `ws://127.0.0.1:${unreachable}/core`, '--inspector-port', '0', '--no-mycroft-conf'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const daemon = spawn(process.execPath, ['dist/src/daemon/main.js', '--bus', `ws://127.0.0.1:${unreachable}/core`, '--inspector-port', '0', '--no-mycroft-conf', '--no-registry-file'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => daemon.once('exit', (code, signal) => resolve({ code, signal })));
     try {
       let output = '';

@@ -32,10 +32,10 @@ export async function within<T>(promise: Promise<T>, ms: number, label: string):
 
 /**
  * DEFAULT_CONFIG with `override` merged over it, validated exactly as the daemon validates a config file. The
- * inspector is on, as for `npm start`, but on a free port (tests run in parallel).
+ * inspector is on, as for `npm start`, but on a free port (tests run in parallel); no registry file unless a test asks.
  */
 export function configWith(override: Record<string, unknown>): Config {
-  const base = validateConfig(mergeConfig(DEFAULT_CONFIG, { inspector: { port: 0 } }, 'test'));
+  const base = validateConfig(mergeConfig(DEFAULT_CONFIG, { inspector: { port: 0 }, fallback: { registryFile: null } }, 'test'));
   return validateConfig(mergeConfig(base, override, 'test'));
 }
 

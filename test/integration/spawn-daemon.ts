@@ -5,6 +5,9 @@
  * `npm start` execs the daemon, and npm forwards SIGTERM / SIGINT to it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -21,7 +24,8 @@ export function npmStart(args: readonly string[]): Spawned {
   const child = spawn('npm', ['start', '--', ...args], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' },
+    // Its own state folder: the registry file of one test's daemon is never another's.
+    env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1', XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'ovos-contests-state-')) },
   });
   let output = '';
   const waiters: Array<{ text: string; resolve: () => void }> = [];

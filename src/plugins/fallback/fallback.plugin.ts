@@ -11,6 +11,7 @@ import type { Logger } from '../../log/logger.js';
 import type { Contest, Supervisor } from '../../supervisor/supervisor.js';
 import type { IntentListing, Match, MatchRequest, PipelineStage } from '../../pipeline/plugin.js';
 import { fallbackMachine, type FallbackContext, type FallbackEmitted, type FallbackEvent } from '../../../machines/fallback/fallback.machine.js';
+import type { RegistryStore } from './registry-store.js';
 import { FallbackRegistry } from './registry.js';
 import { buildPool } from './pool.js';
 import { LogRateLimiter } from '../../log/rate-limit.js';
@@ -25,6 +26,8 @@ export interface FallbackPluginOptions {
    * abort signal.
    */
   readonly matchTimeoutMs?: number;
+  /** Registrations kept across restarts: restored now, and kept up to date (registry-store.ts). */
+  readonly store?: RegistryStore;
 }
 
 /** A per-skill ping timeout or a refused registration is logged at most once per key per minute. */
@@ -93,6 +96,7 @@ export class FallbackPlugin {
         return;
       }
       supervisor.logger.info({ skill_id: inbound.skill_id, priority: inbound.priority, session_id: sessionId, connection, dialect: inbound.legacy === true ? 'legacy' : 'spec' }, 'fallback skill registered');
+      options.store?.register(sessionId, inbound.skill_id, inbound.priority, inbound.legacy === true);
       this.#report(this.breaker.alive(inbound.skill_id)); // a skill that registers again is given a fresh start
       const priority = Object.hasOwn(this.#settings.priorities, inbound.skill_id) ? this.#settings.priorities[inbound.skill_id]! : inbound.priority;
       const ranges = Object.values(this.#settings.stages);
@@ -115,6 +119,7 @@ export class FallbackPlugin {
         return;
       }
       const removed = this.registry.deregister(sessionId, inbound.skill_id);
+      options.store?.deregister(sessionId, inbound.skill_id);
       if (removed && !this.registry.holds(inbound.skill_id)) this.breaker.forget(inbound.skill_id);
       supervisor.logger.info({ skill_id: inbound.skill_id, session_id: sessionId, removed }, 'fallback skill deregistered');
     });
@@ -134,8 +139,24 @@ export class FallbackPlugin {
       for (const skill of skills) if (!this.registry.holds(skill)) this.breaker.forget(skill);
       supervisor.logger.info({ reason: 'connection_closed', connection, skills, sessions }, 'fallback registrations removed');
     });
-    // Circuit breaker: any pong — willing or not, late or unsolicited — shows the skill is alive.
-    supervisor.on('fallback.pong', (inbound) => this.#report(this.breaker.alive(inbound.skill_id)));
+    // Circuit breaker: any pong — willing or not, late or unsolicited — shows the skill is alive. A skill restored
+    // from the store is bound to the connection it is first heard on.
+    supervisor.on('fallback.pong', (inbound, message) => {
+      this.#report(this.breaker.alive(inbound.skill_id));
+      if (!this.registry.holds(inbound.skill_id)) return;
+      options.store?.seen(inbound.skill_id);
+      const connection = supervisor.connectionOf(message);
+      if (connection !== undefined && this.registry.bindUnbound(inbound.skill_id, connection) > 0) {
+        supervisor.logger.info({ skill_id: inbound.skill_id, connection }, 'restored fallback skill heard from: bound to its connection');
+      }
+    });
+    // After a restart: every registration the daemon had, unbound until each skill is heard from (legacy skills never
+    // register again by themselves); one that never answers is handled as any silent skill (the circuit breaker).
+    const restored = options.store?.entries() ?? [];
+    for (const entry of restored) this.registry.register(entry.session_id, entry.skill_id, entry.priority, undefined, entry.legacy);
+    if (restored.length > 0) {
+      supervisor.logger.info({ reason: 'registry_restored', skills: restored.map((e) => e.skill_id), file: options.store?.file }, 'fallback registrations restored');
+    }
   }
 
   /**

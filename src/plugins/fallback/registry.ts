@@ -85,6 +85,21 @@ export class FallbackRegistry {
     return removed;
   }
 
+  /**
+   * Registrations of `skillId` made over no known connection (restored after a restart) now belong to
+   * `connection`, the one the skill was just heard on: when it closes, they go with it.
+   */
+  bindUnbound(skillId: string, connection: string): number {
+    let bound = 0;
+    for (const skills of this.#bySession.values()) {
+      const entry = skills.get(skillId);
+      if (entry === undefined || entry.connection !== undefined) continue;
+      skills.set(skillId, { ...entry, connection });
+      bound++;
+    }
+    return bound;
+  }
+
   /** Whether any session (including "default") still holds a registration of `skillId`. */
   holds(skillId: string): boolean {
     for (const skills of this.#bySession.values()) if (skills.has(skillId)) return true;

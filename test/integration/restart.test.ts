@@ -1,0 +1,133 @@
+/**
+ * A restart loses no skill (OVOS-FALLBACK-1 §3 registrations; README "Restarts"): the registry is kept on disk,
+ * restored at start and reconciled with liveness. The skill here registers once and never again — what an
+ * ovos-workshop FallbackSkill does (it registers only at its own start-up) — and still takes part after a restart.
+ */
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createMessage, reply } from '../../src/bus/message.js';
+import { registryPath, startDaemon, type Daemon } from '../../src/daemon/daemon.js';
+import { silentLogger } from '../../src/log/logger.js';
+import { REGISTRY_FORMAT, RegistryStore } from '../../src/plugins/fallback/registry-store.js';
+import { Probe, captureLogs, configWith, freePort } from './probe.js';
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function daemon(file: string, port = 0): Promise<Daemon> {
+  const started = await startDaemon(configWith({ bus: { port }, exampleSkills: false, log: { level: 'silent' }, inspector: { enabled: false }, fallback: { registryFile: file } }), silentLogger());
+  let closed = false;
+  cleanups.push(async () => {
+    if (!closed) await started.close();
+  });
+  return Object.assign(Object.create(started) as Daemon, {
+    close: async () => {
+      closed = true;
+      await started.close();
+    },
+  });
+}
+
+/** A skill process's connection: answers its pings (willing) and completes its dispatches; registers only if told. */
+async function skillConnection(url: string, skillId: string): Promise<Probe> {
+  const probe = await Probe.connect(url);
+  cleanups.push(() => probe.close());
+  probe.frames.subscribe((frame) => {
+    const message = frame.message;
+    if (message === undefined) return;
+    if (message.type === `${skillId}.fallback.ping`) probe.send(reply(message, `${skillId}.fallback.pong`, { skill_id: skillId, can_handle: true }));
+    if (message.type === `${skillId}:fallback`) {
+      probe.send(reply(message, 'ovos.utterance.speak', { utterance: `${skillId} here` }));
+      probe.send(reply(message, 'mycroft.skill.handler.complete', {}));
+    }
+  });
+  return probe;
+}
+
+const storedSkills = (file: string): string[] =>
+  existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { entries: Array<{ skill_id: string }> }).entries.map((e) => e.skill_id).sort() : [];
+
+describe('restart', () => {
+  it('a skill that registered once is asked again after a restart, without registering again; a deregistration is kept too', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ovos-registry-'));
+    const file = join(dir, 'fallback-registry.json');
+    const port = await freePort();
+    const first = await daemon(file, port);
+    const once = await skillConnection(first.url, 'once.skill');
+    once.send(createMessage('ovos.fallback.register', { skill_id: 'once.skill', priority: 10 }, { skill_id: 'once.skill' }));
+    const gone = await skillConnection(first.url, 'gone.skill');
+    gone.send(createMessage('ovos.fallback.register', { skill_id: 'gone.skill', priority: 20 }, { skill_id: 'gone.skill' }));
+    await once.barrier();
+    await gone.barrier();
+    gone.send(createMessage('ovos.fallback.deregister', { skill_id: 'gone.skill' }, { skill_id: 'gone.skill' }));
+    await gone.barrier();
+    await first.close();
+    expect(storedSkills(file)).toEqual(['once.skill']);
+
+    // The daemon comes back; the skill's process reconnects (as ovos-bus-client does) but does not register.
+    const second = await daemon(file, port);
+    expect([...second.system.fallback.registry.availableFor('default').keys()]).toEqual(['once.skill']);
+    await skillConnection(second.url, 'once.skill');
+    const user = await Probe.connect(second.url);
+    cleanups.push(() => user.close());
+    user.utter('blorp the flange', { utteranceId: 'after-restart' });
+    await user.handled('after-restart');
+    expect(user.of('after-restart').find((m) => m.type === 'ovos.intent.matched')?.data['skill_id']).toBe('once.skill');
+    expect(user.of('after-restart').find((m) => m.type === 'ovos.utterance.speak')?.data['utterance']).toBe('once.skill here');
+  });
+
+  it('liveness: a restored skill is bound to the connection it is heard on — when that closes it leaves the live registry, not the file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ovos-registry-'));
+    const file = join(dir, 'fallback-registry.json');
+    writeFileSync(file, JSON.stringify({ format: REGISTRY_FORMAT, entries: [{ session_id: 'default', skill_id: 'back.skill', priority: 10, legacy: false, last_seen: Date.now() }] }));
+    const d = await daemon(file);
+    const skill = await skillConnection(d.url, 'back.skill');
+    const user = await Probe.connect(d.url);
+    cleanups.push(() => user.close());
+    user.utter('blorp', { utteranceId: 'u1' });
+    await user.handled('u1');
+    expect(d.system.fallback.registry.entry('default', 'back.skill')?.connection).toEqual(expect.any(String));
+    await skill.close();
+    await expect.poll(() => d.system.fallback.registry.holds('back.skill'), { timeout: 10_000 }).toBe(false);
+    await d.close();
+    expect(storedSkills(file)).toEqual(['back.skill']);
+  });
+
+  it('crash-safe: the file is written as registrations happen (no clean stop needed), and an unreadable one is set aside with a warning', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ovos-registry-'));
+    const file = join(dir, 'fallback-registry.json');
+    const running = await daemon(file);
+    const skill = await skillConnection(running.url, 'fresh.skill');
+    skill.send(createMessage('ovos.fallback.register', { skill_id: 'fresh.skill', priority: 30 }, { skill_id: 'fresh.skill' }));
+    await expect.poll(() => storedSkills(file), { timeout: 10_000 }).toEqual(['fresh.skill']);
+    // Never stopped: another daemon started from the same file (as after a power cut) restores it.
+    const after = await daemon(file);
+    expect(after.system.fallback.registry.holds('fresh.skill')).toBe(true);
+
+    writeFileSync(file, '{"format": "ovos-contests-registry/1", "entries": [ {"sess');
+    const { logger, lines } = captureLogs('info');
+    const store = RegistryStore.open(file, { logger, forgetAfterMs: 1_000 });
+    expect(store.entries()).toEqual([]);
+    expect(lines.items.filter((l) => l.reason === 'registry_file_unreadable')).toHaveLength(1);
+    expect(readdirSync(dir).some((f) => f.startsWith('fallback-registry.json.corrupt-'))).toBe(true);
+  });
+
+  it('a registration not heard from for the forget period is dropped at start; $STATE/ is the XDG state folder', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ovos-registry-'));
+    const file = join(dir, 'r.json');
+    const now = 1_800_000_000_000;
+    writeFileSync(file, JSON.stringify({ format: REGISTRY_FORMAT, entries: [
+      { session_id: 'default', skill_id: 'old', priority: 10, legacy: true, last_seen: now - 31 * 86_400_000 },
+      { session_id: 'default', skill_id: 'recent', priority: 10, legacy: true, last_seen: now - 86_400_000 },
+      { session_id: 'default', skill_id: 'malformed', priority: 'ten' },
+    ] }));
+    const store = RegistryStore.open(file, { logger: silentLogger(), now: () => now, forgetAfterMs: 30 * 86_400_000 });
+    expect(store.entries().map((e) => e.skill_id)).toEqual(['recent']);
+    expect(registryPath('$STATE/fallback-registry.json', { XDG_STATE_HOME: '/var/lib/x' })).toBe('/var/lib/x/ovos-contests/fallback-registry.json');
+    expect(registryPath('/etc/ovos/reg.json', {})).toBe('/etc/ovos/reg.json');
+  });
+});
