@@ -67,6 +67,8 @@ export interface DecisionView {
   readonly answer: string | null;
   /** The skill whose answer was spoken, when a plugin (common query) spoke it for that skill. */
   readonly answered_by: string | null;
+  /** Each stage asked before the decision that gave nothing, and why (`no_match`, `timeout`, `error`, `rejected`). */
+  readonly declined: ReadonlyArray<{ readonly stage: string; readonly why: string }>;
 }
 
 export interface UtteranceView {
@@ -175,6 +177,17 @@ interface Decision {
   readonly outcome: string;
   readonly stage: string | null;
   readonly skill_id: string | null;
+  readonly declined: ReadonlyArray<{ readonly stage: string; readonly why: string }>;
+}
+
+/** The utterance machine's record of the stages that gave nothing (its `declined` context), read defensively. */
+function declinedOf(actor: AnyActorRef): Decision['declined'] {
+  const context = (actor.getSnapshot() as { context?: { declined?: unknown } }).context;
+  const list = Array.isArray(context?.declined) ? (context.declined as unknown[]) : [];
+  return list.flatMap((entry) => {
+    const { stage, why } = (entry ?? {}) as { stage?: unknown; why?: unknown };
+    return typeof stage === 'string' && typeof why === 'string' ? [{ stage, why }] : [];
+  });
 }
 
 interface UtteranceRecord {
@@ -410,6 +423,7 @@ export class InspectorRecorder implements SupervisorObserver {
       outcome: output === undefined ? (contest.reason ?? 'ended') : String(output.outcome),
       stage: typeof output?.stage === 'string' ? output.stage : null,
       skill_id: typeof output?.match?.skill_id === 'string' ? output.match.skill_id : null,
+      declined: declinedOf(contest.actor),
     };
     this.#decisions.push(utterance);
     if (this.#decisions.length > this.#maxDecisions) this.#decisions.shift();

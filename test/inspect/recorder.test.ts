@@ -9,7 +9,7 @@ import { DEFAULT_CONFIG } from '../../src/config/defaults.js';
 import type { TimelineEntry, UtteranceView } from '../../src/inspect/recorder.js';
 import { replayTrace } from '../../src/testing/trace.js';
 import { cqSkill } from '../support/cq-skills.js';
-import { createHarness, type Harness } from '../support/harness.js';
+import { createHarness, withConfig, type Harness } from '../support/harness.js';
 
 const { pingTimeoutMs } = DEFAULT_CONFIG.fallback;
 const { pollClaimBoundMs } = DEFAULT_CONFIG.commonQuery;
@@ -132,6 +132,31 @@ describe('inspector recorder', () => {
     expect(watched.detailed).toBe(true);
     expect(watched.timeline.filter((e) => e.kind === 'timeout' && e.contest === 'fallback/fallback_high').map((e) => e.at)).toEqual([pingTimeoutMs]);
     h.recorder!.setDetailed(false);
+  });
+
+  it('OVOS-PIPELINE-1 §6: an unmatched decision says why — every stage asked and what it gave', async () => {
+    const h = createHarness(DEFAULT_CONFIG, { recorder: {} });
+    timedFallbackSkill(h, 'declines.skill', 10, 5, false);
+    await h.settle();
+    h.utter('do a barrel roll'); // not a question: common query declines at its gate (§4)
+    await h.advance(50);
+    expect(only(h).decision).toMatchObject({
+      outcome: 'unmatched',
+      skill_id: null,
+      declined: [
+        { stage: 'fallback_high', why: 'no_match' },
+        { stage: 'common_query', why: 'no_match' },
+        { stage: 'fallback_medium', why: 'no_match' },
+        { stage: 'fallback_low', why: 'no_match' },
+      ],
+    });
+    // A stage that ran into the match bound (OVOS-PIPELINE-1 §4.4) says so.
+    const slow = createHarness(withConfig((c) => ({ ...c, orchestrator: { ...c.orchestrator, matchTimeoutMs: 300 } })), { recorder: {} });
+    timedFallbackSkill(slow, 'silent.skill', 10, 'never');
+    await slow.settle();
+    slow.utter('do a barrel roll');
+    await slow.advance(1_500);
+    expect(slow.recorder!.utterances()[0]!.decision?.declined[0]).toEqual({ stage: 'fallback_high', why: 'timeout' });
   });
 
   it('a reply no utterance owns is listed among the strays with its reason code; utterances are not touched', async () => {

@@ -128,6 +128,7 @@ function renderDetail() {
       decision && decision.skill_id ? ` by ${decision.skill_id} (${decision.stage})` : '',
       decision && decision.answer ? ` — “${decision.answer}”` : '',
       decision && decision.answered_by ? ` (answer of ${decision.answered_by})` : '',
+      decision && decision.skill_id === null && decision.declined.length > 0 ? ` — ${whyNot(decision)}` : '',
     ),
     el('div', { class: 'contests' }, u.contests.map(renderContest)),
     el('h2', {}, 'Timeline'),
@@ -136,6 +137,9 @@ function renderDetail() {
     u.truncated > 0 ? el('p', { class: 'empty' }, `${u.truncated} more entries not kept (per-utterance bound)`) : '',
   );
 }
+
+/** Why nothing matched: each stage asked and what it gave. */
+const whyNot = (d) => (d.declined.length === 0 ? '—' : d.declined.map((x) => `${x.stage}: ${x.why}`).join(', '));
 
 function renderSide() {
   $('decisions').tBodies[0].replaceChildren(
@@ -148,7 +152,7 @@ function renderSide() {
           el('td', {}, d.session_id),
           el('td', {}, d.utterance),
           el('td', {}, el('span', { class: `badge ${d.outcome}` }, d.outcome)),
-          el('td', {}, d.skill_id ? `${d.skill_id} (${d.stage})` : '—'),
+          el('td', {}, d.skill_id ? `${d.skill_id} (${d.stage})` : whyNot(d)),
           el('td', { class: 'num' }, ms(d.afterMs)),
         ),
       ),
