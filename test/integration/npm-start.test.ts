@@ -5,6 +5,7 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
+import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemon } from '../../src/daemon/daemon.js';
@@ -100,10 +101,15 @@ describe('npm start (README)', () => {
       const found = /daemon pid (\d+)/.exec(printed)?.[1];
       if (found !== undefined) resolve(Number(found));
     }));
+    // Running: it exists and is not a zombie waiting for its parent to reap it.
     const alive = (p: number): boolean => {
       try {
         process.kill(p, 0);
-        return true;
+      } catch {
+        return false;
+      }
+      try {
+        return readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z';
       } catch {
         return false;
       }
@@ -111,7 +117,10 @@ describe('npm start (README)', () => {
     expect(alive(pid)).toBe(true);
     process.kill(-runner.pid!, 'SIGINT'); // what the terminal does on Ctrl-C
     try {
-      await expect.poll(() => alive(pid), { timeout: 15_000, interval: 50 }).toBe(false);
+      await expect.poll(() => alive(pid), { timeout: 15_000, interval: 50 }).toBe(false).catch(async (error: unknown) => {
+        const ps = await run('ps', ['-o', 'pid,ppid,stat,args', '-p', String(pid)]).catch(() => ({ stdout: '(ps failed)' }));
+        throw new Error(`${String(error)}\n${ps.stdout}\nrunner printed: ${printed}`);
+      });
     } finally {
       if (alive(pid)) process.kill(pid, 'SIGKILL');
     }

@@ -1091,3 +1091,102 @@ describe('OVOS-COMMON-QUERY-1 §6.3 / §7.2: a skill whose connection closed (GO
     expect(c.requests).toEqual([{ at: 0, claimants: [{ skill_id: 'a' }] }]);
   });
 });
+
+/**
+ * Gaps the mutation run found (README "Mutation testing"): each test below fails under a mutant that survived the
+ * whole suite before — the rule it pins is quoted from the machine's header and the README's poll decisions.
+ */
+describe('OVOS-COMMON-QUERY-1 §6.3 / §7.2 edges of GONE, unasked claims and the roster (mutation-found)', () => {
+  const gone = (c: Contest, skill_id: string): void => c.actor.send({ type: 'GONE', skill_id });
+  const unaskedClaim = (c: Contest, skill_id: string): void => c.actor.send({ type: 'PONG', skill_id, can_answer: true, unasked: true });
+
+  it('§6.3 rule 1 with a complete roster (legacy only): the last known skill gone closes the poll at once, no claim needed', () => {
+    const c = contest({ knownSkills: ['a', 'b'], answeringSkills: [], rosterComplete: true });
+    c.at(10);
+    c.pong('a', false);
+    c.at(30);
+    gone(c, 'b');
+    expect(c.doneAt()).toBe(30);
+    expect(c.output()?.closedBy).toBe('no_claimant');
+  });
+
+  it('§6.3 rule 1 needs a roster: with nobody known, a claim in hand and some other skill gone do not close the poll before the claim bound', () => {
+    const c = contest({ knownSkills: [], answeringSkills: [] });
+    c.at(10);
+    c.pong('a', true);
+    c.at(20);
+    gone(c, 'z');
+    c.at(CLAIM - 1);
+    expect(c.requests).toEqual([]);
+    c.at(CLAIM);
+    expect(c.requests.map((r) => r.at)).toEqual([CLAIM]);
+  });
+
+  it('§6.3 past the claim bound: only the skill known to answer every poll being heard or gone closes the wait — another skill going away does not', () => {
+    const c = contest({ knownSkills: ['x', 'y'], answeringSkills: ['x'] });
+    c.at(5);
+    c.pong('a', true);
+    c.at(CLAIM); // x outstanding: waited for past the bound
+    expect(c.requests).toEqual([]);
+    c.at(200);
+    gone(c, 'y');
+    expect(c.requests).toEqual([]);
+    c.at(300);
+    c.pong('x', false);
+    expect(c.requests.map((r) => r.at)).toEqual([300]);
+  });
+
+  it('§7.2 a gone claimant counts as declining — but a skill that is no outstanding claimant going away ends nothing', () => {
+    const c = contest({ knownSkills: [], answeringSkills: [] });
+    const start = claimAndClose(c, [['a', 100], ['b', 100]]);
+    c.at(start + 10);
+    c.respond('a', 'A answer', 0.7);
+    gone(c, 'z'); // never a claimant
+    gone(c, 'a'); // already answered
+    expect(c.done()).toBe(false);
+    c.at(start + 20);
+    gone(c, 'b'); // the last outstanding claimant: now every claimant is settled
+    expect(c.doneAt()).toBe(start + 20);
+    expect(c.output()?.closedBy).toBe('all_answered');
+    expect(c.output()?.responses.map((r) => r.skill_id)).toEqual(['a']);
+  });
+
+  it('§7.1 an unasked claim (the legacy question is the request): its answer during the poll is kept, an asked claimant\'s is not yet', () => {
+    const c = contest({ knownSkills: [], answeringSkills: [] });
+    c.at(5);
+    c.pong('asked', true);
+    unaskedClaim(c, 'legacy');
+    c.at(10);
+    c.respond('asked', 'too early', 0.8);
+    c.respond('legacy', 'legacy answer', 0.8);
+    expect(c.responseIgnored).toEqual([{ type: 'response.ignored', skill_id: 'asked', reason: 'not_requested_yet' }]);
+    expect(c.responseIds()).toEqual(['legacy']);
+    c.at(CLAIM);
+    // Only the asked claimant is sent a request.
+    expect(c.requests.map((r) => r.claimants.filter((cl) => cl.unasked !== true).map((cl) => cl.skill_id))).toEqual([['asked']]);
+  });
+
+  it('§8 step 3: a fast win that arrived unasked before match joined ends the contest when the poll closes — nobody is asked', () => {
+    const c = contest({ knownSkills: [], answeringSkills: [], policy: null });
+    c.at(5);
+    c.pong('asked', true);
+    unaskedClaim(c, 'legacy');
+    c.at(10);
+    c.respond('legacy', 'certain answer', 0.95); // no policy yet: kept, not a win
+    expect(c.done()).toBe(false);
+    c.join(POLICY);
+    c.at(CLAIM);
+    expect(c.doneAt()).toBe(CLAIM);
+    expect(c.output()?.closedBy).toBe('fast_win');
+    expect(c.requests).toEqual([]);
+  });
+
+  it('§7.2 an answer without conf is kept as a candidate without one (it cannot survive selection)', () => {
+    const c = contest({ knownSkills: [], answeringSkills: [] });
+    const start = claimAndClose(c, [['a', 50]]);
+    c.at(start + 10);
+    c.respond('a', 'no confidence given');
+    expect(c.output()?.responses).toEqual([expect.objectContaining({ skill_id: 'a', answer: 'no confidence given' })]);
+    expect(c.output()?.responses[0]).not.toHaveProperty('conf');
+  });
+});

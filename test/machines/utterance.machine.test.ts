@@ -5,15 +5,16 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createActor, fromPromise } from 'xstate';
-import { createMessage, type Message } from '../../src/bus/message.js';
+import { createMessage, type JsonObject, type Message } from '../../src/bus/message.js';
 import { sessionFromObject } from '../../src/bus/session.js';
 import { ManualClock } from '../../src/clock/manual-clock.js';
 import type { Match } from '../../src/pipeline/plugin.js';
 import { utteranceMachine, type UtteranceRequest } from '../../machines/utterance/utterance.machine.js';
 
-async function run(stages: readonly string[], answer: (stage: string) => Match | null) {
+async function run(stages: readonly string[], answer: (stage: string) => Match | null, session: Record<string, unknown> = { session_id: 's' }) {
   const asked: string[] = [];
   const emitted: string[] = [];
+  const rejected: Array<{ stage: string; skill_id: string; reason: string }> = [];
   const machine = utteranceMachine.provide({
     actors: {
       matchStage: fromPromise(async ({ input }: { input: { pipelineId: string; request: UtteranceRequest } }) => {
@@ -24,15 +25,16 @@ async function run(stages: readonly string[], answer: (stage: string) => Match |
     },
     actions: { dispatch: () => undefined, prepareDispatch: () => undefined },
   });
-  const entry = createMessage('ovos.utterance.handle', { utterances: ['hello'] }, { session: { session_id: 's' } });
+  const entry = createMessage('ovos.utterance.handle', { utterances: ['hello'] }, { session: session as JsonObject });
   const actor = createActor(machine, {
     clock: new ManualClock(),
-    input: { request: { entry, utterances: ['hello'], lang: 'en-US', session: sessionFromObject({ session_id: 's' }) }, stages, inProcessHandlers: ['cq'], matchTimeoutMs: 1_000, handlerTimeoutMs: 1_000 },
+    input: { request: { entry, utterances: ['hello'], lang: 'en-US', session: sessionFromObject(session as JsonObject) }, stages, inProcessHandlers: ['cq'], matchTimeoutMs: 1_000, handlerTimeoutMs: 1_000 },
   });
   actor.on('*', (event: { type: string }) => emitted.push(event.type));
+  actor.on('match.rejected', ({ stage, skill_id, reason }) => rejected.push({ stage, skill_id, reason }));
   const done = new Promise<unknown>((resolve) => actor.subscribe({ complete: () => resolve(actor.getSnapshot().output) }));
   actor.start();
-  return { output: await done, asked, emitted };
+  return { output: await done, asked, emitted, rejected };
 }
 
 describe('OVOS-PIPELINE-1 §4: the stages are asked in order, each once, none past the last', () => {
@@ -54,5 +56,22 @@ describe('OVOS-PIPELINE-1 §4: the stages are asked in order, each once, none pa
     const { output, asked } = await run([], () => null);
     expect(asked).toEqual([]);
     expect(output).toMatchObject({ outcome: 'unmatched' });
+  });
+});
+
+describe('OVOS-PIPELINE-1 §4.1 / §5: a Match the orchestrator rejects is reported with the skill it named', () => {
+  it('a malformed Match (skill_id not a string) is rejected as malformed_match, reported with no skill, and the next stage is asked', async () => {
+    const malformed = { skill_id: 42, intent_name: 'x', lang: 'en-US', utterance: 'hello', slots: {} } as unknown as Match;
+    const { asked, rejected, output } = await run(['a', 'b'], (stage) => (stage === 'a' ? malformed : null));
+    expect(asked).toEqual(['a', 'b']);
+    expect(rejected).toEqual([{ stage: 'a', skill_id: '', reason: 'malformed_match' }]);
+    expect(output).toMatchObject({ outcome: 'unmatched' });
+  });
+
+  it('a well-formed Match for a skill the live session blacklists is reported with that skill_id (§5 denylist)', async () => {
+    const match: Match = { skill_id: 'banned.skill', intent_name: 'fallback', lang: 'en-US', utterance: 'hello', slots: {} };
+    const { rejected, output } = await run(['a'], () => match, { session_id: 's', blacklisted_skills: ['banned.skill'] });
+    expect(output).toMatchObject({ outcome: 'unmatched' });
+    expect(rejected).toEqual([{ stage: 'a', skill_id: 'banned.skill', reason: 'blacklisted_skill' }]);
   });
 });
