@@ -75,3 +75,47 @@ describe('OVOS-PIPELINE-1 §4.1 / §5: a Match the orchestrator rejects is repor
     expect(rejected).toEqual([{ stage: 'a', skill_id: 'banned.skill', reason: 'blacklisted_skill' }]);
   });
 });
+
+describe('OVOS-PIPELINE-1 §8: a handler that fails is reported with what failed', () => {
+  /** One stage that matches; its handler is in-process (`cq`) or a bus skill (`bus.skill`). */
+  async function failing(kind: 'in-process' | 'bus', send?: (actor: ReturnType<typeof createActor>) => void) {
+    const errors: string[] = [];
+    const skill = kind === 'in-process' ? 'cq' : 'bus.skill';
+    const match: Match = { skill_id: skill, intent_name: 'x', lang: 'en-US', utterance: 'hello', slots: {} };
+    const machine = utteranceMachine.provide({
+      actors: {
+        matchStage: fromPromise(async () => match as Match | null),
+        runHandler: fromPromise<void, { pipelineId: string; match: Match; dispatched: Message }>(async () => {
+          throw new Error('in-process handler broke');
+        }),
+      },
+      actions: { dispatch: () => undefined, prepareDispatch: () => undefined, handlerError: (_args, params: { exception: string }) => void errors.push(params.exception) },
+    });
+    const entry = createMessage('ovos.utterance.handle', { utterances: ['hello'] }, { session: { session_id: 's' } });
+    const actor = createActor(machine, {
+      clock: new ManualClock(),
+      input: { request: { entry, utterances: ['hello'], lang: 'en-US', session: sessionFromObject({ session_id: 's' }) }, stages: ['cq'], inProcessHandlers: ['cq'], matchTimeoutMs: 1_000, handlerTimeoutMs: 1_000 },
+    });
+    const done = new Promise<unknown>((resolve) => actor.subscribe({ complete: () => resolve(actor.getSnapshot().output) }));
+    actor.start();
+    if (send !== undefined) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      send(actor as never);
+    }
+    return { output: await done, errors };
+  }
+
+  it('an in-process handler that throws: handler_error with the error it threw', async () => {
+    const { output, errors } = await failing('in-process');
+    expect(output).toMatchObject({ outcome: 'handler_error' });
+    expect(errors).toEqual(['Error: in-process handler broke']);
+  });
+
+  it('a bus skill\'s mycroft.skill.handler.error without an exception: handler_error "handler failed"; with one: that exception', async () => {
+    const bare = await failing('bus', (actor) => actor.send({ type: 'HANDLER_DONE', skill_id: 'bus.skill', ok: false }));
+    expect(bare.output).toMatchObject({ outcome: 'handler_error' });
+    expect(bare.errors).toEqual(['handler failed']);
+    const told = await failing('bus', (actor) => actor.send({ type: 'HANDLER_DONE', skill_id: 'bus.skill', ok: false, exception: 'KeyError: weather' }));
+    expect(told.errors).toEqual(['KeyError: weather']);
+  });
+});
