@@ -20,7 +20,7 @@ export { readSession, sessionFromObject, resolveLang, type SessionView, type Ses
 export { systemClock, type Clock } from './clock/clock.js';
 export { ManualClock } from './clock/manual-clock.js';
 export { DEFAULT_CONFIG, PIPELINE_ALIASES, type Config, type FallbackMode, type GateConfig, type PriorityRange } from './config/defaults.js';
-export { ConfigError, loadConfig, validateConfig, mergeConfig, configHelp, configWarnings, type ConfigWarning, type ConfigWarningReason } from './config/config.js';
+export { ConfigError, formatConfigError, loadConfig, validateConfig, mergeConfig, configHelp, configWarnings, type ConfigWarning, type ConfigWarningReason } from './config/config.js';
 export { describeMycroftReport, type CliOptions, type LoadConfigOptions, type MycroftReport } from './config/config.js';
 export { discoverMycroftConf, mycroftConfLocations, mycroftLayer, parseMycroftConf, type MycroftConfText, type MycroftLayer, type MycroftNote, type MycroftOrigin } from './config/mycroft-conf.js';
 export { classify, topics, type DropReason, type Inbound } from './dialect/spec-dialect.js';

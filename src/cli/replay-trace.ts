@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { ConfigError, loadConfig } from '../config/config.js';
+import { ConfigError, formatConfigError, loadConfig } from '../config/config.js';
 import { parseTrace, replayTrace, TraceError } from '../testing/trace.js';
 
 export async function replayTraceCommand(argv: readonly string[], out: (line: string) => void): Promise<number> {
@@ -31,7 +31,7 @@ export async function replayTraceCommand(argv: readonly string[], out: (line: st
     trace = parseTrace(readFileSync(tracePath, 'utf8'));
   } catch (error) {
     if (error instanceof ConfigError || error instanceof TraceError) {
-      out(`${error instanceof ConfigError ? 'config' : `trace ${tracePath}`}: ${error.message}`);
+      out(error instanceof ConfigError ? `config: ${formatConfigError(error)}` : `trace ${tracePath}: ${error.message}`);
       return 2;
     }
     if (error instanceof Error && 'code' in error && error.code === 'ENOENT') {

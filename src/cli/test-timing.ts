@@ -9,7 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { ConfigError, loadConfig } from '../config/config.js';
+import { ConfigError, formatConfigError, loadConfig } from '../config/config.js';
 import { runTimingSuite } from '../testing/run.js';
 import { parseSkillsFile, SkillsFileError } from '../testing/skills-file.js';
 
@@ -37,7 +37,7 @@ export async function testTiming(argv: readonly string[], out: (line: string) =>
     file = parseSkillsFile(readFileSync(skillsPath, 'utf8'));
   } catch (error) {
     if (error instanceof ConfigError || error instanceof SkillsFileError) {
-      out(`${error instanceof ConfigError ? 'config' : `skills file ${skillsPath}`}: ${error.message}`);
+      out(error instanceof ConfigError ? `config: ${formatConfigError(error)}` : `skills file ${skillsPath}: ${error.message}`);
       return 2;
     }
     if (error instanceof Error && 'code' in error && error.code === 'ENOENT') {

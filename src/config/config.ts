@@ -1,19 +1,21 @@
 /**
  * Configuration: layering, validation, the command line.
  *
- * Layers, lowest to highest: DEFAULT_CONFIG → the deployment's mycroft.conf (mycroft-conf.ts: where ovos-config
- * finds it, or `--mycroft-conf FILE` / OVOS_CONTESTS_MYCROFT_CONF; `--no-mycroft-conf` skips it) → JSON file
- * (`--config FILE` or OVOS_CONTESTS_CONFIG) → environment variables → flags. Each layer is merged over the previous
- * one and the result validated at once, so an error names both the dotted key and the layer that introduced it
- * (STYLE 7). The validated config is a fresh, deep-frozen object; the records `fallback.stages`,
- * `fallback.priorities` and `commonQuery.gate.vocabulary` have a null prototype, so a lookup by a skill id read off
- * the bus (e.g. "constructor") never finds an inherited member.
+ * Every key is declared once, in schema.ts; this file applies it. Layers, lowest to highest: DEFAULT_CONFIG → the
+ * deployment's mycroft.conf (mycroft-conf.ts: where ovos-config finds it, or `--mycroft-conf FILE` /
+ * OVOS_CONTESTS_MYCROFT_CONF; `--no-mycroft-conf` skips it) → JSON file (`--config FILE` or OVOS_CONTESTS_CONFIG) →
+ * environment variables → flags. Each layer is merged over the previous one and the result validated at once, so an
+ * error names both the dotted key and the layer that introduced it (STYLE 7). The validated config is a fresh,
+ * deep-frozen object; the records `fallback.stages`, `fallback.priorities` and `commonQuery.gate.vocabulary` have a
+ * null prototype, so a lookup by a skill id read off the bus (e.g. "constructor") never finds an inherited member.
  */
 
 import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
 
-import { DEFAULT_CONFIG, type Config, type FallbackMode, type GateConfig, type PriorityRange } from './defaults.js';
-import { ConfigError } from './errors.js';
+import { DEFAULT_CONFIG } from './defaults.js';
+import { childKey, ConfigError, describeValue, didYouMean, keyOf } from './errors.js';
 import {
   describeMycroftOrigins,
   discoverMycroftConf,
@@ -25,14 +27,9 @@ import {
   type MycroftNote,
   type MycroftOrigin,
 } from './mycroft-conf.js';
+import { CONFIG_KEYS, ConfigSchema, freezeConfig, type Config, type PriorityRange } from './schema.js';
 
-// ---------------------------------------------------------------------------------------------------------------
-// Errors (STYLE 6): errors.ts, re-exported here.
-
-export { ConfigError, type ConfigErrorCode } from './errors.js';
-
-// ---------------------------------------------------------------------------------------------------------------
-// Small helpers
+export { ConfigError, formatConfigError, type ConfigErrorCode } from './errors.js';
 
 type JsonRecord = Readonly<Record<string, unknown>>;
 
@@ -46,396 +43,32 @@ function own(record: JsonRecord, key: string): unknown {
   return Object.hasOwn(record, key) ? record[key] : undefined;
 }
 
-/** A record whose keys never reach Object.prototype, however hostile ("__proto__", "constructor"). */
-function nullProtoRecord<T>(entries: Iterable<readonly [string, T]>): Record<string, T> {
-  return Object.assign(Object.create(null) as Record<string, T>, Object.fromEntries(entries));
-}
-
-const PLAIN_SEGMENT = /^[A-Za-z0-9_$-]+$/;
-
-function childKey(path: string, segment: string): string {
-  if (!PLAIN_SEGMENT.test(segment)) return `${path}[${JSON.stringify(segment)}]`;
-  return path === '' ? segment : `${path}.${segment}`;
-}
-
-function indexKey(path: string, index: number): string {
-  return `${path}[${index}]`;
-}
-
-function describe(value: unknown): string {
-  if (value === undefined) return 'nothing (missing)';
-  if (value === null) return 'null';
-  if (typeof value === 'string') return value.length > 60 ? `${JSON.stringify(value.slice(0, 60))}…` : JSON.stringify(value);
-  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  if (Array.isArray(value)) return `an array of ${value.length}`;
-  if (typeof value === 'object') return 'an object';
-  return typeof value;
-}
-
-function levenshtein(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i += 1) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j += 1) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + cost));
-    }
-    previous = current;
-  }
-  return previous[b.length] ?? 0;
-}
-
-function didYouMean(word: string, candidates: readonly string[]): string | undefined {
-  let best: string | undefined;
-  let bestDistance = Infinity;
-  for (const candidate of candidates) {
-    const distance = candidate.toLowerCase() === word.toLowerCase() ? 0 : levenshtein(word, candidate);
-    if (distance < bestDistance) {
-      best = candidate;
-      bestDistance = distance;
-    }
-  }
-  return bestDistance <= Math.max(2, Math.floor(word.length / 4)) ? best : undefined;
-}
-
-function invalid(key: string, expected: string, got: unknown): ConfigError {
-  return new ConfigError('CONFIG_INVALID', `${key}: expected ${expected}, got ${describe(got)}`, { key });
-}
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Field validators: each returns the typed value or throws a ConfigError naming the key.
-
-/** setTimeout treats anything above 2^31 − 1 ms as 1 ms; refuse it rather than fire early. */
-const MAX_MS = 2_147_483_647;
-
-/** OVOS-PIPELINE-1: pipeline_id characters. */
-const PIPELINE_ID = /^[A-Za-z0-9_-]+$/;
-/** BCP 47 shape, loosely (en, en-US, pt-br, zh-Hant-TW). */
-const LANG_TAG = /^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$/;
-/** Gate vocabulary is keyed by the primary subtag, lower case (defaults.ts GateConfig). */
-const PRIMARY_SUBTAG = /^[a-z]{2,8}$/;
-
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-const FALLBACK_MODES = ['accept_all', 'whitelist', 'blacklist'] as const satisfies readonly FallbackMode[];
-
-/** A plain object with exactly the known keys (missing ones are reported by the field validators). */
-function section(value: unknown, key: string, known: readonly string[]): JsonRecord {
-  if (!isPlainObject(value)) {
-    throw key === ''
-      ? new ConfigError('CONFIG_INVALID', `config: expected an object, got ${describe(value)}`)
-      : invalid(key, 'an object', value);
-  }
-  for (const name of Object.keys(value)) {
-    if (known.includes(name)) continue;
-    const unknownKey = childKey(key, name);
-    const hint = didYouMean(name, known);
-    const suggestion = hint === undefined ? '' : ` (did you mean ${childKey(key, hint)}?)`;
-    throw new ConfigError('CONFIG_UNKNOWN_KEY', `${unknownKey}: unknown key${suggestion}`, { key: unknownKey });
-  }
-  return value;
-}
-
-function record(value: unknown, key: string): JsonRecord {
-  if (!isPlainObject(value)) throw invalid(key, 'an object', value);
-  return value;
-}
-
-function nonEmptyString(value: unknown, key: string): string {
-  if (typeof value !== 'string' || value === '') throw invalid(key, 'a non-empty string', value);
-  return value;
-}
-
-function matching(value: unknown, key: string, pattern: RegExp, expected: string): string {
-  if (typeof value !== 'string' || !pattern.test(value)) throw invalid(key, expected, value);
-  return value;
-}
-
-function integer(value: unknown, key: string, min: number, max: number): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    const range =
-      min === Number.MIN_SAFE_INTEGER && max === Number.MAX_SAFE_INTEGER
-        ? 'an integer'
-        : max === Number.MAX_SAFE_INTEGER
-          ? `an integer ≥ ${min}`
-          : `an integer in [${min}, ${max}]`;
-    throw invalid(key, range, value);
-  }
-  return value;
-}
-
-function anyInteger(value: unknown, key: string): number {
-  return integer(value, key, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
-}
-
-/** A duration in ms; a timeout or interval of 0 would fire at once (or spin), so those are `positive`. */
-function duration(value: unknown, key: string, positive: boolean): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < (positive ? 1 : 0) || value > MAX_MS) {
-    throw invalid(key, `an integer number of milliseconds in [${positive ? 1 : 0}, ${MAX_MS}]`, value);
-  }
-  return value;
-}
-
-function unitInterval(value: unknown, key: string): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 1) {
-    throw invalid(key, 'a number in [0, 1]', value);
-  }
-  return value;
-}
-
-function boolean(value: unknown, key: string): boolean {
-  if (typeof value !== 'boolean') throw invalid(key, 'true or false', value);
-  return value;
-}
-
-function oneOf<const T extends string>(value: unknown, key: string, options: readonly T[]): T {
-  const found = options.find((option) => option === value);
-  if (found === undefined) throw invalid(key, `one of ${options.join(', ')}`, value);
-  return found;
-}
-
-function stringArray(value: unknown, key: string, item: (entry: unknown, key: string) => string): readonly string[] {
-  if (!Array.isArray(value)) throw invalid(key, 'an array of strings', value);
-  return value.map((entry: unknown, index) => item(entry, indexKey(key, index)));
-}
-
-function wsUrl(value: unknown, key: string): string | null {
-  if (value === null) return null;
-  const expected = 'null or a ws:// or wss:// URL';
-  if (typeof value !== 'string') throw invalid(key, expected, value);
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw invalid(key, expected, value);
-  }
-  if (url.protocol !== 'ws:' && url.protocol !== 'wss:') throw invalid(key, expected, value);
-  return value;
-}
-
-function priorityRange(value: unknown, key: string): PriorityRange {
-  const expected = 'an integer range [min, max] with min ≤ max';
-  if (!Array.isArray(value) || value.length !== 2) throw invalid(key, expected, value);
-  const [min, max] = value as readonly unknown[];
-  const low = anyInteger(min, indexKey(key, 0));
-  const high = anyInteger(max, indexKey(key, 1));
-  if (low > high) {
-    throw new ConfigError('CONFIG_INVALID', `${key}: expected ${expected}, got [${low}, ${high}]`, { key });
-  }
-  return [low, high];
-}
-
 // ---------------------------------------------------------------------------------------------------------------
 // validateConfig
 
+/** A schema issue as a ConfigError: the key it is about, the message the schema wrote for it. */
+function configErrorOf(issue: z.core.$ZodIssue): ConfigError {
+  if (issue.code === 'unrecognized_keys') {
+    return new ConfigError('CONFIG_UNKNOWN_KEY', issue.message, { key: childKey(keyOf(issue.path), issue.keys[0] ?? '') });
+  }
+  const key = keyOf(issue.path);
+  return key === ''
+    ? new ConfigError('CONFIG_INVALID', `config: ${issue.message}`)
+    : new ConfigError('CONFIG_INVALID', issue.message, { key });
+}
+
 /**
- * Deep validation of a complete config (typically `mergeConfig`'s result). Returns a fresh deep-frozen copy; the
- * input is neither mutated nor frozen. Unknown keys → CONFIG_UNKNOWN_KEY, bad values → CONFIG_INVALID, both with
- * `key` set to the dotted path.
+ * Validation of a config (typically `mergeConfig`'s result) against the schema; a key left out takes its default.
+ * Returns a fresh deep-frozen copy; the input is neither mutated nor frozen. An unknown key → CONFIG_UNKNOWN_KEY
+ * (reported first: a typo often explains the rest), a bad value → CONFIG_INVALID, both with `key` set to the dotted
+ * path and a message that does not repeat it.
  */
 export function validateConfig(value: unknown): Config {
-  const root = section(value, '', [
-    'bus', 'log', 'lang', 'pipeline', 'orchestrator', 'fallback', 'commonQuery', 'exampleSkills', 'shutdown', 'metrics', 'inspector', 'dialects',
-  ]);
-
-  const busIn = section(own(root, 'bus'), 'bus', [
-    'host', 'port', 'route', 'url', 'maxFrameBytes', 'heartbeatMs', 'reconnectInitialMs', 'reconnectMaxMs',
-  ]);
-  const bus: Config['bus'] = {
-    host: matching(own(busIn, 'host'), 'bus.host', /^\S+$/, 'a non-empty host name or address'),
-    port: integer(own(busIn, 'port'), 'bus.port', 0, 65_535),
-    route: matching(own(busIn, 'route'), 'bus.route', /^\/\S*$/, 'a path starting with "/"'),
-    url: wsUrl(own(busIn, 'url'), 'bus.url'),
-    maxFrameBytes: integer(own(busIn, 'maxFrameBytes'), 'bus.maxFrameBytes', 1, Number.MAX_SAFE_INTEGER),
-    heartbeatMs: duration(own(busIn, 'heartbeatMs'), 'bus.heartbeatMs', true),
-    reconnectInitialMs: duration(own(busIn, 'reconnectInitialMs'), 'bus.reconnectInitialMs', true),
-    reconnectMaxMs: duration(own(busIn, 'reconnectMaxMs'), 'bus.reconnectMaxMs', true),
-  };
-
-  const logIn = section(own(root, 'log'), 'log', ['level']);
-  const log: Config['log'] = { level: oneOf(own(logIn, 'level'), 'log.level', LOG_LEVELS) };
-
-  const lang = matching(own(root, 'lang'), 'lang', LANG_TAG, 'a BCP 47 language tag such as "en-US"');
-  // Unknown pipeline ids are skipped at run time (OVOS-PIPELINE-1), so any name is accepted here.
-  const pipeline = stringArray(own(root, 'pipeline'), 'pipeline', nonEmptyString);
-
-  const orchestratorIn = section(own(root, 'orchestrator'), 'orchestrator', ['matchTimeoutMs', 'handlerTimeoutMs']);
-  const orchestrator: Config['orchestrator'] = {
-    matchTimeoutMs: duration(own(orchestratorIn, 'matchTimeoutMs'), 'orchestrator.matchTimeoutMs', true),
-    handlerTimeoutMs: duration(own(orchestratorIn, 'handlerTimeoutMs'), 'orchestrator.handlerTimeoutMs', true),
-  };
-
-  const fallback = validateFallback(own(root, 'fallback'));
-  const commonQuery = validateCommonQuery(own(root, 'commonQuery'));
-  const exampleSkills = boolean(own(root, 'exampleSkills'), 'exampleSkills');
-  const shutdownIn = section(own(root, 'shutdown'), 'shutdown', ['graceMs']);
-  const shutdown: Config['shutdown'] = { graceMs: duration(own(shutdownIn, 'graceMs'), 'shutdown.graceMs', false) };
-  const metricsIn = section(own(root, 'metrics'), 'metrics', ['port']);
-  const metricsPort = own(metricsIn, 'port');
-  const metrics: Config['metrics'] = { port: metricsPort === null ? null : integer(metricsPort, 'metrics.port', 0, 65_535) };
-  const inspectorIn = section(own(root, 'inspector'), 'inspector', ['enabled', 'port', 'recentUtterances']);
-  const inspector: Config['inspector'] = {
-    enabled: boolean(own(inspectorIn, 'enabled'), 'inspector.enabled'),
-    port: integer(own(inspectorIn, 'port'), 'inspector.port', 0, 65_535),
-    recentUtterances: integer(own(inspectorIn, 'recentUtterances'), 'inspector.recentUtterances', 1, 100_000),
-  };
-  const dialectsIn = section(own(root, 'dialects'), 'dialects', ['spec', 'legacy']);
-  const dialects: Config['dialects'] = { spec: boolean(own(dialectsIn, 'spec'), 'dialects.spec'), legacy: boolean(own(dialectsIn, 'legacy'), 'dialects.legacy') };
-  if (!dialects.spec && !dialects.legacy) throw new ConfigError('CONFIG_INVALID', 'dialects: at least one dialect must be on (spec, legacy)', { key: 'dialects' });
-
-  const config: Config = { bus, log, lang, pipeline, orchestrator, fallback, commonQuery, exampleSkills, shutdown, metrics, inspector, dialects };
-  checkRelations(config);
-  return deepFreeze(config);
-}
-
-function validateFallback(value: unknown): Config['fallback'] {
-  const input = section(value, 'fallback', [
-    'pingTimeoutMs', 'stages', 'priorities', 'mode', 'whitelist', 'blacklist', 'suspendAfterTimeouts', 'suspendMs',
-    'maxSkillsPerSession', 'maxSessions', 'registryFile',
-  ]);
-
-  const stagesIn = record(own(input, 'stages'), 'fallback.stages');
-  const stages = nullProtoRecord(
-    Object.entries(stagesIn).map(([id, range]): [string, PriorityRange] => {
-      const key = childKey('fallback.stages', id);
-      if (!PIPELINE_ID.test(id)) {
-        throw new ConfigError(
-          'CONFIG_INVALID',
-          `${key}: a stage id is a pipeline_id and may use only [A-Za-z0-9_-] (OVOS-PIPELINE-1)`,
-          { key },
-        );
-      }
-      // OVOS-FALLBACK-1 §8.2: each stage is configured with an inclusive [min, max] integer interval.
-      return [id, priorityRange(range, key)];
-    }),
-  );
-
-  const prioritiesIn = record(own(input, 'priorities'), 'fallback.priorities');
-  const priorities = nullProtoRecord(
-    Object.entries(prioritiesIn).map(([skillId, priority]): [string, number] => {
-      const key = childKey('fallback.priorities', skillId);
-      if (skillId === '') throw new ConfigError('CONFIG_INVALID', `${key}: a skill id must not be empty`, { key });
-      return [skillId, anyInteger(priority, key)];
-    }),
-  );
-
-  return {
-    pingTimeoutMs: duration(own(input, 'pingTimeoutMs'), 'fallback.pingTimeoutMs', true),
-    stages,
-    priorities,
-    mode: oneOf(own(input, 'mode'), 'fallback.mode', FALLBACK_MODES),
-    whitelist: stringArray(own(input, 'whitelist'), 'fallback.whitelist', nonEmptyString),
-    blacklist: stringArray(own(input, 'blacklist'), 'fallback.blacklist', nonEmptyString),
-    suspendAfterTimeouts: integer(own(input, 'suspendAfterTimeouts'), 'fallback.suspendAfterTimeouts', 1, Number.MAX_SAFE_INTEGER),
-    suspendMs: duration(own(input, 'suspendMs'), 'fallback.suspendMs', true),
-    maxSkillsPerSession: integer(own(input, 'maxSkillsPerSession'), 'fallback.maxSkillsPerSession', 1, Number.MAX_SAFE_INTEGER),
-    maxSessions: integer(own(input, 'maxSessions'), 'fallback.maxSessions', 0, Number.MAX_SAFE_INTEGER),
-    registryFile: own(input, 'registryFile') === null ? null : matching(own(input, 'registryFile'), 'fallback.registryFile', /^\S.*$/, 'a file path, or null to keep no registry on disk'),
-  };
-}
-
-function validateCommonQuery(value: unknown): Config['commonQuery'] {
-  const input = section(value, 'commonQuery', [
-    'pipelineId', 'gate', 'earlyStart', 'pollWindowMs', 'pollClaimBoundMs', 'collectionInitialMs', 'collectionCeilingMs',
-    'minConfidence', 'fastWinConfidence',
-  ]);
-
-  const gateIn = section(own(input, 'gate'), 'commonQuery.gate', ['enabled', 'minWords', 'vocabulary']);
-  const vocabularyIn = record(own(gateIn, 'vocabulary'), 'commonQuery.gate.vocabulary');
-  const vocabulary = nullProtoRecord(
-    Object.entries(vocabularyIn).map(([language, words]): [string, GateConfig['vocabulary'][string]] => {
-      const key = childKey('commonQuery.gate.vocabulary', language);
-      if (!PRIMARY_SUBTAG.test(language)) {
-        throw new ConfigError(
-          'CONFIG_INVALID',
-          `${key}: vocabulary is keyed by a lower-case primary language subtag such as "en"`,
-          { key },
-        );
-      }
-      const lists = section(words, key, ['question', 'command']);
-      return [
-        language,
-        {
-          question: stringArray(own(lists, 'question'), `${key}.question`, nonEmptyString),
-          command: stringArray(own(lists, 'command'), `${key}.command`, nonEmptyString),
-        },
-      ];
-    }),
-  );
-  const gate: GateConfig = {
-    enabled: boolean(own(gateIn, 'enabled'), 'commonQuery.gate.enabled'),
-    minWords: integer(own(gateIn, 'minWords'), 'commonQuery.gate.minWords', 0, Number.MAX_SAFE_INTEGER),
-    vocabulary,
-  };
-
-  const fastWin = own(input, 'fastWinConfidence');
-  return {
-    pipelineId: matching(
-      own(input, 'pipelineId'),
-      'commonQuery.pipelineId',
-      PIPELINE_ID,
-      'a pipeline_id of [A-Za-z0-9_-] (OVOS-PIPELINE-1)',
-    ),
-    gate,
-    earlyStart: boolean(own(input, 'earlyStart'), 'commonQuery.earlyStart'),
-    pollWindowMs: duration(own(input, 'pollWindowMs'), 'commonQuery.pollWindowMs', true),
-    pollClaimBoundMs: duration(own(input, 'pollClaimBoundMs'), 'commonQuery.pollClaimBoundMs', false),
-    collectionInitialMs: duration(own(input, 'collectionInitialMs'), 'commonQuery.collectionInitialMs', false),
-    collectionCeilingMs: duration(own(input, 'collectionCeilingMs'), 'commonQuery.collectionCeilingMs', true),
-    minConfidence: unitInterval(own(input, 'minConfidence'), 'commonQuery.minConfidence'),
-    fastWinConfidence: fastWin === null ? null : unitInterval(fastWin, 'commonQuery.fastWinConfidence'),
-  };
-}
-
-/** Constraints between fields, checked once every field is known to be well-typed. */
-function checkRelations(config: Config): void {
-  const fail = (key: string, message: string): never => {
-    throw new ConfigError('CONFIG_INVALID', `${key}: ${message}`, { key });
-  };
-  const { bus, orchestrator, fallback, commonQuery: cq } = config;
-
-  if (bus.reconnectInitialMs > bus.reconnectMaxMs) {
-    fail('bus.reconnectInitialMs', `must be ≤ bus.reconnectMaxMs (${bus.reconnectMaxMs}), got ${bus.reconnectInitialMs}`);
-  }
-  if (cq.pollClaimBoundMs > cq.pollWindowMs) {
-    fail('commonQuery.pollClaimBoundMs', `must be ≤ commonQuery.pollWindowMs (${cq.pollWindowMs}), got ${cq.pollClaimBoundMs}`);
-  }
-  if (cq.collectionInitialMs > cq.collectionCeilingMs) {
-    fail(
-      'commonQuery.collectionInitialMs',
-      `must be ≤ commonQuery.collectionCeilingMs (${cq.collectionCeilingMs}), got ${cq.collectionInitialMs}`,
-    );
-  }
-  if (cq.fastWinConfidence !== null && cq.fastWinConfidence < cq.minConfidence) {
-    fail(
-      'commonQuery.fastWinConfidence',
-      `must be null or ≥ commonQuery.minConfidence (${cq.minConfidence}), got ${cq.fastWinConfidence}`,
-    );
-  }
-  // OVOS-COMMON-QUERY-1 §2.1 (bound interaction): a match bound below the contest's worst case skips the stage
-  // mid-contest. The worst case is the whole poll window followed by the whole collection window.
-  const contestMs = cq.pollWindowMs + cq.collectionCeilingMs;
-  if (orchestrator.matchTimeoutMs < contestMs) {
-    fail(
-      'orchestrator.matchTimeoutMs',
-      `must be ≥ commonQuery.pollWindowMs + commonQuery.collectionCeilingMs = ${contestMs}, got ` +
-        `${orchestrator.matchTimeoutMs}; a shorter match bound would skip the common query stage mid-contest ` +
-        '(OVOS-COMMON-QUERY-1 §2.1)',
-    );
-  }
-  if (Object.hasOwn(fallback.stages, cq.pipelineId)) {
-    fail(
-      childKey('fallback.stages', cq.pipelineId),
-      `a fallback stage may not share commonQuery.pipelineId ("${cq.pipelineId}")`,
-    );
-  }
+  const result = ConfigSchema.safeParse(value);
+  if (result.success) return freezeConfig(result.data);
+  const { issues } = result.error;
+  const first = issues.find((issue) => issue.code === 'unrecognized_keys') ?? issues[0];
+  throw first === undefined ? new ConfigError('CONFIG_INVALID', 'config: invalid') : configErrorOf(first);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -571,7 +204,6 @@ export function configWarnings(config: Config): ConfigWarning[] {
   }
   return warnings;
 }
-
 // ---------------------------------------------------------------------------------------------------------------
 // mergeConfig
 
@@ -601,28 +233,30 @@ function mergeValue(base: unknown, override: unknown, path: string): unknown {
  */
 export function mergeConfig(base: Config, override: unknown, origin: string): unknown {
   if (!isPlainObject(override)) {
-    throw new ConfigError('CONFIG_INVALID', `${origin}: expected an object of config keys, got ${describe(override)}`);
+    throw new ConfigError('CONFIG_INVALID', `${origin}: expected an object of config keys, got ${describeValue(override)}`);
   }
   return mergeValue(base, override, '');
 }
-
 // ---------------------------------------------------------------------------------------------------------------
 // Command line and environment
 
+/** A flag (and environment variable) that takes the key's value. */
 interface ValueOption {
   readonly kind: 'value';
-  readonly flag: string;
-  readonly env: string;
   readonly key: string;
-  readonly meta: string;
+  readonly flag: `--${string}`;
+  readonly arg: string;
+  readonly env: string;
+  /** Flag and env values are strings; a numeric key takes a number when the string is one. */
   readonly numeric: boolean;
   readonly help: string;
 }
 
+/** A flag that sets the key to a fixed value. */
 interface SwitchOption {
   readonly kind: 'switch';
-  readonly flag: string;
   readonly key: string;
+  readonly flag: `--${string}`;
   readonly value: boolean | null;
   readonly help: string;
 }
@@ -633,26 +267,32 @@ const MYCROFT_FLAG = '--mycroft-conf';
 const NO_MYCROFT_FLAG = '--no-mycroft-conf';
 const MYCROFT_ENV = 'OVOS_CONTESTS_MYCROFT_CONF';
 
-const OPTIONS: readonly (ValueOption | SwitchOption)[] = [
-  { kind: 'value', flag: '--host', env: 'OVOS_CONTESTS_HOST', key: 'bus.host', meta: 'HOST', numeric: false, help: 'bind address of the embedded bus server' },
-  { kind: 'value', flag: '--port', env: 'OVOS_CONTESTS_PORT', key: 'bus.port', meta: 'PORT', numeric: true, help: 'port of the embedded bus server (0 = any free port)' },
-  { kind: 'value', flag: '--route', env: 'OVOS_CONTESTS_ROUTE', key: 'bus.route', meta: 'PATH', numeric: false, help: 'websocket route of the bus' },
-  { kind: 'value', flag: '--bus', env: 'OVOS_CONTESTS_BUS', key: 'bus.url', meta: 'URL', numeric: false, help: 'connect to this existing OVOS messagebus (ws:// or wss://) instead of serving one' },
-  { kind: 'value', flag: '--log-level', env: 'OVOS_CONTESTS_LOG_LEVEL', key: 'log.level', meta: 'LEVEL', numeric: false, help: `one of ${LOG_LEVELS.join(', ')}` },
-  { kind: 'value', flag: '--lang', env: 'OVOS_CONTESTS_LANG', key: 'lang', meta: 'TAG', numeric: false, help: 'deployment default language (BCP 47)' },
-  { kind: 'switch', flag: '--example-skills', key: 'exampleSkills', value: true, help: 'start the bundled example skills' },
-  { kind: 'switch', flag: '--no-example-skills', key: 'exampleSkills', value: false, help: 'do not start the bundled example skills' },
-  { kind: 'value', flag: '--registry-file', env: 'OVOS_CONTESTS_REGISTRY_FILE', key: 'fallback.registryFile', meta: 'FILE', numeric: false, help: 'keep fallback registrations across restarts in FILE ($STATE/ = $XDG_STATE_HOME/ovos-contests/)' },
-  { kind: 'switch', flag: '--no-registry-file', key: 'fallback.registryFile', value: null, help: 'keep no registrations on disk (a restart forgets skills that do not register again)' },
-  { kind: 'value', flag: '--metrics-port', env: 'OVOS_CONTESTS_METRICS_PORT', key: 'metrics.port', meta: 'PORT', numeric: true, help: 'serve Prometheus metrics at http://127.0.0.1:PORT/metrics (0 = any free port)' },
-  { kind: 'value', flag: '--inspector-port', env: 'OVOS_CONTESTS_INSPECTOR_PORT', key: 'inspector.port', meta: 'PORT', numeric: true, help: 'port of the live inspector page on 127.0.0.1 (0 = any free port)' },
-  { kind: 'switch', flag: '--inspector', key: 'inspector.enabled', value: true, help: 'serve the live inspector page' },
-  { kind: 'switch', flag: '--no-inspector', key: 'inspector.enabled', value: false, help: 'do not serve the live inspector page' },
-];
+/** Whether a key takes a number (a port): then a flag or env value that reads as one is given as one. */
+function acceptsNumbers(schema: z.ZodType): boolean {
+  let node = schema;
+  while (node instanceof z.ZodDefault || node instanceof z.ZodNullable) node = node.unwrap() as z.ZodType;
+  return node instanceof z.ZodNumber;
+}
 
-const KNOWN_FLAGS = [CONFIG_FLAG, MYCROFT_FLAG, NO_MYCROFT_FLAG, ...OPTIONS.map((option) => option.flag), '--help'];
+/** The flags, from the schema's metadata (schema.ts), in declaration order. */
+const OPTIONS: readonly (ValueOption | SwitchOption)[] = CONFIG_KEYS.flatMap(({ key, description, meta, schema }) => [
+  ...(meta?.flag === undefined
+    ? []
+    : [{ kind: 'value', key, flag: meta.flag.name, arg: meta.flag.arg, env: meta.flag.env, numeric: acceptsNumbers(schema), help: description } as const]),
+  ...(meta?.switches ?? []).map((option) => ({ kind: 'switch', key, ...option }) as const),
+]);
 
-/** Flag and env values are strings; a numeric key takes a number when the string is one. */
+/** The `parseArgs` table: our own flags, then the schema's. */
+const PARSE_OPTIONS = {
+  [CONFIG_FLAG.slice(2)]: { type: 'string' },
+  [MYCROFT_FLAG.slice(2)]: { type: 'string' },
+  [NO_MYCROFT_FLAG.slice(2)]: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  ...Object.fromEntries(OPTIONS.map((option) => [option.flag.slice(2), { type: option.kind === 'value' ? 'string' : 'boolean' }])),
+} satisfies Record<string, { type: 'string' | 'boolean'; short?: string }>;
+
+const KNOWN_FLAGS = Object.keys(PARSE_OPTIONS).map((name) => `--${name}`);
+
 function coerce(option: ValueOption, raw: string): unknown {
   if (!option.numeric) return raw;
   const trimmed = raw.trim();
@@ -676,7 +316,7 @@ function setPath(target: Record<string, unknown>, dotted: string, value: unknown
   node[last] = value;
 }
 
-/** One layer built from env vars or flags, with the source of each key for error messages. */
+/** One layer built from env vars or flags, with the source of each key for error messages (`command line: --port`). */
 interface Layer {
   readonly override: Record<string, unknown>;
   readonly origins: Map<string, string>;
@@ -698,62 +338,48 @@ interface ParsedArgv {
   readonly noMycroft: boolean;
 }
 
+/**
+ * `node:util` parseArgs, then strict mode's checks made here, on its tokens and in order, so that each error can
+ * name the config key (its own errors cannot): an unknown flag (with the nearest known one), a positional argument,
+ * a value-taking flag with no value (the next argument is a flag: `--host --port 1`), a switch given a value. The
+ * last of a repeated flag wins. `-h`/`--help` are the caller's to act on: tolerated.
+ */
 function parseArgv(argv: readonly string[]): ParsedArgv {
+  const { tokens } = parseArgs({ args: [...argv], options: PARSE_OPTIONS, strict: false, allowPositionals: true, tokens: true });
   const flags = emptyLayer();
   let configFile: string | undefined;
   let mycroftFile: string | undefined;
   let noMycroft = false;
 
-  for (let i = 0; i < argv.length; i += 1) {
-    const arg = argv[i] ?? '';
-    // --help is the caller's to act on; tolerated here so the caller may check before or after loading.
-    if (arg === '--help' || arg === '-h') continue;
-    if (!arg.startsWith('--')) {
+  for (const token of tokens) {
+    if (token.kind !== 'option') {
+      const arg = token.kind === 'positional' ? token.value : '--';
       throw new ConfigError('CONFIG_UNKNOWN_FLAG', `unexpected argument ${JSON.stringify(arg)} (see --help)`);
     }
-    const eq = arg.indexOf('=');
-    const flag = eq === -1 ? arg : arg.slice(0, eq);
-    const inline = eq === -1 ? undefined : arg.slice(eq + 1);
-
-    const takeValue = (key: string | undefined, meta: string): string => {
-      if (inline !== undefined) return inline;
-      const next = argv[i + 1];
-      if (next === undefined || next.startsWith('--')) {
-        const prefix = key === undefined ? flag : `${key}: ${flag}`;
-        throw new ConfigError('CONFIG_INVALID', `${prefix} expects a value (${meta})`, key === undefined ? {} : { key });
-      }
-      i += 1;
-      return next;
-    };
-
-    if (flag === CONFIG_FLAG) {
-      configFile = takeValue(undefined, 'FILE');
-      if (configFile === '') throw new ConfigError('CONFIG_INVALID', `${CONFIG_FLAG} expects a file path`);
-      continue;
-    }
-    if (flag === MYCROFT_FLAG) {
-      mycroftFile = takeValue(undefined, 'FILE');
-      if (mycroftFile === '') throw new ConfigError('CONFIG_INVALID', `${MYCROFT_FLAG} expects a file path`);
-      continue;
-    }
-    if (flag === NO_MYCROFT_FLAG) {
-      if (inline !== undefined) throw new ConfigError('CONFIG_INVALID', `${NO_MYCROFT_FLAG} takes no value`);
-      noMycroft = true;
-      continue;
+    const flag = token.rawName;
+    if (!Object.hasOwn(PARSE_OPTIONS, token.name)) {
+      const hint = didYouMean(flag, KNOWN_FLAGS);
+      throw new ConfigError('CONFIG_UNKNOWN_FLAG', `unknown flag ${flag}${hint === undefined ? '' : ` (did you mean ${hint}?)`}`);
     }
     const option = OPTIONS.find((candidate) => candidate.flag === flag);
-    if (option === undefined) {
-      const hint = didYouMean(flag, KNOWN_FLAGS);
-      const suggestion = hint === undefined ? '' : ` (did you mean ${hint}?)`;
-      throw new ConfigError('CONFIG_UNKNOWN_FLAG', `unknown flag ${flag}${suggestion}`);
+    const key = option === undefined ? {} : { key: option.key };
+    if (PARSE_OPTIONS[token.name]?.type === 'boolean') {
+      if (token.value !== undefined) throw new ConfigError('CONFIG_INVALID', `${flag} takes no value`, key);
+    } else if (token.value === undefined || (!token.inlineValue && token.value.startsWith('--'))) {
+      throw new ConfigError('CONFIG_INVALID', `${flag} expects a value (${option?.kind === 'value' ? option.arg : 'FILE'})`, key);
     }
-    if (option.kind === 'switch') {
-      if (inline !== undefined) {
-        throw new ConfigError('CONFIG_INVALID', `${option.key}: ${flag} takes no value`, { key: option.key });
-      }
-      put(flags, option.key, option.value, flag);
-    } else {
-      put(flags, option.key, coerce(option, takeValue(option.key, option.meta)), flag);
+    const value = token.value ?? '';
+
+    if (flag === CONFIG_FLAG || flag === MYCROFT_FLAG) {
+      if (value === '') throw new ConfigError('CONFIG_INVALID', `${flag} expects a file path`);
+      if (flag === CONFIG_FLAG) configFile = value;
+      else mycroftFile = value;
+    } else if (flag === NO_MYCROFT_FLAG) {
+      noMycroft = true;
+    } else if (option?.kind === 'switch') {
+      put(flags, option.key, option.value, `command line: ${flag}`);
+    } else if (option?.kind === 'value') {
+      put(flags, option.key, coerce(option, value), `command line: ${flag}`);
     }
   }
   if (noMycroft && mycroftFile !== undefined) {
@@ -773,7 +399,7 @@ function envLayer(env: Readonly<Record<string, string | undefined>>): Layer {
     if (option.kind !== 'value') continue;
     const raw = env[option.env];
     // An empty variable counts as unset (the shell idiom `VAR= cmd`).
-    if (raw !== undefined && raw !== '') put(layer, option.key, coerce(option, raw), option.env);
+    if (raw !== undefined && raw !== '') put(layer, option.key, coerce(option, raw), `environment: ${option.env}`);
   }
   return layer;
 }
@@ -786,12 +412,17 @@ function readConfigFile(path: string, readFile: (path: string) => string): unkno
     const reason = error instanceof Error ? error.message : String(error);
     throw new ConfigError('CONFIG_FILE_UNREADABLE', `config file ${path}: cannot read it (${reason})`, { cause: error });
   }
+  let data: unknown;
   try {
-    return JSON.parse(text.replace(/^\uFEFF/, '')) as unknown;
+    data = JSON.parse(text.replace(/^\uFEFF/, '')) as unknown;
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     throw new ConfigError('CONFIG_FILE_NOT_JSON', `config file ${path}: not valid JSON (${reason})`, { cause: error });
   }
+  // `"$schema": ".../config.schema.json"` names the file's JSON Schema for an editor; it is no config key.
+  if (!isPlainObject(data) || !Object.hasOwn(data, '$schema')) return data;
+  const { $schema: _schema, ...keys } = data;
+  return keys;
 }
 
 /** `fallback.priorities["a.skill"]` → `fallback.priorities`, `pipeline[2]` → `pipeline`, `bus.port` → `bus`. */
@@ -970,32 +601,27 @@ export function describeMycroftReport(report: MycroftReport): {
 }
 
 /** Usage text: flags, environment variables and their defaults. */
+/** The default of a dotted key (no brackets: the keys with flags are plain). */
+function defaultOf(key: string): unknown {
+  let node: unknown = DEFAULT_CONFIG;
+  for (const part of key.split('.')) node = isPlainObject(node) ? node[part] : undefined;
+  return node;
+}
+
+/** Usage text: flags, environment variables and their defaults, from the schema. */
 export function configHelp(): string {
-  const defaults = new Map<string, unknown>([
-    ['bus.host', DEFAULT_CONFIG.bus.host],
-    ['bus.port', DEFAULT_CONFIG.bus.port],
-    ['bus.route', DEFAULT_CONFIG.bus.route],
-    ['bus.url', DEFAULT_CONFIG.bus.url],
-    ['log.level', DEFAULT_CONFIG.log.level],
-    ['lang', DEFAULT_CONFIG.lang],
-    ['exampleSkills', DEFAULT_CONFIG.exampleSkills],
-    ['inspector.port', DEFAULT_CONFIG.inspector.port],
-    ['metrics.port', DEFAULT_CONFIG.metrics.port],
-    ['fallback.registryFile', DEFAULT_CONFIG.fallback.registryFile],
-    ['inspector.enabled', DEFAULT_CONFIG.inspector.enabled],
-  ]);
   const rows: [string, string][] = [
     [`${CONFIG_FLAG} FILE`, `JSON file of config keys, layered over the defaults and mycroft.conf (env ${CONFIG_ENV})`],
     [`${MYCROFT_FLAG} FILE`, `read this mycroft.conf instead of looking where ovos-config does (env ${MYCROFT_ENV})`],
     [NO_MYCROFT_FLAG, 'read no mycroft.conf at all'],
   ];
   for (const option of OPTIONS) {
+    const fallback = defaultOf(option.key);
     if (option.kind === 'value') {
-      const fallback = defaults.get(option.key);
       const shown = fallback === null ? 'none' : String(fallback);
-      rows.push([`${option.flag} ${option.meta}`, `${option.help}; ${option.key}, default ${shown} (env ${option.env})`]);
+      rows.push([`${option.flag} ${option.arg}`, `${option.help}; ${option.key}, default ${shown} (env ${option.env})`]);
     } else {
-      rows.push([option.flag, `${option.help}${option.value === defaults.get(option.key) ? ' (default)' : ''}`]);
+      rows.push([option.flag, `${option.help}${option.value === fallback ? ' (default)' : ''}`]);
     }
   }
   rows.push(['-h, --help', 'show this help']);
@@ -1010,6 +636,7 @@ export function configHelp(): string {
     '',
     'Every other key (timeouts, fallback stages, common query thresholds) is set in the config file, e.g.',
     '  { "commonQuery": { "minConfidence": 0.6 }, "fallback": { "stages": { "fallback_low": [75, 100] } } }',
+    'Its JSON Schema, for editors: src/config/config.schema.json in the package (ovos-contests/config.schema.json).',
     '',
   ].join('\n');
 }

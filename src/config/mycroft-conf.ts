@@ -531,7 +531,7 @@ export function mycroftLayer(files: readonly MycroftConfText[], base: Config = D
   };
   const fail = (ours: string, mycroftKey: string, expected: string, got: unknown): never => {
     const where = filesOf(mycroftKey.split('.')).join(', ');
-    throw new ConfigError('CONFIG_INVALID', `${ours}: mycroft.conf ${where}: ${mycroftKey}: expected ${expected}, got ${describe(got)}`, { key: ours });
+    throw new ConfigError('CONFIG_INVALID', `mycroft.conf ${where}: ${mycroftKey}: expected ${expected}, got ${describe(got)}`, { key: ours });
   };
 
   // Keys taken as they are; a `null` is an unset key (ovos reads it through `.get(key) or default`).

@@ -5,7 +5,7 @@
  */
 import { homedir } from 'node:os';
 
-import { ConfigError, configHelp, describeMycroftReport, loadConfig } from '../config/config.js';
+import { ConfigError, configHelp, describeMycroftReport, formatConfigError, loadConfig } from '../config/config.js';
 import { createLogger } from '../log/logger.js';
 import { startDaemon } from './daemon.js';
 import { isMain } from '../cli/entry.js';
@@ -22,9 +22,8 @@ export async function runDaemon(argv: readonly string[], helpPrefix = ''): Promi
     loaded = loadConfig({ argv, env: process.env, mycroftDiscovery: { home: homedir() } });
   } catch (error) {
     if (error instanceof ConfigError) {
-      // The message names the key itself when it starts with it: say it once.
-      const named = error.key === undefined || error.message.startsWith(error.key);
-      process.stderr.write(`config error (${error.code}${named ? '' : `, ${error.key}`}): ${error.message}\n`);
+      // `config error (CONFIG_INVALID): bus.port: expected …`: the key once (the message never repeats it).
+      process.stderr.write(`config error (${error.code}): ${formatConfigError(error)}\n`);
       process.exit(2);
     }
     throw error;

@@ -40,11 +40,16 @@ afterAll(() => {
 });
 
 describe('the npm package', () => {
-  it('carries the build, the page and the diagrams — no tests, no sources but the page', async () => {
+  it('carries the build, the page, the config JSON Schema and the diagrams — no tests, no sources but the page', async () => {
     const { stdout } = await run('tar', ['-tzf', tarball]);
     const files = stdout.split('\n').filter(Boolean).map((f) => f.replace(/^package\//, ''));
     expect(files.filter((f) => f.startsWith('test/') || f.startsWith('dist/test/') || f.includes('.test.'))).toEqual([]);
-    expect(files.filter((f) => f.startsWith('src/')).sort()).toEqual(['src/inspect/page/app.js', 'src/inspect/page/index.html', 'src/inspect/page/style.css']);
+    expect(files.filter((f) => f.startsWith('src/')).sort()).toEqual([
+      'src/config/config.schema.json',
+      'src/inspect/page/app.js',
+      'src/inspect/page/index.html',
+      'src/inspect/page/style.css',
+    ]);
     for (const f of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/skills/index.d.ts', 'dist/src/testing/index.d.ts', 'dist/src/cli/ovos-contests.js', 'dist/src/cli/say.js', 'visualizations/fallback.machine.svg']) {
       expect(files).toContain(f);
     }
@@ -56,11 +61,12 @@ describe('the npm package', () => {
       "import * as skill from 'ovos-contests/skill';",
       "import * as testing from 'ovos-contests/testing';",
       "const pkg = (await import('ovos-contests/package.json', { with: { type: 'json' } })).default;",
-      'console.log(JSON.stringify({ main: typeof main.createContestSystem, daemon: typeof main.startDaemon, skill: typeof skill.runFallbackSkill, connect: typeof skill.connectSkill, testing: typeof testing.runTimingSuite, version: pkg.version }));',
+      "const schema = (await import('ovos-contests/config.schema.json', { with: { type: 'json' } })).default;",
+      'console.log(JSON.stringify({ main: typeof main.createContestSystem, daemon: typeof main.startDaemon, skill: typeof skill.runFallbackSkill, connect: typeof skill.connectSkill, testing: typeof testing.runTimingSuite, version: pkg.version, schema: Object.keys(schema.properties).includes(\'bus\') }));',
     ].join('\n');
     writeFileSync(join(consumer, 'check.mjs'), script);
     const { stdout } = await run(process.execPath, ['check.mjs'], { cwd: consumer });
-    expect(JSON.parse(stdout)).toEqual({ main: 'function', daemon: 'function', skill: 'function', connect: 'function', testing: 'function', version: expect.any(String) });
+    expect(JSON.parse(stdout)).toEqual({ main: 'function', daemon: 'function', skill: 'function', connect: 'function', testing: 'function', version: expect.any(String), schema: true });
 
     writeFileSync(
       join(consumer, 'consumer.ts'),
