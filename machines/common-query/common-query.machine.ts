@@ -26,15 +26,18 @@
  * if every claimant has then answered, or one answer is a fast win, the contest ends as the poll closes.
  *
  * Collection (§7): `sendRequests` asks every claimant (but the unasked) in parallel. §7.2 sizes the *initial* window from the
- * claimants' `latency_ms` (`collectionWindow`: the largest, a claimant without one counting as the fixed initial
- * window, clamped to the ceiling); a claimant is treated as declining only when it has not answered by the
- * ceiling. So the window closes at the first of:
+ * claimants' `latency_ms` (`collectionWindow`: the largest `latency_ms` + `collectionAllowanceMs` — the skill's own
+ * time plus the bus between it and us —, a claimant without one counting as the fixed initial window, clamped to
+ * the ceiling); a claimant is treated as declining only when it has not answered by the ceiling. So the window
+ * closes at the first of:
  *  - every claimant has responded (a response without `answer` counts) or is gone — `all_answered`;
  *  - a fast win under the live policy (§8 step 3) — `fast_win`;
  *  - the initial window has passed and a surviving answer (§8 steps 1–2 under the live policy) is in hand —
  *    at the window's end if one is already there, else the moment the first one arrives — `window`;
  *  - the hard ceiling `collectionCeiling` (Appendix A 5 s) — `ceiling`.
- * An answer arriving before the ceiling is therefore never lost while no other surviving answer is in hand.
+ * An answer arriving before the ceiling is therefore never lost while no other surviving answer is in hand, and
+ * claimants that all answer within their declared latency (give or take the allowance) are all heard: the first of
+ * three skills declaring `latency_ms: 0` does not close the window on the other two, 1 ms behind it.
  *
  * Survival and fast win are judged against the LIVE session only (§5.1): once `match` has joined with its policy.
  * Before that (early start) collection keeps going, so an upstream stage that blacklists a skill still takes effect.
@@ -55,6 +58,11 @@ export interface CommonQueryInput {
   /** Early close with no one known outstanding: the pong bound plus a transport allowance (≤ pollWindowMs). */
   readonly pollClaimBoundMs: number;
   readonly collectionInitialMs: number;
+  /**
+   * Added to a claimant's declared `latency_ms`: its answer reaches the plugin a bus round trip (and, under load, an
+   * event-loop turn or two) after the skill has produced it in `latency_ms`.
+   */
+  readonly collectionAllowanceMs: number;
   readonly collectionCeilingMs: number;
   /** The roster when the contest started: every skill known to take part in common query. */
   readonly knownSkills: readonly string[];
@@ -109,10 +117,19 @@ export interface CommonQueryOutput {
   readonly closedBy: ClosedBy;
 }
 
-/** §7.2: the initial window — the largest claimant estimate (missing → the fixed initial window), in [0, ceiling]. */
-export function collectionWindowMs(context: Pick<CommonQueryContext, 'claimants' | 'collectionInitialMs' | 'collectionCeilingMs'>): number {
+/**
+ * §7.2: the initial window — the largest claimant estimate, in [0, ceiling]. A claimant's estimate is its declared
+ * `latency_ms` (the skill's own time to produce the answer, §6.2) plus the transport allowance, since the plugin sees
+ * the answer only after the bus has carried request and response; a claimant without one counts as the fixed
+ * initial window.
+ */
+export function collectionWindowMs(
+  context: Pick<CommonQueryContext, 'claimants' | 'collectionInitialMs' | 'collectionAllowanceMs' | 'collectionCeilingMs'>,
+): number {
   let window = 0;
-  for (const claimant of context.claimants) window = Math.max(window, claimant.latency_ms ?? context.collectionInitialMs);
+  for (const claimant of context.claimants) {
+    window = Math.max(window, claimant.latency_ms === undefined ? context.collectionInitialMs : claimant.latency_ms + context.collectionAllowanceMs);
+  }
   return Math.min(Math.max(window, 0), context.collectionCeilingMs);
 }
 

@@ -177,7 +177,8 @@ function commonQueryContest(config: Config, c0: number, join: number, skills: re
   }
   const P = closeAt;
   let window = 0;
-  for (const c of claims) window = Math.max(window, c.latencyMs ?? cq.collectionInitialMs);
+  // §7.2: a declared latency_ms is the skill's own time; the answer reaches the plugin the transport allowance later.
+  for (const c of claims) window = Math.max(window, c.latencyMs === undefined ? cq.collectionInitialMs : c.latencyMs + cq.collectionAllowanceMs);
   const windowEnd = P + Math.min(Math.max(window, 0), cq.collectionCeilingMs);
   const hardEnd = P + cq.collectionCeilingMs;
   trail.push(`collection: requests at ${P} ms; initial window ends ${windowEnd} ms, ceiling ${hardEnd} ms (§7.2)`);

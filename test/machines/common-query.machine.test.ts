@@ -67,6 +67,8 @@ function contest(overrides: Partial<CommonQueryInput> = {}) {
     pollWindowMs: POLL,
     pollClaimBoundMs: CLAIM,
     collectionInitialMs: INITIAL,
+    // The transport allowance is 0 here unless a test is about it (the describe block of its own below).
+    collectionAllowanceMs: 0,
     collectionCeilingMs: CEILING,
     knownSkills: [],
     answeringSkills: [],
@@ -414,8 +416,16 @@ describe('OVOS-COMMON-QUERY-1 §6.2 claims', () => {
 });
 
 describe('OVOS-COMMON-QUERY-1 §7.2 collectionWindowMs()', () => {
-  const window = (claimants: Claimant[], initial = INITIAL, ceiling = CEILING): number =>
-    collectionWindowMs({ claimants, collectionInitialMs: initial, collectionCeilingMs: ceiling });
+  const window = (claimants: Claimant[], initial = INITIAL, ceiling = CEILING, allowance = 0): number =>
+    collectionWindowMs({ claimants, collectionInitialMs: initial, collectionAllowanceMs: allowance, collectionCeilingMs: ceiling });
+
+  it('§7.2 + transport allowance: a declared latency_ms counts with the allowance added; the fixed initial window does not', () => {
+    expect(window([{ skill_id: 'a', latency_ms: 0 }], INITIAL, CEILING, 50)).toBe(50);
+    expect(window([{ skill_id: 'a', latency_ms: 200 }, { skill_id: 'b', latency_ms: 800 }], INITIAL, CEILING, 50)).toBe(850);
+    expect(window([{ skill_id: 'a', latency_ms: 200 }, { skill_id: 'b' }], INITIAL, CEILING, 50)).toBe(INITIAL);
+    expect(window([{ skill_id: 'a', latency_ms: 2_990 }, { skill_id: 'b' }], INITIAL, CEILING, 50)).toBe(3_040);
+    expect(window([{ skill_id: 'a', latency_ms: CEILING - 10 }], INITIAL, CEILING, 50)).toBe(CEILING);
+  });
 
   it('§7.2: the initial window is the maximum latency_ms across claimants', () => {
     expect(window([{ skill_id: 'a', latency_ms: 200 }, { skill_id: 'b', latency_ms: 800 }])).toBe(800);
@@ -552,6 +562,61 @@ describe('OVOS-COMMON-QUERY-1 §7.2 initial window: a surviving answer in hand c
     expect(c.output()?.claimants.map((x) => x.skill_id)).toEqual(['a', 'b']);
     expect(c.output()?.responses.map((r) => r.skill_id)).toEqual(['a']);
     expect(c.clock.pending).toBe(0);
+  });
+});
+
+describe('OVOS-COMMON-QUERY-1 §7.2 + transport allowance: claimants answering within their declared latency are all heard', () => {
+  const ALLOWANCE = 50; // the config default (commonQuery.collectionAllowanceMs)
+
+  it('§7.2: three claimants declaring latency_ms 0 answering 1, 2 and 3 ms after the request — all three collected (all_answered at 3 ms), not the first alone', () => {
+    const c = contest({ collectionAllowanceMs: ALLOWANCE });
+    const tc = claimAndClose(c, [['cq-1', 0], ['cq-2', 0], ['cq-3', 0]]);
+    c.at(tc + 1);
+    c.respond('cq-1', 'weak', 0.6);
+    c.at(tc + 2);
+    c.respond('cq-2', 'better', 0.7);
+    expect(c.done()).toBe(false);
+    c.at(tc + 3);
+    c.respond('cq-3', 'best', 0.8);
+    expect(c.doneAt()).toBe(tc + 3);
+    expect(c.output()?.closedBy).toBe('all_answered');
+    expect(c.output()?.responses.map((r) => r.skill_id)).toEqual(['cq-1', 'cq-2', 'cq-3']);
+  });
+
+  it('§7.2 boundary latency_ms + allowance − 1: a second answer 49 ms after the request (declared 0) is collected', () => {
+    const c = contest({ collectionAllowanceMs: ALLOWANCE });
+    const tc = claimAndClose(c, [['fast', 0], ['slower', 0], ['silent', 0]]);
+    c.at(tc + 1);
+    c.respond('fast', 'weak', 0.6);
+    c.at(tc + ALLOWANCE - 1);
+    expect(c.done()).toBe(false);
+    c.respond('slower', 'best', 0.8);
+    expect(c.done()).toBe(false); // `silent` is still within its declared latency + allowance
+    c.at(tc + ALLOWANCE);
+    expect(c.doneAt()).toBe(tc + ALLOWANCE);
+    expect(c.output()?.closedBy).toBe('window');
+    expect(c.output()?.responses.map((r) => r.skill_id)).toEqual(['fast', 'slower']);
+  });
+
+  it('§7.2 boundary latency_ms + allowance: with a survivor in hand the window closes at exactly 50 ms; an answer then is too late', () => {
+    const c = contest({ collectionAllowanceMs: ALLOWANCE });
+    const tc = claimAndClose(c, [['fast', 0], ['late', 0]]);
+    c.at(tc + 1);
+    c.respond('fast', 'weak', 0.6);
+    c.at(tc + ALLOWANCE);
+    expect(c.doneAt()).toBe(tc + ALLOWANCE);
+    expect(c.output()?.responses.map((r) => r.skill_id)).toEqual(['fast']);
+  });
+
+  it('§7.2 boundary latency_ms + allowance + 1: with nothing in hand at 50 ms, the first survivor after it closes the window at once', () => {
+    const c = contest({ collectionAllowanceMs: ALLOWANCE });
+    const tc = claimAndClose(c, [['a', 20], ['b', 20]]);
+    c.at(tc + 20 + ALLOWANCE);
+    expect(c.done()).toBe(false);
+    c.at(tc + 20 + ALLOWANCE + 1);
+    c.respond('b', 'Paris', 0.7);
+    expect(c.doneAt()).toBe(tc + 20 + ALLOWANCE + 1);
+    expect(c.output()?.closedBy).toBe('window');
   });
 });
 

@@ -11,8 +11,9 @@
  *    machines/common-query/common-query.machine.ts (the choices the spec leaves open) — never from the code. It is an
  *    XState machine without `after` (createTestModel rejects it, ENGINEERING-NOTES "Time in tests"): time is an
  *    explicit TICK event that moves the clock to the next boundary value (T−1, T, T+1) of: the claim bound (125 ms),
- *    the poll ceiling (500 ms), the initial collection window (the declared latency_ms — a model PARAMETER the real
- *    reply time may exceed: 0, 20, 3000 when omitted) and the collection ceiling (5000 ms after the requests).
+ *    the poll ceiling (500 ms), the initial collection window (the declared latency_ms + the 50 ms transport
+ *    allowance — latency_ms a model PARAMETER the real reply time may exceed: 0, 20; 3000 when omitted) and the
+ *    collection ceiling (5000 ms after the requests).
  *    The model's state is abstract: phase (idle / polling / collecting / decided), what each skill said (pong, reply,
  *    connection), the time as one of those boundary values, and the outcome the RULES give (who wins, or None →
  *    the catch-all fallback speaks).
@@ -41,7 +42,8 @@
  *  gone — a closed connection takes its skills off the roster; a running contest stops waiting for them: heard from
  *       in the poll (rules 1 and 2 re-checked at once), declining in collection (§7.2, checked at once).
  *  §7.1 requests to every claimant at the instant the poll closes, in claim order.
- *  §7.2 initial window W = the largest claimant latency_ms (omitted → 3000), clamped to the ceiling. The collection
+ *  §7.2 initial window W = the largest claimant latency_ms + 50 ms for the bus between skill and plugin (omitted →
+ *       3000), clamped to the ceiling. The collection
  *       closes at the first of: every claimant responded or is gone (a response without answer counts); a fast win
  *       (§8 step 3: conf ≥ 0.9 and ≥ min); W has passed and a surviving answer (§8 steps 1–2: answer with conf ≥ 0.5)
  *       is in hand — at W if one is already there, else when the first arrives; the ceiling, 5000 ms after the
@@ -55,17 +57,17 @@
  *
  * PARAMETER SETS (describe blocks) and the paths each model generates (shortest paths to every model state, each
  * extended by TICKs until the model has decided, duplicates removed; counted by the first test of each block):
- *   (a) one skill, fresh roster, latency_ms 0 ................................................ 29 paths
+ *   (a) one skill, fresh roster, latency_ms 0 ................................................ 45 paths
  *       one skill, fresh roster, latency_ms 20 ............................................... 45 paths
- *   (b) two skills, the second answers later with higher conf or never; latency_ms 0 + 20 ..... 168 paths
+ *   (b) two skills, the second answers later with higher conf or never; latency_ms 0 + 20 ..... 176 paths
  *       latency_ms 20 + omitted (initial window 3000) ....................................... 176 paths
  *   (c) roster learnt by a warm-up question; a skill that sends can_answer:false ............. 1352 paths
  *       (responses only at the instant of the request: collection timing is (a) and (b)'s subject)
  *   (d) the same text asked twice in one session, early start behind fallback_high holding its pong
  *       200 ms .................................................................................. 10 paths
  *       100 ms .................................................................................. 10 paths
- *   (e) a skill on its own connection that closes at any point ................................ 972 paths
- * Total 2762 paths; the file runs in about 25 s on 2 cores (npx vitest run test/model/common-query.system.model.test.ts).
+ *   (e) a skill on its own connection that closes at any point ................................ 992 paths
+ * Total 2806 paths; the file runs in about 25 s on 2 cores (npx vitest run test/model/common-query.system.model.test.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { assign, setup, transition, type AnyMachineSnapshot, type AnyStateMachine, type EventObject, type MachineContext } from 'xstate';
@@ -80,6 +82,7 @@ import { driveClock, holdingFallbackSkill, puppetCqSkill, wireLog, type ClockDri
 const CLAIM_BOUND = 125; // Appendix A pong bound 100 ms + transport allowance (config pollClaimBoundMs)
 const POLL_CEILING = 500; // Appendix A poll-window ceiling
 const INITIAL_WINDOW = 3_000; // Appendix A collection-window initial (no latency_ms)
+const ALLOWANCE = 50; // transport allowance added to a declared latency_ms (config collectionAllowanceMs)
 const CEILING = 5_000; // Appendix A collection-window ceiling
 const MIN_CONF = 0.5; // Appendix A minimum self-confidence
 const FAST_WIN = 0.9; // Appendix A fast-win threshold
@@ -194,10 +197,13 @@ const rule1 = (c: Ctx): boolean => c.claimants.length > 0 && c.known.length > 0 
 /** §6.3 rule 2, past the claim bound: nobody known to answer every poll is outstanding. */
 const rule2 = (c: Ctx): boolean => c.now >= CLAIM_BOUND && c.answering.every(heard(c));
 
-/** §7.2: the largest claimant latency_ms (omitted → the fixed initial window), clamped to the ceiling. */
+/** §7.2: the largest claimant latency_ms + the transport allowance (omitted → the fixed initial window), clamped to the ceiling. */
 function windowMs(spec: ModelSpec, c: Ctx): number {
   let window = 0;
-  for (const skill of c.claimants) window = Math.max(window, spec.skills.find((s) => s.id === skill)?.latencyMs ?? INITIAL_WINDOW);
+  for (const skill of c.claimants) {
+    const declared = spec.skills.find((s) => s.id === skill)?.latencyMs;
+    window = Math.max(window, declared === undefined ? INITIAL_WINDOW : declared + ALLOWANCE);
+  }
   return Math.min(window, CEILING);
 }
 
@@ -670,7 +676,7 @@ describe(`${SPEC} §6–§9 through the whole system (orchestrator, supervisor, 
       modelSuite(oneSkill(latency), (paths) => {
         expect(causes(paths)).toEqual(new Set(['no_claimant', 'all_answered', 'fast_win', 'ceiling']));
         // The regression: an answer after latency_ms (window+1) and just before the ceiling is spoken.
-        reaches(paths, (c) => c.winner === 'wiki' && c.decidedAt === CLAIM_BOUND + latency + 1, 'answer at window+1 wins');
+        reaches(paths, (c) => c.winner === 'wiki' && c.decidedAt === CLAIM_BOUND + latency + ALLOWANCE + 1, 'answer at window+1 wins');
         reaches(paths, (c) => c.winner === 'wiki' && c.decidedAt === CLAIM_BOUND + CEILING - 1, 'answer at ceiling−1 wins');
         reaches(paths, (c) => c.cause === 'ceiling' && c.late === 'wiki response', 'answer at the ceiling is too late');
         reaches(paths, (c) => c.cause === 'no_claimant' && c.late === 'wiki pong' && c.decidedAt === CLAIM_BOUND, 'pong at the claim bound is too late');
@@ -680,7 +686,7 @@ describe(`${SPEC} §6–§9 through the whole system (orchestrator, supervisor, 
 
   describe(`${SPEC} §7.2 + §8 (b) two skills: the second answers later with higher conf, or never`, () => {
     for (const [first, second] of [[0, 20], [20, undefined]] as const) {
-      const w = second ?? INITIAL_WINDOW;
+      const w = second === undefined ? INITIAL_WINDOW : second + ALLOWANCE;
       modelSuite(twoSkills(first, second), (paths) => {
         expect(causes(paths)).toEqual(new Set(['no_claimant', 'all_answered', 'fast_win', 'window', 'ceiling']));
         const r = CLAIM_BOUND;

@@ -337,6 +337,7 @@ export class CommonQueryPlugin implements PipelineStage {
         // Legacy skills announce themselves; with the spec dialect off no silent, unknown skill can claim.
         rosterComplete: !this.#dialects.spec,
         collectionInitialMs: this.#settings.collectionInitialMs,
+        collectionAllowanceMs: this.#settings.collectionAllowanceMs,
         collectionCeilingMs: this.#settings.collectionCeilingMs,
         policy,
       },
