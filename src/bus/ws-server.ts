@@ -42,6 +42,9 @@ const FRAME_LOG_CHARS = 200;
 interface Client {
   readonly id: string;
   readonly socket: WebSocket;
+  /** The TCP socket under `socket`: corked while a batch of frames for it is being gathered. */
+  readonly tcp: Socket;
+  corked: boolean;
   alive: boolean;
   gone: boolean;
 }
@@ -59,6 +62,9 @@ export class BusServer implements Bus {
   /** Every TCP connection the http server accepted, upgraded or not, so `close` can end them all. */
   readonly #sockets = new Set<Socket>();
   #nextClientId = 1;
+  /** Clients holding frames of this event-loop turn, written out (one writev each) by `#flush`. */
+  readonly #corked: Client[] = [];
+  #flushScheduled = false;
   #closing: Promise<void> | undefined;
   readonly #maxBufferedBytes: number;
   readonly #heartbeat: ReturnType<typeof setInterval> | undefined;
@@ -198,7 +204,7 @@ export class BusServer implements Bus {
   }
 
   #onConnection(ws: WebSocket, request: IncomingMessage): void {
-    const client: Client = { id: `${this.#nextClientId++}@${remoteOf(request)}`, socket: ws, alive: true, gone: false };
+    const client: Client = { id: `${this.#nextClientId++}@${remoteOf(request)}`, socket: ws, tcp: request.socket, corked: false, alive: true, gone: false };
     ws.on('pong', () => {
       client.alive = true;
     });
@@ -257,9 +263,32 @@ export class BusServer implements Bus {
         this.#dropClient(client, 'slow_consumer', { buffered_bytes: socket.bufferedAmount });
         continue;
       }
+      if (!client.corked) {
+        client.corked = true;
+        client.tcp.cork();
+        this.#corked.push(client);
+      }
       socket.send(frame, { binary: false });
     }
+    if (!this.#flushScheduled && this.#corked.length > 0) {
+      this.#flushScheduled = true;
+      setImmediate(this.#flush);
+    }
   }
+
+  /**
+   * Every frame broadcast in one turn of the event loop leaves in one write per client, after that turn's I/O
+   * (`setImmediate`): a contest's ping, the replies it takes and the messages it publishes in answer cost one
+   * system call per client instead of one per frame per client.
+   */
+  readonly #flush = (): void => {
+    this.#flushScheduled = false;
+    for (const client of this.#corked) {
+      client.corked = false;
+      client.tcp.uncork();
+    }
+    this.#corked.length = 0;
+  };
 
   #pingClients(): void {
     for (const client of this.#clients) {

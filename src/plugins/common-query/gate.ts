@@ -407,6 +407,34 @@ function yesNo(text: Words, grammar: YesNoGrammar | undefined): GateVerdict | nu
   return accept(grammar.subjects.includes(second) ? 'question_word' : 'unsure_accept');
 }
 
+type Vocabulary = GateConfig['vocabulary'][string];
+
+/** Compiled once per vocabulary (the config's are frozen) and language, not per utterance. */
+const LEXICONS = new WeakMap<Vocabulary, Map<string, Lexicon>>();
+
+function lexiconOf(vocabulary: Vocabulary, primary: string): Lexicon {
+  let byLanguage = LEXICONS.get(vocabulary);
+  if (byLanguage === undefined) {
+    byLanguage = new Map();
+    LEXICONS.set(vocabulary, byLanguage);
+  }
+  let lexicon = byLanguage.get(primary);
+  if (lexicon === undefined) {
+    const grammar = Object.hasOwn(YES_NO, primary) ? YES_NO[primary] : undefined;
+    const auxiliaries = grammar?.auxiliaries ?? [];
+    lexicon = {
+      questions: vocabulary.question
+        .map(words)
+        .filter((phrase) => !(phrase.length === 1 && auxiliaries.includes(phrase[0] ?? ''))),
+      commands: vocabulary.command.map(words).filter((phrase) => phrase.length > 0),
+      framing: COMPILED.get(primary) ?? NO_FRAMING,
+      grammar,
+    };
+    byLanguage.set(primary, lexicon);
+  }
+  return lexicon;
+}
+
 /** OVOS-COMMON-QUERY-1 §4: should the contest run for this utterance? Pure; see the header for the rules. */
 export function classifyQuestion(utterance: string, lang: string, gate: GateConfig): GateVerdict {
   if (!gate.enabled) return accept('gate_disabled');
@@ -417,17 +445,8 @@ export function classifyQuestion(utterance: string, lang: string, gate: GateConf
 
   if (hasQuestionMark(utterance)) return accept('question_mark');
 
-  const grammar = Object.hasOwn(YES_NO, primary) ? YES_NO[primary] : undefined;
-  const framing = COMPILED.get(primary) ?? NO_FRAMING;
-  const auxiliaries = grammar?.auxiliaries ?? [];
-  const lexicon: Lexicon = {
-    questions: vocabulary.question
-      .map(words)
-      .filter((phrase) => !(phrase.length === 1 && auxiliaries.includes(phrase[0] ?? ''))),
-    commands: vocabulary.command.map(words).filter((phrase) => phrase.length > 0),
-    framing,
-    grammar,
-  };
+  const lexicon = lexiconOf(vocabulary, primary);
+  const { framing, grammar } = lexicon;
 
   const text = unframe(words(utterance), framing, true);
   if (text.length === 0) return reject('too_short');
