@@ -22,8 +22,10 @@ export type FrameDropReason =
   | 'frame_too_large'
   | 'frame_not_json'
   | 'frame_not_object'
+  | 'frame_too_deep'
   | 'type_missing'
   | 'type_not_string'
+  | 'type_too_long'
   | 'data_not_object'
   | 'context_not_object';
 
@@ -35,12 +37,23 @@ export function isJsonObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/**
+ * Bounds on what a frame may make us build, beyond the envelope rules: no OVOS message nests anywhere near this
+ * deep (a session carrier is four levels), and no topic is anywhere near this long (`<skill_id>.common_query.response`
+ * with a long skill_id is under 100 characters). A frame past either is hostile or broken: dropped before it is
+ * parsed (depth) or re-broadcast to every client (topic), so it cannot make the daemon — or every skill after it —
+ * build 25,000 nested arrays or copy a 100 KB topic.
+ */
+export const MAX_FRAME_DEPTH = 64;
+export const MAX_TYPE_LENGTH = 512;
+
 /** OVOS-MSG-1 envelope rules: `type` a non-empty string; `data`/`context` objects or absent; other keys ignored. */
 export function decodeValue(value: unknown): DecodeResult {
   if (!isJsonObject(value)) return { ok: false, reason: 'frame_not_object' };
   const { type, data, context } = value;
   if (type === undefined || type === '') return { ok: false, reason: 'type_missing' };
   if (typeof type !== 'string') return { ok: false, reason: 'type_not_string' };
+  if (type.length > MAX_TYPE_LENGTH) return { ok: false, reason: 'type_too_long', detail: `${type.length} characters` };
   if (data !== undefined && data !== null && !isJsonObject(data)) return { ok: false, reason: 'data_not_object' };
   if (context !== undefined && context !== null && !isJsonObject(context)) {
     return { ok: false, reason: 'context_not_object' };
@@ -48,7 +61,25 @@ export function decodeValue(value: unknown): DecodeResult {
   return { ok: true, message: { type, data: data ?? {}, context: context ?? {} } };
 }
 
+/** True when brackets outside strings nest deeper than `max` (one pass, no allocation). */
+export function nestsDeeperThan(frame: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < frame.length; i++) {
+    const c = frame.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
+}
+
 export function decodeFrame(frame: string): DecodeResult {
+  if (nestsDeeperThan(frame, MAX_FRAME_DEPTH)) return { ok: false, reason: 'frame_too_deep', detail: `more than ${MAX_FRAME_DEPTH} levels` };
   let value: unknown;
   try {
     value = JSON.parse(frame);

@@ -33,6 +33,11 @@ export interface CommonQuerySkillPlan {
 
 export interface SkillsPlan {
   readonly url: string;
+  /**
+   * `per-skill` (default): one bus connection per skill, the worst case for the bus (every frame is sent to every
+   * connection); `shared`: one connection for every skill of the process, as ovos-core's skill manager runs them.
+   */
+  readonly connections?: 'per-skill' | 'shared';
   readonly fallback: readonly FallbackSkillPlan[];
   readonly commonQuery: readonly CommonQuerySkillPlan[];
 }
@@ -54,12 +59,18 @@ export interface RemoteSkills {
   stop(): Promise<void>;
 }
 
+/** `BENCH_PROFILE_DIR=DIR`: the benchmark's child processes write a CPU profile there (`--cpu-prof`). */
+export function profileArgv(): string[] {
+  const dir = process.env['BENCH_PROFILE_DIR'];
+  return dir === undefined || dir === '' ? [] : ['--cpu-prof', '--cpu-prof-dir', dir];
+}
+
 const READY_TIMEOUT_MS = 10_000;
 const STOP_TIMEOUT_MS = 5_000;
 
 export async function startRemoteSkills(plan: SkillsPlan): Promise<RemoteSkills> {
   const child: ChildProcess = fork(new URL('./skills-process.js', import.meta.url), [], {
-    execArgv: [],
+    execArgv: profileArgv(),
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

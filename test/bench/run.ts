@@ -14,6 +14,8 @@ import { benchFallbackInProcess } from './fallback-inprocess.js';
 import { benchFallbackWs } from './fallback-ws.js';
 import { benchInspector } from './inspector.js';
 import { benchMemory } from './memory.js';
+import { benchFlood } from './flood.js';
+import { benchMixedLoad } from './mixed-load.js';
 import { machineInfo, renderMachine, renderSection, writeResults, type Section } from './report.js';
 import { canCollectGarbage, collectGarbage, settle } from './rig.js';
 import { benchRouting } from './routing.js';
@@ -28,6 +30,8 @@ const BENCHMARKS: ReadonlyArray<readonly [name: string, run: () => Promise<Secti
   ['routing', benchRouting],
   ['timing under load', benchTimingUnderLoad],
   ['inspector', benchInspector],
+  ['mixed load', benchMixedLoad],
+  ['flood', benchFlood],
 ];
 // `npm run bench -- inspector memory`: only the benchmarks named (by a word of their name). Results go to the
 // untracked test/bench/results/local/; `--update` writes the committed files the README quotes instead.

@@ -36,8 +36,11 @@ async function connect(url: string): Promise<BusClient> {
 }
 
 async function start(plan: SkillsPlan): Promise<void> {
+  const shared = plan.connections === 'shared' ? await connect(plan.url) : undefined;
+  if (shared !== undefined) running.push({ client: shared, stop: () => {} });
+  const connection = async (): Promise<BusClient> => shared ?? (await connect(plan.url));
   for (const skill of plan.fallback) {
-    const client = await connect(plan.url);
+    const client = await connection();
     const stop = runFallbackSkill(client, {
       skillId: skill.skillId,
       priority: skill.priority,
@@ -51,7 +54,7 @@ async function start(plan: SkillsPlan): Promise<void> {
     running.push({ client, stop });
   }
   for (const skill of plan.commonQuery) {
-    const client = await connect(plan.url);
+    const client = await connection();
     const mode = skill.mode ?? 'claim';
     const delay = skill.answerDelayMs;
     const stop =
@@ -72,12 +75,12 @@ async function start(plan: SkillsPlan): Promise<void> {
           });
     running.push({ client, stop });
   }
-  send({ type: 'ready', clients: running.length });
+  send({ type: 'ready', clients: new Set(running.map(({ client }) => client)).size });
 }
 
 async function stopAll(): Promise<void> {
   for (const { stop } of running) stop();
-  await Promise.all(running.map(({ client }) => client.close()));
+  await Promise.all([...new Set(running.map(({ client }) => client))].map((client) => client.close()));
   running.length = 0;
   send({ type: 'stopped' });
   if (process.connected) process.disconnect();

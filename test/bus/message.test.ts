@@ -101,6 +101,21 @@ describe('decodeFrame', () => {
     expect(dropReason('{"type":"ping","context":[]}')).toBe('context_not_object');
   });
 
+  it('OVOS-MSG-1 §6.1 + our bound: a frame nesting deeper than 64 levels is dropped as frame_too_deep before it is parsed; 64 is kept', () => {
+    const nested = (levels: number): string => `{"type":"deep","data":{"x":${'['.repeat(levels - 2)}${']'.repeat(levels - 2)}}}`;
+    expect(decodeFrame(nested(64)).ok).toBe(true);
+    expect(dropReason(nested(65))).toBe('frame_too_deep');
+    expect(dropReason(`{"type":"deep","data":{"x":${'['.repeat(25_000)}${']'.repeat(25_000)}}}`)).toBe('frame_too_deep');
+    // Brackets inside strings (escaped quotes included) are text, not nesting.
+    expect(decodeFrame(`{"type":"t","data":{"s":"${'['.repeat(100)}\\\"${'{'.repeat(100)}"}}`).ok).toBe(true);
+  });
+
+  it('OVOS-MSG-1 §6.1 + our bound: a type longer than 512 characters is dropped as type_too_long; 512 is kept', () => {
+    expect(decodeFrame(JSON.stringify({ type: 'a'.repeat(512) })).ok).toBe(true);
+    expect(dropReason(JSON.stringify({ type: 'a'.repeat(513) }))).toBe('type_too_long');
+    expect(dropReason(JSON.stringify({ type: 'a'.repeat(100_000), data: {} }))).toBe('type_too_long');
+  });
+
   it('OVOS-MSG-1 §6.1 malformed: decodeFrame never throws on hostile input', () => {
     const frames = ['', ' ', '{', 'undefined', 'NaN', '{"type":{}}', '{"__proto__":{"type":"x"}}', '\u0000'];
     for (const frame of frames) expect(() => decodeFrame(frame)).not.toThrow();

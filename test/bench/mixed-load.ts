@@ -1,0 +1,253 @@
+/**
+ * Benchmark 8 — the daemon under a mixed load, three processes as a deployment runs them (issue 12's first row):
+ *
+ *  - the daemon: `node dist/src/daemon/main.js` exactly as `npm start` runs it (default config: pipeline
+ *    fallback_high, common_query, fallback_medium, fallback_low; inspector on; log level info, stdout read by this
+ *    process), except `--port P --no-example-skills --inspector-port 0 --no-registry-file --no-mycroft-conf`;
+ *  - the skills (`skills-process.ts`), one websocket connection each: five fallback skills at priorities 80, 85,
+ *    90, 95, 99 (fallback_low; only the fifth willing, so a command costs five sequential ping round trips) and three
+ *    common-query skills claiming every question (latency_ms 0) with confidences 0.6, 0.7 and 0.8 (under the 0.9
+ *    fast win, so every contest waits for all three answers and picks the 0.8 one);
+ *  - the driver (`driver-process.ts`): 200 sessions back to back, alternating a command the common-query gate turns
+ *    away ("do a barrel roll" → the fifth fallback skill) and a question ("what is the speed of light" → the 0.8
+ *    answer).
+ *
+ * Lost: an utterance that was not handled or whose expected answer was not spoken; doubled: more than one handled or
+ * spoken line. `BENCH_PROFILE_DIR=DIR` writes a CPU profile of each of the three processes there (`--cpu-prof`).
+ */
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { DriverPlan, DriverResult, FromDriver, ToDriver, UtteranceKind } from './driver-process.js';
+import { profileArgv, startRemoteSkills, type CommonQuerySkillPlan, type FallbackSkillPlan, type SkillsPlan } from './remote-skills.js';
+import type { Cell, Section } from './report.js';
+import { summarize } from './stats.js';
+
+const CONCURRENCY = 200;
+const TOTAL = 10_000;
+const WARMUP = 2_000;
+const SEQUENTIAL = 400;
+const GRACE_MS = 1_000;
+
+export const FALLBACK: readonly FallbackSkillPlan[] = [80, 85, 90, 95, 99].map((priority, i) => ({ skillId: `fb-${priority}`, priority, willing: i === 4 }));
+export const COMMON_QUERY: readonly CommonQuerySkillPlan[] = [0.6, 0.7, 0.8].map((conf, i) => ({ skillId: `cq-${i + 1}`, latencyMs: 0, conf }));
+const KINDS: readonly UtteranceKind[] = [
+  { name: 'fallback', utterance: 'do a barrel roll', expect: 'fb-99 handled it' },
+  { name: 'common query', utterance: 'what is the speed of light', expect: 'answer from cq-3' },
+];
+const TARGET = { perSecond: 2_000, p99Ms: 50 };
+
+const DAEMON_MAIN = fileURLToPath(new URL('../../src/daemon/main.js', import.meta.url));
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (typeof address !== 'object' || address === null) throw new Error('no port');
+  return address.port;
+}
+
+export interface DaemonProcess {
+  readonly url: string;
+  readonly pid: number;
+  /** Fallback skills the daemon has logged as registered. */
+  registered(): number;
+  /** Log lines at warn or above (`level` ≥ 40), for the report. */
+  warnings(): number;
+  stop(): Promise<void>;
+}
+
+export async function startDaemonProcess(): Promise<DaemonProcess> {
+  const port = await freePort();
+  const execArgv = profileArgv();
+  const state = mkdtempSync(join(tmpdir(), 'ovos-bench-'));
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [...execArgv, DAEMON_MAIN, '--port', String(port), '--no-example-skills', '--inspector-port', '0', '--no-registry-file', '--no-mycroft-conf'],
+    { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, XDG_STATE_HOME: state } },
+  );
+  let registered = 0;
+  let warnings = 0;
+  let listening = false;
+  let rest = '';
+  // pino writes synchronously: the pipe must be drained all along, or the daemon would block on a full pipe.
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    const lines = (rest + chunk).split('\n');
+    rest = lines.pop() ?? '';
+    for (const line of lines) {
+      if (line.includes('"fallback skill registered"')) registered += 1;
+      else if (line.includes('"OVOS bus listening"')) listening = true;
+      if (/"level":(4|5|6)\d/.test(line)) warnings += 1;
+    }
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const deadline = Date.now() + 15_000;
+  while (!listening) {
+    if (child.exitCode !== null) throw new Error(`daemon exited at start (code ${child.exitCode})`);
+    if (Date.now() > deadline) throw new Error('daemon not listening after 15 s');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return {
+    url: `ws://127.0.0.1:${port}/core`,
+    pid: child.pid ?? -1,
+    registered: () => registered,
+    warnings: () => warnings,
+    stop: async () => {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(timer);
+      rmSync(state, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface Driver {
+  run(plan: Omit<DriverPlan, 'url' | 'kinds' | 'graceMs' | 'timeoutMs'>): Promise<DriverResult>;
+  stop(): Promise<void>;
+}
+
+export async function startDriver(url: string): Promise<Driver> {
+  const child = fork(new URL('./driver-process.js', import.meta.url), [], { execArgv: profileArgv(), stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    child.once('message', (message: FromDriver) => (message.type === 'ready' ? resolve() : reject(new Error('driver failed to start'))));
+    child.once('exit', (code) => reject(new Error(`driver exited early (code ${code})`)));
+  });
+  return {
+    run: (plan) =>
+      new Promise<DriverResult>((resolve, reject) => {
+        const onMessage = (message: FromDriver): void => {
+          if (message.type === 'result') {
+            child.off('message', onMessage);
+            resolve(message.result);
+          } else if (message.type === 'failed') {
+            child.off('message', onMessage);
+            reject(new Error(`driver: ${message.message}`));
+          }
+        };
+        child.on('message', onMessage);
+        child.send({ type: 'run', plan: { ...plan, url, kinds: KINDS, graceMs: GRACE_MS, timeoutMs: 120_000 } } satisfies ToDriver);
+      }),
+    stop: async () => {
+      if (child.connected) child.send({ type: 'stop' } satisfies ToDriver, () => {});
+      const timer = setTimeout(() => child.kill(), 5_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+function row(name: string, concurrency: number, result: DriverResult): Record<string, Cell> {
+  const all = Object.values(result.latencies).flat();
+  const total = summarize(all);
+  const byKind = (kind: string): number => summarize(result.latencies[kind] ?? []).p50;
+  return {
+    run: name,
+    concurrency,
+    handled: result.handled,
+    perSecond: Math.round(result.perSecond),
+    p50: total.p50,
+    p99: total.p99,
+    max: total.max,
+    fallbackP50: byKind('fallback'),
+    commonQueryP50: byKind('common query'),
+    lost: result.lost,
+    doubled: result.doubled,
+  };
+}
+
+interface ScenarioResult {
+  readonly connections: Connections;
+  readonly runs: readonly DriverResult[];
+  readonly warnings: number;
+}
+
+type Connections = NonNullable<SkillsPlan['connections']>;
+
+async function scenario(connections: Connections): Promise<ScenarioResult> {
+  const daemon = await startDaemonProcess();
+  const closers: Array<() => Promise<void>> = [() => daemon.stop()];
+  try {
+    const skills = await startRemoteSkills({ url: daemon.url, connections, fallback: FALLBACK, commonQuery: COMMON_QUERY });
+    closers.unshift(() => skills.stop());
+    const deadline = Date.now() + 10_000;
+    while (daemon.registered() < FALLBACK.length) {
+      if (Date.now() > deadline) throw new Error(`only ${daemon.registered()} fallback registrations after 10 s`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const driver = await startDriver(daemon.url);
+    closers.unshift(() => driver.stop());
+    const warningsAtStart = daemon.warnings();
+    const runs = [
+      await driver.run({ runId: 'warmup', total: WARMUP, concurrency: CONCURRENCY }),
+      await driver.run({ runId: 'load', total: TOTAL, concurrency: CONCURRENCY }),
+      await driver.run({ runId: 'sequential', total: SEQUENTIAL, concurrency: 1 }),
+    ];
+    return { connections, runs, warnings: daemon.warnings() - warningsAtStart };
+  } finally {
+    for (const close of closers) await close();
+  }
+}
+
+const TOPOLOGY: Record<Connections, string> = {
+  shared: 'skills on one connection (as ovos-core runs them)',
+  'per-skill': 'one connection per skill',
+};
+
+export async function benchMixedLoad(): Promise<Section> {
+  const scenarios = [await scenario('shared'), await scenario('per-skill')];
+  const all = scenarios.flatMap((s) => s.runs);
+  const lost = all.reduce((n, r) => n + r.lost, 0);
+  const doubled = all.reduce((n, r) => n + r.doubled, 0);
+  const targetMet = (r: DriverResult): string => {
+    const p99 = summarize(Object.values(r.latencies).flat()).p99;
+    return `${Math.round(r.perSecond)}/s, p99 ${p99.toFixed(1)} ms — ${r.perSecond >= TARGET.perSecond && p99 <= TARGET.p99Ms ? 'met' : 'not met'}`;
+  };
+  return {
+    id: 'mixed-load',
+    title: '8. Mixed load over the websocket: daemon, skills and driver in three processes (default config)',
+    params: {
+      concurrency: CONCURRENCY,
+      total: TOTAL,
+      warmup: WARMUP,
+      sequential: SEQUENTIAL,
+      fallback: FALLBACK,
+      commonQuery: COMMON_QUERY,
+      kinds: KINDS,
+      topology: 'daemon: node dist/src/daemon/main.js (default config, inspector on, log level info); skills: one child process; driver: one child process, one BusClient',
+      target: TARGET,
+      cpuProfileDir: process.env['BENCH_PROFILE_DIR'] ?? null,
+    },
+    columns: [
+      { key: 'run', header: 'run', unit: 'text' },
+      { key: 'concurrency', header: 'sessions', unit: 'count' },
+      { key: 'handled', header: 'handled', unit: 'count' },
+      { key: 'perSecond', header: 'utterances/s', unit: 'count' },
+      { key: 'p50', header: 'handled p50', unit: 'ms' },
+      { key: 'p99', header: 'p99', unit: 'ms' },
+      { key: 'max', header: 'max', unit: 'ms' },
+      { key: 'fallbackP50', header: 'fallback p50', unit: 'ms' },
+      { key: 'commonQueryP50', header: 'common query p50', unit: 'ms' },
+      { key: 'lost', header: 'lost', unit: 'count' },
+      { key: 'doubled', header: 'doubled', unit: 'count' },
+    ],
+    rows: scenarios.flatMap(({ connections, runs: [warmup, loaded, sequential] }) => [
+      row(`${TOPOLOGY[connections]}: warm-up (cold daemon)`, CONCURRENCY, warmup!),
+      row(`${TOPOLOGY[connections]}: load`, CONCURRENCY, loaded!),
+      row(`${TOPOLOGY[connections]}: one at a time`, 1, sequential!),
+    ]),
+    notes: [
+      'latency = driver publishes ovos.utterance.handle → driver receives ovos.utterance.handled (both over the websocket)',
+      'a command: fallback_high (empty), common_query (the gate turns it away), fallback_medium (empty), fallback_low: five sequential ping round trips, the fifth willing',
+      'a question: common_query: three claims, three answers (latency_ms 0), the 0.8 answer spoken',
+      ...scenarios.map((s) => `${TOPOLOGY[s.connections]}: target (issue 12) ≥ ${TARGET.perSecond}/s with p99 ≤ ${TARGET.p99Ms} ms under load: ${targetMet(s.runs[1]!)}; daemon log lines at warn or above during the runs: ${s.warnings}`),
+      ...scenarios.flatMap((s) => s.runs.flatMap((r) => r.examples.map((example) => `${TOPOLOGY[s.connections]}, ${r.runId}: ${example}`))),
+    ],
+    checks: [{ name: 'no utterance lost or doubled', ok: lost === 0 && doubled === 0, detail: `lost ${lost}, doubled ${doubled}` }],
+  };
+}
