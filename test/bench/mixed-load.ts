@@ -16,7 +16,7 @@
  * spoken line. `BENCH_PROFILE_DIR=DIR` writes a CPU profile of each of the three processes there (`--cpu-prof`).
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,6 +41,17 @@ const KINDS: readonly UtteranceKind[] = [
 const TARGET = { perSecond: 2_000, p99Ms: 50 };
 
 const DAEMON_MAIN = fileURLToPath(new URL('../../src/daemon/main.js', import.meta.url));
+
+/** CPU time a process has used so far (user + system, ms), from /proc; 0 where there is no /proc. */
+export function cpuMsOf(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    // After "pid (comm) ": state is field 3, utime 14 and stime 15 (clock ticks, 100 per second on Linux).
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -107,6 +118,7 @@ export async function startDaemonProcess(): Promise<DaemonProcess> {
 }
 
 export interface Driver {
+  readonly pid: number;
   run(plan: Omit<DriverPlan, 'url' | 'kinds' | 'graceMs' | 'timeoutMs'>): Promise<DriverResult>;
   stop(): Promise<void>;
 }
@@ -119,6 +131,7 @@ export async function startDriver(url: string): Promise<Driver> {
     child.once('exit', (code) => reject(new Error(`driver exited early (code ${code})`)));
   });
   return {
+    pid: child.pid ?? -1,
     run: (plan) =>
       new Promise<DriverResult>((resolve, reject) => {
         const onMessage = (message: FromDriver): void => {
@@ -142,7 +155,7 @@ export async function startDriver(url: string): Promise<Driver> {
   };
 }
 
-function row(name: string, concurrency: number, result: DriverResult): Record<string, Cell> {
+function row(name: string, concurrency: number, result: DriverResult, cpu: { readonly daemon: number; readonly skills: number; readonly driver: number }): Record<string, Cell> {
   const all = Object.values(result.latencies).flat();
   const total = summarize(all);
   const byKind = (kind: string): number => summarize(result.latencies[kind] ?? []).p50;
@@ -158,6 +171,7 @@ function row(name: string, concurrency: number, result: DriverResult): Record<st
     commonQueryP50: byKind('common query'),
     lost: result.lost,
     doubled: result.doubled,
+    cpu: `${cpu.daemon.toFixed(2)} / ${cpu.skills.toFixed(2)} / ${cpu.driver.toFixed(2)}`,
   };
 }
 
@@ -165,6 +179,8 @@ interface ScenarioResult {
   readonly connections: Connections;
   readonly runs: readonly DriverResult[];
   readonly warnings: number;
+  /** Per run: CPU time (user + system) per handled utterance, ms — of the daemon, the skills, the driver. */
+  readonly cpuPerUtterance: ReadonlyArray<{ readonly daemon: number; readonly skills: number; readonly driver: number }>;
 }
 
 type Connections = NonNullable<SkillsPlan['connections']>;
@@ -183,12 +199,16 @@ async function scenario(connections: Connections): Promise<ScenarioResult> {
     const driver = await startDriver(daemon.url);
     closers.unshift(() => driver.stop());
     const warningsAtStart = daemon.warnings();
-    const runs = [
-      await driver.run({ runId: 'warmup', total: WARMUP, concurrency: CONCURRENCY }),
-      await driver.run({ runId: 'load', total: TOTAL, concurrency: CONCURRENCY }),
-      await driver.run({ runId: 'sequential', total: SEQUENTIAL, concurrency: 1 }),
-    ];
-    return { connections, runs, warnings: daemon.warnings() - warningsAtStart };
+    const runs: DriverResult[] = [];
+    const cpuPerUtterance: Array<{ daemon: number; skills: number; driver: number }> = [];
+    for (const [runId, total, concurrency] of [['warmup', WARMUP, CONCURRENCY], ['load', TOTAL, CONCURRENCY], ['sequential', SEQUENTIAL, 1]] as const) {
+      const before = [cpuMsOf(daemon.pid), cpuMsOf(skills.pid), cpuMsOf(driver.pid)] as const;
+      const result = await driver.run({ runId, total, concurrency });
+      const per = (now: number, then: number): number => (now - then) / Math.max(1, result.handled);
+      cpuPerUtterance.push({ daemon: per(cpuMsOf(daemon.pid), before[0]), skills: per(cpuMsOf(skills.pid), before[1]), driver: per(cpuMsOf(driver.pid), before[2]) });
+      runs.push(result);
+    }
+    return { connections, runs, warnings: daemon.warnings() - warningsAtStart, cpuPerUtterance };
   } finally {
     for (const close of closers) await close();
   }
@@ -235,16 +255,18 @@ export async function benchMixedLoad(): Promise<Section> {
       { key: 'commonQueryP50', header: 'common query p50', unit: 'ms' },
       { key: 'lost', header: 'lost', unit: 'count' },
       { key: 'doubled', header: 'doubled', unit: 'count' },
+      { key: 'cpu', header: 'CPU ms/utterance daemon / skills / driver', unit: 'text' },
     ],
-    rows: scenarios.flatMap(({ connections, runs: [warmup, loaded, sequential] }) => [
-      row(`${TOPOLOGY[connections]}: warm-up (cold daemon)`, CONCURRENCY, warmup!),
-      row(`${TOPOLOGY[connections]}: load`, CONCURRENCY, loaded!),
-      row(`${TOPOLOGY[connections]}: one at a time`, 1, sequential!),
+    rows: scenarios.flatMap(({ connections, runs: [warmup, loaded, sequential], cpuPerUtterance: [c0, c1, c2] }) => [
+      row(`${TOPOLOGY[connections]}: warm-up (cold daemon)`, CONCURRENCY, warmup!, c0!),
+      row(`${TOPOLOGY[connections]}: load`, CONCURRENCY, loaded!, c1!),
+      row(`${TOPOLOGY[connections]}: one at a time`, 1, sequential!, c2!),
     ]),
     notes: [
       'latency = driver publishes ovos.utterance.handle → driver receives ovos.utterance.handled (both over the websocket)',
       'a command: fallback_high (empty), common_query (the gate turns it away), fallback_medium (empty), fallback_low: five sequential ping round trips, the fifth willing',
       'a question: common_query: three claims, three answers (latency_ms 0), the 0.8 answer spoken',
+      'CPU ms/utterance: user + system time of each process during the run (/proc/<pid>/stat) ÷ utterances handled: the load is bound by the sum (three processes on two cores), not by any one of them',
       ...scenarios.map((s) => `${TOPOLOGY[s.connections]}: target (issue 12) ≥ ${TARGET.perSecond}/s with p99 ≤ ${TARGET.p99Ms} ms under load: ${targetMet(s.runs[1]!)}; daemon log lines at warn or above during the runs: ${s.warnings}`),
       ...scenarios.flatMap((s) => s.runs.flatMap((r) => r.examples.map((example) => `${TOPOLOGY[s.connections]}, ${r.runId}: ${example}`))),
     ],
