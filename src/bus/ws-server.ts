@@ -36,6 +36,9 @@ const CLOSE_HANDSHAKE_MS = 1_000;
 /** Exactly what ovos-messagebus sends on connect. */
 const GREETING = '{"type":"connected","data":{},"context":{"session":{"session_id":"default"}}}';
 
+/** A client's gathered frames leave at once past this many bytes, not only at the end of the turn. */
+const FLUSH_BYTES = 16 * 1024;
+
 /** How much of an untrusted frame goes into a log line. */
 const FRAME_LOG_CHARS = 200;
 
@@ -269,6 +272,9 @@ export class BusServer implements Bus {
         this.#corked.push(client);
       }
       socket.send(frame, { binary: false });
+      // A long turn (a burst of utterances) must not hold every frame it produces until it ends: a contest's
+      // deadlines run from its ping, so its ping leaves once a batch worth a system call has gathered.
+      if (client.tcp.writableLength >= FLUSH_BYTES) this.#uncork(client);
     }
     if (!this.#flushScheduled && this.#corked.length > 0) {
       this.#flushScheduled = true;
@@ -278,17 +284,20 @@ export class BusServer implements Bus {
 
   /**
    * Every frame broadcast in one turn of the event loop leaves in one write per client, after that turn's I/O
-   * (`setImmediate`): a contest's ping, the replies it takes and the messages it publishes in answer cost one
-   * system call per client instead of one per frame per client.
+   * (`setImmediate`) or as soon as `FLUSH_BYTES` have gathered: a contest's ping, the replies it takes and the
+   * messages it publishes in answer cost one system call per client instead of one per frame per client.
    */
   readonly #flush = (): void => {
     this.#flushScheduled = false;
-    for (const client of this.#corked) {
-      client.corked = false;
-      client.tcp.uncork();
-    }
+    for (const client of this.#corked) this.#uncork(client);
     this.#corked.length = 0;
   };
+
+  #uncork(client: Client): void {
+    if (!client.corked) return;
+    client.corked = false;
+    client.tcp.uncork();
+  }
 
   #pingClients(): void {
     for (const client of this.#clients) {

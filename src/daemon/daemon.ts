@@ -14,8 +14,7 @@ import { RegistryStore } from '../plugins/fallback/registry-store.js';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from '../log/logger.js';
-import { runFallbackSkill } from '../skills/fallback-skill.js';
-import { runCommonQuerySkill } from '../skills/common-query-skill.js';
+import { connectSkill, runCommonQuerySkill, runFallbackSkill } from '../skills/index.js';
 import { dontKnowSkill, localKnowledgeSkill, meaningOfLifeSkill } from '../skills/example-skills.js';
 import { createContestSystem, type ContestSystem } from '../system.js';
 
@@ -127,21 +126,16 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   logger.info({ pipeline: config.pipeline, stages: system.orchestrator.stages.map((s) => s.pipelineId) }, 'pipeline ready');
 
   if (config.exampleSkills) {
-    // Each example skill is its own websocket client of the bus, as a skill in another process would be.
-    const connectSkill = async (skillId: string, run: (client: BusClient) => () => void): Promise<void> => {
-      const client = clientOf(url, config, logger.child({ component: 'skill', skill_id: skillId }));
-      client.connect();
-      // The embedded bus is up at once. A foreign bus may not be up yet (a daemon started before ovos-messagebus
-      // under systemd): the skill keeps retrying and registers whenever the bus comes up — nothing to wait for here.
-      if (config.bus.url === null) await client.waitUntilUp(5_000);
-      const stop = run(client);
-      closers.unshift(async () => {
-        stop();
-        await client.close();
-      });
+    // Each example skill is its own websocket client of the bus, as a skill in another process would be, connected
+    // with the skill SDK (`ovos-contests/skill`) like any skill of a user's. The embedded bus is up at once; a
+    // foreign bus may not be up yet (a daemon started before ovos-messagebus under systemd): the skill keeps
+    // retrying and registers whenever the bus comes up — nothing to wait for here.
+    const start = async (skillId: string, run: (bus: Bus) => () => void): Promise<void> => {
+      const skill = await connectSkill(url, run, { logger: logger.child({ component: 'skill', skill_id: skillId }), waitMs: config.bus.url === null ? 5_000 : 0 });
+      closers.unshift(() => skill.close());
     };
-    for (const skill of [meaningOfLifeSkill, dontKnowSkill]) await connectSkill(skill.skillId, (client) => runFallbackSkill(client, skill));
-    await connectSkill(localKnowledgeSkill.skillId, (client) => runCommonQuerySkill(client, localKnowledgeSkill));
+    for (const skill of [meaningOfLifeSkill, dontKnowSkill]) await start(skill.skillId, (bus) => runFallbackSkill(bus, skill));
+    await start(localKnowledgeSkill.skillId, (bus) => runCommonQuerySkill(bus, localKnowledgeSkill));
     logger.info({ skills: [meaningOfLifeSkill.skillId, dontKnowSkill.skillId, localKnowledgeSkill.skillId] }, 'example skills connected');
   }
 
