@@ -263,8 +263,13 @@ export class BusServer implements Bus {
       const { socket } = client;
       if (socket.readyState !== WebSocket.OPEN) continue;
       if (socket.bufferedAmount > this.#maxBufferedBytes) {
-        this.#dropClient(client, 'slow_consumer', { buffered_bytes: socket.bufferedAmount });
-        continue;
+        // Frames gathered this turn count in bufferedAmount too: hand them to the kernel first; only a backlog the
+        // kernel will not take is a client that does not read.
+        this.#uncork(client);
+        if (socket.bufferedAmount > this.#maxBufferedBytes) {
+          this.#dropClient(client, 'slow_consumer', { buffered_bytes: socket.bufferedAmount });
+          continue;
+        }
       }
       if (!client.corked) {
         client.corked = true;

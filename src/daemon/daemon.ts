@@ -131,7 +131,11 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     // foreign bus may not be up yet (a daemon started before ovos-messagebus under systemd): the skill keeps
     // retrying and registers whenever the bus comes up — nothing to wait for here.
     const start = async (skillId: string, run: (bus: Bus) => () => void): Promise<void> => {
-      const skill = await connectSkill(url, run, { logger: logger.child({ component: 'skill', skill_id: skillId }), waitMs: config.bus.url === null ? 5_000 : 0 });
+      const skill = await connectSkill(url, run, {
+        logger: logger.child({ component: 'skill', skill_id: skillId }),
+        waitMs: config.bus.url === null ? 5_000 : 0,
+        bus: config.bus,
+      });
       closers.unshift(() => skill.close());
     };
     for (const skill of [meaningOfLifeSkill, dontKnowSkill]) await start(skill.skillId, (bus) => runFallbackSkill(bus, skill));

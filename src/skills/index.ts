@@ -39,6 +39,13 @@ export interface ConnectOptions {
   readonly logger?: Logger;
   /** How long to wait for the first connection before resolving anyway (it keeps retrying). Default 5 s. */
   readonly waitMs?: number;
+  /** The connection's heartbeat, reconnect backoff and largest frame; the daemon's defaults (`bus.*`) otherwise. */
+  readonly bus?: {
+    readonly heartbeatMs?: number;
+    readonly reconnectInitialMs?: number;
+    readonly reconnectMaxMs?: number;
+    readonly maxFrameBytes?: number;
+  };
 }
 
 /**
@@ -46,7 +53,7 @@ export interface ConnectOptions {
  * reconnects with backoff for as long as the skill runs; the skill re-registers on every reconnect.
  */
 export async function connectSkill(url: string, run: (bus: Bus) => Unsubscribe, options: ConnectOptions = {}): Promise<ConnectedSkill> {
-  const { heartbeatMs, reconnectInitialMs, reconnectMaxMs, maxFrameBytes } = DEFAULT_CONFIG.bus;
+  const { heartbeatMs, reconnectInitialMs, reconnectMaxMs, maxFrameBytes } = { ...DEFAULT_CONFIG.bus, ...options.bus };
   const client = new BusClient({ url, heartbeatMs, reconnectInitialMs, reconnectMaxMs, maxFrameBytes, logger: options.logger ?? silentLogger() });
   client.connect();
   await client.waitUntilUp(options.waitMs ?? 5_000).catch(() => undefined); // not up yet: it keeps retrying

@@ -45,6 +45,8 @@ export interface DriverResult {
   readonly doubled: number;
   /** Up to 5 examples of what went wrong, for the report. */
   readonly examples: readonly string[];
+  /** The run hit `timeoutMs` before every utterance was handled (what was in flight counts as lost). */
+  readonly timedOut: boolean;
 }
 
 export type ToDriver = { readonly type: 'run'; readonly plan: DriverPlan } | { readonly type: 'stop' };
@@ -84,12 +86,12 @@ function run(client: BusClient, plan: DriverPlan): Promise<DriverResult> {
 
   return new Promise<DriverResult>((resolve) => {
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const finish = (): void => {
+    const finish = (timedOut: boolean): void => {
       clearTimeout(timer);
       unsubscribe();
       let lost = 0;
       let doubled = 0;
-      const examples: string[] = [];
+      const examples: string[] = timedOut ? [`timed out after ${plan.timeoutMs} ms: ${handled}/${plan.total} handled, ${published - handled} in flight`] : [];
       for (const [id, flight] of flights) {
         const answered = flight.handled > 0 && flight.spoken.includes(flight.kind.expect);
         if (!answered) {
@@ -102,7 +104,7 @@ function run(client: BusClient, plan: DriverPlan): Promise<DriverResult> {
         }
       }
       const wallMs = lastHandledAt - startedAt;
-      resolve({ runId: plan.runId, published, handled, wallMs, perSecond: (handled / wallMs) * 1000, latencies, lost, doubled, examples });
+      resolve({ runId: plan.runId, published, handled, wallMs, perSecond: (handled / wallMs) * 1000, latencies, lost, doubled, examples, timedOut });
     };
     const unsubscribe = client.subscribe((message: Message) => {
       if (message.type !== HANDLED && message.type !== SPEAK) return;
@@ -121,12 +123,12 @@ function run(client: BusClient, plan: DriverPlan): Promise<DriverResult> {
       lastHandledAt = now;
       if (handled === plan.total) {
         clearTimeout(timer);
-        timer = setTimeout(finish, plan.graceMs);
+        timer = setTimeout(() => finish(false), plan.graceMs);
       } else {
         publishNext(flight.slot);
       }
     });
-    timer = setTimeout(finish, plan.timeoutMs);
+    timer = setTimeout(() => finish(true), plan.timeoutMs);
     for (let slot = 0; slot < Math.min(plan.concurrency, plan.total); slot++) publishNext(slot);
   });
 }

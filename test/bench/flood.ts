@@ -48,7 +48,11 @@ export async function benchFlood(): Promise<Section> {
   try {
     const skills = await startRemoteSkills({ url: daemon.url, connections: 'shared', fallback: FALLBACK, commonQuery: COMMON_QUERY });
     closers.unshift(() => skills.stop());
-    while (daemon.registered() < FALLBACK.length) await sleep(20);
+    const deadline = Date.now() + 10_000;
+    while (daemon.registered() < FALLBACK.length) {
+      if (Date.now() > deadline) throw new Error(`only ${daemon.registered()} fallback registrations after 10 s`);
+      await sleep(20);
+    }
     const driver = await startDriver(daemon.url);
     closers.unshift(() => driver.stop());
     await driver.run({ runId: 'warmup', total: 1_000, concurrency: SESSIONS });
@@ -89,7 +93,7 @@ export async function benchFlood(): Promise<Section> {
         { what: 'daemon RSS before', value: `${(baseline / MB).toFixed(1)} MB` },
         { what: 'peak during the flood', value: `${(peak / MB).toFixed(1)} MB (+${(growth / MB).toFixed(1)} MB)` },
         { what: 'at its end / 10 s / 30 s after', value: `${(atEnd / MB).toFixed(1)} / ${(after10 / MB).toFixed(1)} / ${(after30 / MB).toFixed(1)} MB (${settled >= 0 ? '+' : ''}${(settled / MB).toFixed(1)} MB)` },
-        { what: 'flood', value: `${FRAMES.toLocaleString('en')} frames in ${(floodDone.ms / 1000).toFixed(1)} s, ${floodDone.reconnects} reconnect(s) of the flooder` },
+        { what: 'flood', value: `${FRAMES.toLocaleString('en')} frames sent in ${(floodDone.ms / 1000).toFixed(1)} s (until the flooder's own buffer was empty), ${floodDone.reconnects} reconnect(s) of the flooder` },
         { what: 'utterances handled during it', value: `${handled}, lost ${lost}, doubled ${doubled}; handled p50 ${latency.p50.toFixed(1)} ms, p99 ${latency.p99.toFixed(1)} ms` },
         { what: 'daemon warn lines during it', value: String(warnings) },
       ],

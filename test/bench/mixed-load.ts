@@ -98,8 +98,12 @@ export async function startDaemonProcess(): Promise<DaemonProcess> {
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const deadline = Date.now() + 15_000;
   while (!listening) {
-    if (child.exitCode !== null) throw new Error(`daemon exited at start (code ${child.exitCode})`);
-    if (Date.now() > deadline) throw new Error('daemon not listening after 15 s');
+    const failure = child.exitCode !== null ? `daemon exited at start (code ${child.exitCode})` : Date.now() > deadline ? 'daemon not listening after 15 s' : undefined;
+    if (failure !== undefined) {
+      child.kill('SIGKILL');
+      rmSync(state, { recursive: true, force: true });
+      throw new Error(failure);
+    }
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   return {
@@ -134,16 +138,25 @@ export async function startDriver(url: string): Promise<Driver> {
     pid: child.pid ?? -1,
     run: (plan) =>
       new Promise<DriverResult>((resolve, reject) => {
+        const settle = (): void => {
+          child.off('message', onMessage);
+          child.off('exit', onExit);
+        };
         const onMessage = (message: FromDriver): void => {
           if (message.type === 'result') {
-            child.off('message', onMessage);
+            settle();
             resolve(message.result);
           } else if (message.type === 'failed') {
-            child.off('message', onMessage);
+            settle();
             reject(new Error(`driver: ${message.message}`));
           }
         };
+        const onExit = (code: number | null): void => {
+          settle();
+          reject(new Error(`driver exited mid-run (code ${code})`));
+        };
         child.on('message', onMessage);
+        child.once('exit', onExit);
         child.send({ type: 'run', plan: { ...plan, url, kinds: KINDS, graceMs: GRACE_MS, timeoutMs: 120_000 } } satisfies ToDriver);
       }),
     stop: async () => {

@@ -257,6 +257,19 @@ describe('BusServer protects everyone else from one bad client', () => {
     expect(server.clientCount).toBe(1);
   });
 
+  it('frames gathered in one turn do not make a reading client look slow, however small the limit (no slow_consumer); they arrive in order', async () => {
+    const logs = captureLogs();
+    // 4 × 1 KB = a 4 KB backlog limit, far below one turn's batch of 40 frames of ~500 bytes.
+    const server = await BusServer.start({ host: '127.0.0.1', port: 0, route: '/core', maxFrameBytes: 1024, logger: logs.logger });
+    cleanups.push(() => server.close());
+    const reader = await connect(server.url);
+    for (let i = 0; i < 40; i++) server.publish(createMessage(`burst.${i}`, { blob: 'x'.repeat(450) }));
+    await reader.frames.waitFor((frame) => typeOf(frame) === 'burst.39', 'the last frame of the burst');
+    expect(reader.frames.items.filter((f) => f !== GREETING).map(typeOf)).toEqual(Array.from({ length: 40 }, (_, i) => `burst.${i}`));
+    expect(logs.lines.items.filter((l) => l.reason === 'slow_consumer')).toEqual([]);
+    expect(server.clientCount).toBe(1);
+  });
+
   it('a client that stops reading is dropped once its unsent backlog passes the limit (slow_consumer); the others keep receiving', async () => {
     const logs = captureLogs();
     const server = await BusServer.start({ host: '127.0.0.1', port: 0, route: '/core', maxFrameBytes: 64 * 1024, maxBufferedBytes: 256 * 1024, logger: logs.logger });

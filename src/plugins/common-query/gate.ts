@@ -409,7 +409,11 @@ function yesNo(text: Words, grammar: YesNoGrammar | undefined): GateVerdict | nu
 
 type Vocabulary = GateConfig['vocabulary'][string];
 
-/** Compiled once per vocabulary (the config's are frozen) and language, not per utterance. */
+/**
+ * Compiled once per vocabulary and language, not per utterance: a vocabulary is read-only once it has been used
+ * (the daemon's config is deep-frozen; an embedder changing a GateConfig's lists in place would not be seen — give
+ * `classifyQuestion` a new object instead).
+ */
 const LEXICONS = new WeakMap<Vocabulary, Map<string, Lexicon>>();
 
 function lexiconOf(vocabulary: Vocabulary, primary: string): Lexicon {
