@@ -1155,6 +1155,24 @@ describe('OVOS-COMMON-QUERY-1 §6.3 / §7.2: a skill whose connection closed (GO
     c.pong('a');
     expect(c.requests).toEqual([{ at: 0, claimants: [{ skill_id: 'a' }] }]);
   });
+
+  it('§7.2 in collection: a skill gone that is not an outstanding claimant (a non-claimant, or a claimant that already responded) ends nothing while another claimant is outstanding', () => {
+    const c = contest({ knownSkills: ['a', 'b', 'x'] });
+    c.pong('a', true, 1_000);
+    c.pong('b', true, 1_000);
+    c.pong('x', false);
+    expect(c.requests.map((r) => r.at)).toEqual([0]);
+    c.at(10);
+    c.respond('b', 'Paris', 0.6);
+    gone(c, 'x'); // never claimed
+    gone(c, 'b'); // claimed and already responded
+    expect(c.done()).toBe(false); // a is still outstanding, within its 1000 ms window
+    c.at(20);
+    c.respond('a', 'Paris, France', 0.8);
+    expect(c.doneAt()).toBe(20);
+    expect(c.output()?.closedBy).toBe('all_answered');
+    expect(c.output()?.responses.map((r) => r.skill_id)).toEqual(['b', 'a']);
+  });
 });
 
 /**
