@@ -48,9 +48,8 @@ const FRAME_LOG_CHARS = 200;
 interface Client {
   readonly id: string;
   readonly socket: WebSocket;
-  /** The TCP socket under `socket`: corked while a batch of frames for it is being gathered. */
+  /** The TCP socket under `socket`: corked (`writableCorked`) while a batch of frames for it is being gathered. */
   readonly tcp: Socket;
-  corked: boolean;
   alive: boolean;
   gone: boolean;
 }
@@ -210,7 +209,7 @@ export class BusServer implements Bus {
   }
 
   #onConnection(ws: WebSocket, request: IncomingMessage): void {
-    const client: Client = { id: `${this.#nextClientId++}@${remoteOf(request)}`, socket: ws, tcp: request.socket, corked: false, alive: true, gone: false };
+    const client: Client = { id: `${this.#nextClientId++}@${remoteOf(request)}`, socket: ws, tcp: request.socket, alive: true, gone: false };
     ws.on('pong', () => {
       client.alive = true;
     });
@@ -274,8 +273,8 @@ export class BusServer implements Bus {
           continue;
         }
       }
-      if (!client.corked) {
-        client.corked = true;
+      // ws corks and uncorks around each frame it writes, within send(): between sends only our cork holds.
+      if (client.tcp.writableCorked === 0) {
         client.tcp.cork();
         this.#corked.push(client);
       }
@@ -302,9 +301,7 @@ export class BusServer implements Bus {
   };
 
   #uncork(client: Client): void {
-    if (!client.corked) return;
-    client.corked = false;
-    client.tcp.uncork();
+    if (client.tcp.writableCorked > 0) client.tcp.uncork();
   }
 
   #pingClients(): void {

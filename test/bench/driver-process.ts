@@ -4,7 +4,8 @@
  * session's next utterance is published the moment its previous one's `ovos.utterance.handled` arrives — cycling
  * through the given kinds of utterance, and counts, per utterance, every `handled` and every spoken line until a
  * grace period after the last one: lost (no `handled`, or not the expected answer) and doubled (more than one
- * `handled` or spoken line) are counted from what a user would hear.
+ * `handled` or spoken line) are counted from what a user would hear. (`load-driver.ts` `runLoad` keeps N in flight
+ * too, but stops watching an utterance at its first `handled` — a double would go unseen — and asks one text only.)
  */
 import { performance } from 'node:perf_hooks';
 import { createMessage, utteranceIdOf, type Message } from '../../src/bus/message.js';

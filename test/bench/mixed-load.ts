@@ -43,7 +43,7 @@ const TARGET = { perSecond: 2_000, p99Ms: 50 };
 const DAEMON_MAIN = fileURLToPath(new URL('../../src/daemon/main.js', import.meta.url));
 
 /** CPU time a process has used so far (user + system, ms), from /proc; 0 where there is no /proc. */
-export function cpuMsOf(pid: number): number {
+function cpuMsOf(pid: number): number {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
     // After "pid (comm) ": state is field 3, utime 14 and stime 15 (clock ticks, 100 per second on Linux).

@@ -257,7 +257,7 @@ describe('BusServer protects everyone else from one bad client', () => {
     expect(server.clientCount).toBe(1);
   });
 
-  it('frames gathered in one turn do not make a reading client look slow, however small the limit (no slow_consumer); they arrive in order', async () => {
+  it('ovos-wire-today (the bus server): frames gathered in one turn do not make a reading client look slow, however small the limit (no slow_consumer); they arrive in order', async () => {
     const logs = captureLogs();
     // 4 × 1 KB = a 4 KB backlog limit, far below one turn's batch of 40 frames of ~500 bytes.
     const server = await BusServer.start({ host: '127.0.0.1', port: 0, route: '/core', maxFrameBytes: 1024, logger: logs.logger });
