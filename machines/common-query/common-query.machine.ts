@@ -47,6 +47,7 @@
  */
 import { and, assign, emit, or, setup } from 'xstate';
 import type { JsonObject, Message } from '../../src/bus/message.js';
+import { eventOf } from '../event-of.js';
 import { fastWinner, survivors, type CandidateResponse, type SelectionPolicy } from '../../src/plugins/common-query/selection.js';
 
 export interface CommonQueryInput {
@@ -169,8 +170,8 @@ export const commonQueryMachine = setup({
     sendRequests: (_args: { context: CommonQueryContext }) => {
       throw new Error('not provided: sendRequests');
     },
-    recordPong: assign(({ context, event }) => {
-      if (event.type !== 'PONG') return {};
+    recordPong: assign(({ context, event: received }) => {
+      const event = eventOf(received, 'PONG');
       const polled = [...context.polled, event.skill_id];
       if (!event.can_answer) return { polled };
       const claimant: Claimant = {
@@ -181,22 +182,18 @@ export const commonQueryMachine = setup({
       return { polled, claimants: [...context.claimants, claimant] };
     }),
     addResponse: assign({
-      responses: ({ context, event }) =>
-        event.type === 'RESPONSE' ? [...context.responses, asCandidate(event, context.responses.length)] : context.responses,
+      responses: ({ context, event }) => [...context.responses, asCandidate(eventOf(event, 'RESPONSE'), context.responses.length)],
     }),
-    join: assign({ policy: ({ context, event }) => (event.type === 'JOIN' ? event.policy : context.policy) }),
-    markGone: assign({
-      gone: ({ context, event }) => (event.type === 'GONE' && !context.gone.includes(event.skill_id) ? [...context.gone, event.skill_id] : context.gone),
-    }),
+    join: assign({ policy: ({ event }) => eventOf(event, 'JOIN').policy }),
+    markGone: assign({ gone: ({ context, event }) => [...context.gone, eventOf(event, 'GONE').skill_id] }),
     closeBy: assign({ closedBy: (_, params: { by: ClosedBy }) => params.by }),
-    reportPongIgnored: emit(({ context, event }) => ({
-      type: 'pong.ignored' as const,
-      skill_id: event.type === 'PONG' ? event.skill_id : '',
-      reason: event.type === 'PONG' && context.polled.includes(event.skill_id) ? ('duplicate' as const) : ('poll_closed' as const),
-    })),
+    reportPongIgnored: emit(({ context, event }) => {
+      const skillId = eventOf(event, 'PONG').skill_id;
+      return { type: 'pong.ignored' as const, skill_id: skillId, reason: context.polled.includes(skillId) ? ('duplicate' as const) : ('poll_closed' as const) };
+    }),
     reportResponseIgnored: emit(({ context, event }) => {
-      const skillId = event.type === 'RESPONSE' ? event.skill_id : '';
-      const claimant = context.claimants.some((c) => c.skill_id === skillId);
+      const skillId = eventOf(event, 'RESPONSE').skill_id;
+      const claimant = isClaimant(context, skillId);
       return {
         type: 'response.ignored' as const,
         skill_id: skillId,
@@ -205,50 +202,59 @@ export const commonQueryMachine = setup({
     }),
   },
   guards: {
-    firstPong: ({ context, event }) => event.type === 'PONG' && !context.polled.includes(event.skill_id),
+    firstPong: ({ context, event }) => !context.polled.includes(eventOf(event, 'PONG').skill_id),
     /** With this pong, a claim is in hand (or the roster is complete) and every skill on it has answered or is gone (rule 1). */
-    lastKnown: ({ context, event }) =>
-      event.type === 'PONG' &&
-      (event.can_answer || liveClaims(context) > 0 || context.rosterComplete === true) &&
-      context.knownSkills.length > 0 &&
-      heardAll(context, [...context.polled, event.skill_id], context.knownSkills),
+    lastKnown: ({ context, event: received }) => {
+      const event = eventOf(received, 'PONG');
+      return (
+        (event.can_answer || liveClaims(context) > 0 || context.rosterComplete === true) &&
+        context.knownSkills.length > 0 &&
+        heardAll(context, [...context.polled, event.skill_id], context.knownSkills)
+      );
+    },
     /** With this pong, no skill known to answer every poll is outstanding (ends the wait past the claim bound). */
-    lastAnswering: ({ context, event }) => event.type === 'PONG' && heardAll(context, [...context.polled, event.skill_id], context.answeringSkills),
+    lastAnswering: ({ context, event }) => heardAll(context, [...context.polled, eventOf(event, 'PONG').skill_id], context.answeringSkills),
     answeringOutstanding: ({ context }) => !heardAll(context, context.polled, context.answeringSkills),
     /** With this skill gone, rule 1 holds: a claim in hand, every known skill heard or gone. */
-    goneKnownHeard: ({ context, event }) =>
-      event.type === 'GONE' &&
-      (liveClaims(withGone(context, event.skill_id)) > 0 || context.rosterComplete === true) &&
-      context.knownSkills.length > 0 && heardAll(withGone(context, event.skill_id), context.polled, context.knownSkills),
+    goneKnownHeard: ({ context, event }) => {
+      const after = withGone(context, eventOf(event, 'GONE').skill_id);
+      return (liveClaims(after) > 0 || context.rosterComplete === true) && context.knownSkills.length > 0 && heardAll(after, context.polled, context.knownSkills);
+    },
     /** With this skill gone, nobody known to answer every poll is outstanding. */
-    goneAnsweringHeard: ({ context, event }) => event.type === 'GONE' && heardAll(withGone(context, event.skill_id), context.polled, context.answeringSkills),
-    /** This GONE is of a claimant that has not responded, and with it every claimant is settled. */
-    goneCompletes: ({ context, event }) =>
-      event.type === 'GONE' && isClaimant(context, event.skill_id) && !responded(context, event.skill_id) && claimantsSettled(context, event.skill_id),
+    goneAnsweringHeard: ({ context, event }) => heardAll(withGone(context, eventOf(event, 'GONE').skill_id), context.polled, context.answeringSkills),
+    /**
+     * With this skill gone every claimant has responded or is gone. (While collecting, some claimant is outstanding:
+     * so this holds only for the GONE of the last outstanding one.)
+     */
+    goneCompletes: ({ context, event }) => claimantsSettled(context, eventOf(event, 'GONE').skill_id),
     hasClaimants: ({ context }) => context.claimants.length > 0,
     /** Every claimant has already responded or gone (an unasked answer can come in during the poll). */
     claimantsAllSettled: ({ context }) => context.claimants.length > 0 && context.claimants.every((c) => responded(context, c.skill_id) || context.gone.includes(c.skill_id)),
     /** A claimant whose answer follows unasked, not yet heard from: its response during the poll is kept. */
-    pendingUnasked: ({ context, event }) =>
-      event.type === 'RESPONSE' && context.claimants.some((c) => c.skill_id === event.skill_id && c.unasked === true) && !responded(context, event.skill_id),
+    pendingUnasked: ({ context, event: received }) => {
+      const event = eventOf(received, 'RESPONSE');
+      return context.claimants.some((c) => c.skill_id === event.skill_id && c.unasked === true) && !responded(context, event.skill_id);
+    },
     /** A fast win under the live policy is already in hand. */
     fastWinInHand: ({ context }) => context.policy !== null && fastWinner(context.responses, context.policy) !== null,
-    pendingClaimant: ({ context, event }) =>
-      event.type === 'RESPONSE' && context.claimants.some((c) => c.skill_id === event.skill_id) && !responded(context, event.skill_id),
+    pendingClaimant: ({ context, event }) => {
+      const skillId = eventOf(event, 'RESPONSE').skill_id;
+      return isClaimant(context, skillId) && !responded(context, skillId);
+    },
     /** This response is the last one outstanding (a gone claimant is not outstanding). */
-    completes: ({ context, event }) => event.type === 'RESPONSE' && claimantsSettled(context, event.skill_id),
+    completes: ({ context, event }) => claimantsSettled(context, eventOf(event, 'RESPONSE').skill_id),
     /** This response is a fast win under the live policy (§8 step 3). */
     fastWinWith: ({ context, event }) =>
-      event.type === 'RESPONSE' && context.policy !== null && fastWinner([asCandidate(event, context.responses.length)], context.policy) !== null,
+      context.policy !== null && fastWinner([asCandidate(eventOf(event, 'RESPONSE'), context.responses.length)], context.policy) !== null,
     /** A response already in is a fast win under the policy `match` just joined with. */
-    fastWinOnJoin: ({ context, event }) => event.type === 'JOIN' && fastWinner(context.responses, event.policy) !== null,
+    fastWinOnJoin: ({ context, event }) => fastWinner(context.responses, eventOf(event, 'JOIN').policy) !== null,
     /** A surviving answer (§8 steps 1–2, live policy) is in hand. */
     survivorInHand: ({ context }) => context.policy !== null && survivors(context.responses, context.policy).length > 0,
     /** This response survives §8 steps 1–2 under the live policy. */
     survives: ({ context, event }) =>
-      event.type === 'RESPONSE' && context.policy !== null && survivors([asCandidate(event, context.responses.length)], context.policy).length > 0,
+      context.policy !== null && survivors([asCandidate(eventOf(event, 'RESPONSE'), context.responses.length)], context.policy).length > 0,
     /** A response already in survives under the policy `match` just joined with. */
-    survivorOnJoin: ({ context, event }) => event.type === 'JOIN' && survivors(context.responses, event.policy).length > 0,
+    survivorOnJoin: ({ context, event }) => survivors(context.responses, eventOf(event, 'JOIN').policy).length > 0,
   },
   delays: {
     pollWindow: ({ context }) => context.pollWindowMs,

@@ -20,6 +20,7 @@
  */
 import { and, assign, emit, enqueueActions, setup } from 'xstate';
 import type { Message } from '../../src/bus/message.js';
+import { eventOf } from '../event-of.js';
 
 /** What every ping of this contest carries (§6.1): derived from `origin` with `{utterances, lang}`. */
 export interface FallbackQuery {
@@ -96,7 +97,10 @@ export const fallbackMachine = setup({
     /** Provided by the plugin: the one broadcast that asks every skill of `broadcast`. */
     sendBroadcast: (_args: { context: FallbackContext }) => {},
     recordEarly: assign({
-      early: ({ context, event }) => (event.type === 'PONG' ? { ...context.early, [event.skill_id]: event.can_handle } : context.early),
+      early: ({ context, event: received }) => {
+        const event = eventOf(received, 'PONG');
+        return { ...context.early, [event.skill_id]: event.can_handle };
+      },
     }),
     recordOutcome: assign({
       outcomes: ({ context }, params: { outcome: SkillOutcome }) => [
@@ -105,7 +109,7 @@ export const fallbackMachine = setup({
       ],
     }),
     advance: assign({ index: ({ context }) => nextIndex(context, context.index) }),
-    markGone: assign({ gone: ({ context, event }) => (event.type === 'GONE' ? [...context.gone, event.skill_id] : context.gone) }),
+    markGone: assign({ gone: ({ context, event }) => [...context.gone, eventOf(event, 'GONE').skill_id] }),
     reportTimeout: emit(({ context }) => ({
       type: 'ping.timeout' as const,
       skill_id: current(context) ?? '',
@@ -124,15 +128,15 @@ export const fallbackMachine = setup({
   guards: {
     poolEmpty: ({ context }) => context.pool.length === 0,
     fromAwaitedSkill: ({ context, event }) => event.skill_id === current(context),
-    willing: ({ event }) => event.type === 'PONG' && event.can_handle,
+    willing: ({ event }) => eventOf(event, 'PONG').can_handle,
     hasNext: ({ context }) => nextIndex(context, context.index) < context.pool.length,
     hasBroadcast: ({ context }) => context.broadcast.length > 0,
     earlyWilling: ({ context }) => earlyAnswer(context) === true,
     earlyDeclined: ({ context }) => earlyAnswer(context) === false,
     /** A broadcast skill's first answer before its turn (still ahead in the pool). */
     aheadInBroadcast: ({ context, event }) => {
-      if (event.type !== 'PONG' || !context.broadcast.includes(event.skill_id) || Object.hasOwn(context.early, event.skill_id)) return false;
-      return context.pool.indexOf(event.skill_id) > context.index;
+      const skillId = eventOf(event, 'PONG').skill_id;
+      return context.broadcast.includes(skillId) && !Object.hasOwn(context.early, skillId) && context.pool.indexOf(skillId) > context.index;
     },
   },
   delays: {

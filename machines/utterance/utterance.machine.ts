@@ -9,6 +9,7 @@
 import { and, assign, emit, fromPromise, setup } from 'xstate';
 import type { Message } from '../../src/bus/message.js';
 import type { SessionView } from '../../src/bus/session.js';
+import { eventOf } from '../event-of.js';
 import { rejectionOf, type Match } from '../../src/pipeline/plugin.js';
 
 /** The utterance as the orchestrator accepted it: stamped entry message, candidates, resolved lang, session. */
@@ -133,7 +134,7 @@ export const utteranceMachine = setup({
     hasNext: ({ context }) => context.index + 1 < context.stages.length,
     noStages: ({ context }) => context.stages.length === 0,
     fromDispatchedSkill: ({ context, event }) => event.skill_id === context.match?.skill_id,
-    handlerOk: ({ event }) => event.type === 'HANDLER_DONE' && event.ok,
+    handlerOk: ({ event }) => eventOf(event, 'HANDLER_DONE').ok,
     inProcess: ({ context }) => handlesInProcess(context),
   },
   delays: {

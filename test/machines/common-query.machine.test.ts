@@ -1273,3 +1273,34 @@ describe('OVOS-COMMON-QUERY-1 §6.3 / §7.2 edges of GONE, unasked claims and th
     expect(c.output()?.responses[0]).not.toHaveProperty('conf');
   });
 });
+
+describe('embedding the contest machine (src/index.ts exports it): effects the embedder forgot', () => {
+  const input: CommonQueryInput = {
+    origin: ORIGIN, utterance: Q, lang: 'en-US', pollWindowMs: POLL, pollClaimBoundMs: CLAIM, collectionInitialMs: INITIAL,
+    collectionAllowanceMs: 0, collectionCeilingMs: CEILING, knownSkills: [], answeringSkills: [], policy: POLICY,
+  };
+  const errorOf = (actor: { subscribe: (o: { error: (e: unknown) => void }) => unknown }): unknown[] => {
+    const errors: unknown[] = [];
+    actor.subscribe({ error: (e) => errors.push(e) });
+    return errors;
+  };
+
+  it('without sendPing the contest fails at its start, naming the missing action', () => {
+    const actor = createActor(commonQueryMachine, { input, clock: new ManualClock(0) });
+    const errors = errorOf(actor);
+    actor.start();
+    expect(actor.getSnapshot().status).toBe('error');
+    expect(errors.map((e) => String(e))).toEqual(['Error: not provided: sendPing']);
+  });
+
+  it('without sendRequests it fails when the poll closes on a claim, naming the missing action', () => {
+    const clock = new ManualClock(0);
+    const actor = createActor(commonQueryMachine.provide({ actions: { sendPing: () => {} } }), { input, clock });
+    const errors = errorOf(actor);
+    actor.start();
+    actor.send({ type: 'PONG', skill_id: 'a', can_answer: true });
+    expect(errors).toEqual([]);
+    clock.advance(CLAIM);
+    expect(errors.map((e) => String(e))).toEqual(['Error: not provided: sendRequests']);
+  });
+});
