@@ -301,6 +301,13 @@ const shutdown = section({
     .describe('on SIGTERM / SIGINT: how long utterances in flight (contests and handlers) may take to finish before they are stopped'),
 }).describe('graceful shutdown');
 
+const memory = section({
+  idleReclaimMs: ms(1)
+    .nullable()
+    .default(5_000)
+    .describe('the daemon: every this many ms, when its event loop was idle and V8 holds over 16 MB more heap than the last collection left in use (after a burst or a flood), one full garbage collection, so the memory goes back to the system; null: never'),
+}).describe('giving memory back after a burst (the daemon; the library never collects)');
+
 const metrics = section({
   port: port()
     .nullable()
@@ -366,6 +373,7 @@ export const ConfigSchema = section({
       ],
     }),
   shutdown: shutdown.prefault({}),
+  memory: memory.prefault({}),
   metrics: metrics.prefault({}),
   inspector: inspector.prefault({}),
   dialects: dialects.prefault({}),

@@ -10,6 +10,7 @@ import { systemClock } from '../clock/clock.js';
 import { createRecordedSystem, InspectorRecorder } from '../inspect/recorder.js';
 import { InspectorServer } from '../inspect/server.js';
 import { createMetrics, serveMetrics } from '../metrics/metrics.js';
+import { startMemoryReclaimer } from './memory-reclaim.js';
 import { RegistryStore } from '../plugins/fallback/registry-store.js';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
@@ -124,6 +125,10 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     }
   }
   logger.info({ pipeline: config.pipeline, stages: system.orchestrator.stages.map((s) => s.pipelineId) }, 'pipeline ready');
+  if (config.memory.idleReclaimMs !== null) {
+    const reclaimer = startMemoryReclaimer({ clock: systemClock, logger: logger.child({ component: 'memory' }), intervalMs: config.memory.idleReclaimMs });
+    closers.unshift(async () => reclaimer.stop());
+  }
 
   if (config.exampleSkills) {
     // Each example skill is its own websocket client of the bus, as a skill in another process would be, connected
