@@ -11,6 +11,7 @@ import { mkdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { benchCommonQueryWs } from './common-query-ws.js';
 import { benchFallbackInProcess } from './fallback-inprocess.js';
+import { benchMachinesFloor } from './machines-floor.js';
 import { benchFallbackWs } from './fallback-ws.js';
 import { benchInspector } from './inspector.js';
 import { benchMemory } from './memory.js';
@@ -24,6 +25,7 @@ import { benchTimingUnderLoad } from './timing-under-load.js';
 
 const BENCHMARKS: ReadonlyArray<readonly [name: string, run: () => Promise<Section>]> = [
   ['fallback in-process', benchFallbackInProcess],
+  ['machines floor', benchMachinesFloor],
   ['fallback over websocket', benchFallbackWs],
   ['common query over websocket', benchCommonQueryWs],
   ['memory', benchMemory],
