@@ -26,6 +26,12 @@ export interface DriverPlan {
   readonly total: number;
   readonly concurrency: number;
   readonly kinds: readonly UtteranceKind[];
+  /**
+   * Open load: publish at this steady rate (utterances/s, spread over `concurrency` sessions in turn) whatever the
+   * daemon's pace, instead of keeping `concurrency` sessions busy back to back — the latency a user sees below
+   * saturation, where a closed loop only ever measures the queue it builds (Little's law).
+   */
+  readonly ratePerSecond?: number;
   /** After the last `handled`: how long doubles are still looked for. */
   readonly graceMs: number;
   /** The run gives up (and reports what it has) after this. */
@@ -76,6 +82,7 @@ function run(client: BusClient, plan: DriverPlan): Promise<DriverResult> {
   let lastHandledAt = 0;
   const startedAt = performance.now();
 
+  const open = plan.ratePerSecond !== undefined;
   const publishNext = (slot: number): void => {
     if (published >= plan.total) return;
     const kind = plan.kinds[published % plan.kinds.length]!;
@@ -89,6 +96,7 @@ function run(client: BusClient, plan: DriverPlan): Promise<DriverResult> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const finish = (timedOut: boolean): void => {
       clearTimeout(timer);
+      clearInterval(ticker);
       unsubscribe();
       let lost = 0;
       let doubled = 0;
@@ -124,13 +132,22 @@ function run(client: BusClient, plan: DriverPlan): Promise<DriverResult> {
       lastHandledAt = now;
       if (handled === plan.total) {
         clearTimeout(timer);
+        clearInterval(ticker);
         timer = setTimeout(() => finish(false), plan.graceMs);
-      } else {
+      } else if (!open) {
         publishNext(flight.slot);
       }
     });
     timer = setTimeout(() => finish(true), plan.timeoutMs);
-    for (let slot = 0; slot < Math.min(plan.concurrency, plan.total); slot++) publishNext(slot);
+    // Open load: every millisecond tick publishes what the steady rate owes by now (timers are not exact).
+    const ticker = open
+      ? setInterval(() => {
+          const due = Math.min(plan.total, Math.floor(((performance.now() - startedAt) * plan.ratePerSecond!) / 1000));
+          while (published < due) publishNext(published % plan.concurrency);
+          if (published >= plan.total) clearInterval(ticker);
+        }, 1)
+      : undefined;
+    if (!open) for (let slot = 0; slot < Math.min(plan.concurrency, plan.total); slot++) publishNext(slot);
   });
 }
 
