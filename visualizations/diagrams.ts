@@ -21,7 +21,7 @@ export const DELAYS: Readonly<Record<string, { readonly key: string; readonly ms
   handlerTimeout: { key: 'orchestrator.handlerTimeoutMs', ms: orchestrator.handlerTimeoutMs, clause: 'OVOS-PIPELINE-1 §8' },
   pollClaimBound: { key: 'commonQuery.pollClaimBoundMs', ms: commonQuery.pollClaimBoundMs, clause: 'OVOS-COMMON-QUERY-1 §6.3' },
   pollWindow: { key: 'commonQuery.pollWindowMs', ms: commonQuery.pollWindowMs, clause: 'OVOS-COMMON-QUERY-1 §6.3, Appendix A' },
-  collectionWindow: { key: 'the largest claimant latency_ms + commonQuery.collectionAllowanceMs, else commonQuery.collectionInitialMs', ms: commonQuery.collectionInitialMs, clause: 'OVOS-COMMON-QUERY-1 §7.2' },
+  collectionWindow: { key: 'the largest claimant latency_ms + its pong delay (at least commonQuery.collectionAllowanceMs), else commonQuery.collectionInitialMs', ms: commonQuery.collectionInitialMs, clause: 'OVOS-COMMON-QUERY-1 §7.2' },
   collectionCeiling: { key: 'commonQuery.collectionCeilingMs', ms: commonQuery.collectionCeilingMs, clause: 'OVOS-COMMON-QUERY-1 §7.2, Appendix A' },
 };
 

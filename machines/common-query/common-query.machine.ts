@@ -26,18 +26,19 @@
  * if every claimant has then answered, or one answer is a fast win, the contest ends as the poll closes.
  *
  * Collection (§7): `sendRequests` asks every claimant (but the unasked) in parallel. §7.2 sizes the *initial* window from the
- * claimants' `latency_ms` (`collectionWindow`: the largest `latency_ms` + `collectionAllowanceMs` — the skill's own
- * time plus the bus between it and us —, a claimant without one counting as the fixed initial window, clamped to
- * the ceiling); a claimant is treated as declining only when it has not answered by the ceiling. So the window
- * closes at the first of:
+ * claimants' `latency_ms` (`collectionWindow`: the largest `latency_ms` plus the bus between that skill and us — the
+ * time its pong took to reach us in this very poll, `after_ms`, and at least `collectionAllowanceMs` —, a claimant
+ * without `latency_ms` counting as the fixed initial window, clamped to the ceiling); a claimant is treated as
+ * declining only when it has not answered by the ceiling. So the window closes at the first of:
  *  - every claimant has responded (a response without `answer` counts) or is gone — `all_answered`;
  *  - a fast win under the live policy (§8 step 3) — `fast_win`;
  *  - the initial window has passed and a surviving answer (§8 steps 1–2 under the live policy) is in hand —
  *    at the window's end if one is already there, else the moment the first one arrives — `window`;
  *  - the hard ceiling `collectionCeiling` (Appendix A 5 s) — `ceiling`.
  * An answer arriving before the ceiling is therefore never lost while no other surviving answer is in hand, and
- * claimants that all answer within their declared latency (give or take the allowance) are all heard: the first of
- * three skills declaring `latency_ms: 0` does not close the window on the other two, 1 ms behind it.
+ * claimants that all answer within their declared latency (plus the bus's round trip) are all heard: the first of
+ * three skills declaring `latency_ms: 0` does not close the window on the other two, 1 ms behind it — nor, on a bus
+ * so loaded that a round trip takes 200 ms, 150 ms behind it.
  *
  * Survival and fast win are judged against the LIVE session only (§5.1): once `match` has joined with its policy.
  * Before that (early start) collection keeps going, so an upstream stage that blacklists a skill still takes effect.
@@ -60,8 +61,9 @@ export interface CommonQueryInput {
   readonly pollClaimBoundMs: number;
   readonly collectionInitialMs: number;
   /**
-   * Added to a claimant's declared `latency_ms`: its answer reaches the plugin a bus round trip (and, under load, an
-   * event-loop turn or two) after the skill has produced it in `latency_ms`.
+   * The least added to a claimant's declared `latency_ms`: its answer reaches the plugin a bus round trip (and, under
+   * load, an event-loop turn or two) after the skill has produced it in `latency_ms`. When the claimant's pong took
+   * longer to reach us (`after_ms`: a loaded bus), that is added instead.
    */
   readonly collectionAllowanceMs: number;
   readonly collectionCeilingMs: number;
@@ -81,6 +83,8 @@ export interface CommonQueryInput {
 export interface Claimant {
   readonly skill_id: string;
   readonly latency_ms?: number;
+  /** How long after the ping its pong reached the plugin: the bus's round trip to this skill right now. */
+  readonly pong_after_ms?: number;
   /** Its claim is also the request: its answer follows without `<skill_id>:common_query` (the legacy question). */
   readonly unasked?: true;
 }
@@ -98,7 +102,8 @@ export interface CommonQueryContext extends CommonQueryInput {
 }
 
 export type CommonQueryEvent =
-  | { readonly type: 'PONG'; readonly skill_id: string; readonly can_answer: boolean; readonly latency_ms?: number; readonly unasked?: true }
+  /** `after_ms`: how long after the ping this pong reached the plugin (the plugin's clock; absent: not measured). */
+  | { readonly type: 'PONG'; readonly skill_id: string; readonly can_answer: boolean; readonly latency_ms?: number; readonly after_ms?: number; readonly unasked?: true }
   /** `reply`: opaque to the contest, kept with the response (the legacy dialect hands a winner its own reply back). */
   | { readonly type: 'RESPONSE'; readonly skill_id: string; readonly answer?: string; readonly conf?: number; readonly receivedAt: number; readonly reply?: JsonObject }
   | { readonly type: 'JOIN'; readonly policy: SelectionPolicy }
@@ -120,16 +125,17 @@ export interface CommonQueryOutput {
 
 /**
  * §7.2: the initial window — the largest claimant estimate, in [0, ceiling]. A claimant's estimate is its declared
- * `latency_ms` (the skill's own time to produce the answer, §6.2) plus the transport allowance, since the plugin sees
- * the answer only after the bus has carried request and response; a claimant without one counts as the fixed
- * initial window.
+ * `latency_ms` (the skill's own time to produce the answer, §6.2) plus the bus's round trip, since the plugin sees
+ * the answer only after the bus has carried request and response: the time its pong took to reach us in this poll,
+ * and at least the transport allowance. A claimant without `latency_ms` counts as the fixed initial window.
  */
 export function collectionWindowMs(
   context: Pick<CommonQueryContext, 'claimants' | 'collectionInitialMs' | 'collectionAllowanceMs' | 'collectionCeilingMs'>,
 ): number {
   let window = 0;
   for (const claimant of context.claimants) {
-    window = Math.max(window, claimant.latency_ms === undefined ? context.collectionInitialMs : claimant.latency_ms + context.collectionAllowanceMs);
+    const roundTrip = Math.max(context.collectionAllowanceMs, claimant.pong_after_ms ?? 0);
+    window = Math.max(window, claimant.latency_ms === undefined ? context.collectionInitialMs : claimant.latency_ms + roundTrip);
   }
   return Math.min(Math.max(window, 0), context.collectionCeilingMs);
 }
@@ -177,6 +183,7 @@ export const commonQueryMachine = setup({
       const claimant: Claimant = {
         skill_id: event.skill_id,
         ...(event.latency_ms === undefined ? {} : { latency_ms: event.latency_ms }),
+        ...(event.after_ms === undefined ? {} : { pong_after_ms: event.after_ms }),
         ...(event.unasked === true ? { unasked: true as const } : {}),
       };
       return { polled, claimants: [...context.claimants, claimant] };

@@ -283,10 +283,10 @@ const commonQuery = section({
   collectionInitialMs: ms(0)
     .default(3_000)
     .describe('collection window when no claimant gave latency_ms (Appendix A); ≤ collectionCeilingMs'),
-  // §7.2: latency_ms is the skill's own time to answer; the plugin sees the answer a bus round trip later.
+  // §7.2: latency_ms is the skill's own time to answer; the plugin sees the answer a bus round trip later (at least this).
   collectionAllowanceMs: ms(0)
     .default(50)
-    .describe("added to a claimant's latency_ms when sizing the collection window: the bus between skill and plugin (§7.2)"),
+    .describe("the least added to a claimant's latency_ms when sizing the collection window: the bus between skill and plugin; its pong's delay when longer (§7.2)"),
   collectionCeilingMs: ms(1).default(5_000).describe('hard ceiling of the collection window (Appendix A)'),
   minConfidence: unitInterval().default(0.5).describe('minimum self-confidence (§8 step 1)'),
   fastWinConfidence: unitInterval()

@@ -70,15 +70,17 @@ export const DELAY_BOUNDARIES: Readonly<Record<string, DelayBoundary>> = {
   collectionWindow: {
     machine: 'commonQuery',
     clause: 'OVOS-COMMON-QUERY-1 §7.2 initial collection window',
-    // The window is the largest latency_ms + the transport allowance of the claimants (omitted → the fixed initial
-    // window), clamped.
+    // The window is the largest latency_ms + the bus's round trip of the claimants — its pong's delay, at least the
+    // transport allowance — (latency_ms omitted → the fixed initial window), clamped.
     place: (config, skill, roster) => {
       const s = cqOnly(skill);
       if (s === null || (s.pong ?? 'claim') !== 'claim') return null;
       const { collectionInitialMs, collectionAllowanceMs } = config.commonQuery;
       let window = 0;
       for (const c of roster) {
-        if (c.kind === 'common_query' && (c.pong ?? 'claim') === 'claim') window = Math.max(window, c.latencyMs === undefined ? collectionInitialMs : c.latencyMs + collectionAllowanceMs);
+        if (c.kind !== 'common_query' || (c.pong ?? 'claim') !== 'claim') continue;
+        const roundTrip = Math.max(collectionAllowanceMs, c.pongAfterMs ?? 0);
+        window = Math.max(window, c.latencyMs === undefined ? collectionInitialMs : c.latencyMs + roundTrip);
       }
       const T = Math.min(window, config.commonQuery.collectionCeilingMs);
       return { T, at: (ms) => ({ ...s, answerAfterMs: ms }) };

@@ -177,8 +177,12 @@ function commonQueryContest(config: Config, c0: number, join: number, skills: re
   }
   const P = closeAt;
   let window = 0;
-  // §7.2: a declared latency_ms is the skill's own time; the answer reaches the plugin the transport allowance later.
-  for (const c of claims) window = Math.max(window, c.latencyMs === undefined ? cq.collectionInitialMs : c.latencyMs + cq.collectionAllowanceMs);
+  // §7.2: a declared latency_ms is the skill's own time; the answer reaches the plugin a bus round trip later — what
+  // its pong took to arrive in this poll, and at least the transport allowance (README, the collection window).
+  for (const c of claims) {
+    const roundTrip = Math.max(cq.collectionAllowanceMs, c.pongAfterMs ?? 0);
+    window = Math.max(window, c.latencyMs === undefined ? cq.collectionInitialMs : c.latencyMs + roundTrip);
+  }
   const windowEnd = P + Math.min(Math.max(window, 0), cq.collectionCeilingMs);
   const hardEnd = P + cq.collectionCeilingMs;
   trail.push(`collection: requests at ${P} ms; initial window ends ${windowEnd} ms, ceiling ${hardEnd} ms (§7.2)`);

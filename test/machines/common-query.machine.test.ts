@@ -427,6 +427,17 @@ describe('OVOS-COMMON-QUERY-1 §7.2 collectionWindowMs()', () => {
     expect(window([{ skill_id: 'a', latency_ms: CEILING - 10 }], INITIAL, CEILING, 50)).toBe(CEILING);
   });
 
+  it('§7.2 + the bus round trip: a pong slower than the allowance stretches that claimant\'s estimate by its delay (49 / 50 / 51 ms around a 50 ms allowance); the largest estimate wins', () => {
+    expect(window([{ skill_id: 'a', latency_ms: 0, pong_after_ms: 49 }], INITIAL, CEILING, 50)).toBe(50);
+    expect(window([{ skill_id: 'a', latency_ms: 0, pong_after_ms: 50 }], INITIAL, CEILING, 50)).toBe(50);
+    expect(window([{ skill_id: 'a', latency_ms: 0, pong_after_ms: 51 }], INITIAL, CEILING, 50)).toBe(51);
+    expect(window([{ skill_id: 'a', latency_ms: 0, pong_after_ms: 120 }, { skill_id: 'b', latency_ms: 20, pong_after_ms: 10 }], INITIAL, CEILING, 50)).toBe(120);
+    expect(window([{ skill_id: 'a', latency_ms: 100, pong_after_ms: 120 }, { skill_id: 'b', latency_ms: 200, pong_after_ms: 10 }], INITIAL, CEILING, 50)).toBe(250);
+    // Without latency_ms the fixed initial window stands, however slow the pong; the ceiling still clamps.
+    expect(window([{ skill_id: 'a', pong_after_ms: 400 }], INITIAL, CEILING, 50)).toBe(INITIAL);
+    expect(window([{ skill_id: 'a', latency_ms: CEILING - 100, pong_after_ms: 400 }], INITIAL, CEILING, 50)).toBe(CEILING);
+  });
+
   it('§7.2: the initial window is the maximum latency_ms across claimants', () => {
     expect(window([{ skill_id: 'a', latency_ms: 200 }, { skill_id: 'b', latency_ms: 800 }])).toBe(800);
     expect(window([{ skill_id: 'a', latency_ms: 800 }, { skill_id: 'b', latency_ms: 200 }])).toBe(800);

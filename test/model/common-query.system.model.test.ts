@@ -42,8 +42,8 @@
  *  gone — a closed connection takes its skills off the roster; a running contest stops waiting for them: heard from
  *       in the poll (rules 1 and 2 re-checked at once), declining in collection (§7.2, checked at once).
  *  §7.1 requests to every claimant at the instant the poll closes, in claim order.
- *  §7.2 initial window W = the largest claimant latency_ms + 50 ms for the bus between skill and plugin (omitted →
- *       3000), clamped to the ceiling. The collection
+ *  §7.2 initial window W = the largest claimant latency_ms + the bus between skill and plugin: the time its pong
+ *       took after the ping, at least 50 ms (omitted → 3000), clamped to the ceiling. The collection
  *       closes at the first of: every claimant responded or is gone (a response without answer counts); a fast win
  *       (§8 step 3: conf ≥ 0.9 and ≥ min); W has passed and a surviving answer (§8 steps 1–2: answer with conf ≥ 0.5)
  *       is in hand — at W if one is already there, else when the first arrives; the ceiling, 5000 ms after the
@@ -197,12 +197,17 @@ const rule1 = (c: Ctx): boolean => c.claimants.length > 0 && c.known.length > 0 
 /** §6.3 rule 2, past the claim bound: nobody known to answer every poll is outstanding. */
 const rule2 = (c: Ctx): boolean => c.now >= CLAIM_BOUND && c.answering.every(heard(c));
 
-/** §7.2: the largest claimant latency_ms + the transport allowance (omitted → the fixed initial window), clamped to the ceiling. */
+/**
+ * §7.2: the largest claimant latency_ms + the bus's round trip to it — how long its pong took after the ping (sent
+ * as the question arrives), at least the transport allowance — (omitted → the fixed initial window), clamped to the
+ * ceiling.
+ */
 function windowMs(spec: ModelSpec, c: Ctx): number {
   let window = 0;
   for (const skill of c.claimants) {
     const declared = spec.skills.find((s) => s.id === skill)?.latencyMs;
-    window = Math.max(window, declared === undefined ? INITIAL_WINDOW : declared + ALLOWANCE);
+    const roundTrip = Math.max(ALLOWANCE, c.skills[skill]?.pongAt ?? 0);
+    window = Math.max(window, declared === undefined ? INITIAL_WINDOW : declared + roundTrip);
   }
   return Math.min(window, CEILING);
 }

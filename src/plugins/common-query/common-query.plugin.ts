@@ -320,6 +320,8 @@ export class CommonQueryPlugin implements PipelineStage {
       const entry = this.#roster.get(skill);
       return entry !== undefined && answersEveryPoll(entry);
     });
+    // The ping goes out as the contest starts: a pong's delay after this is the bus's round trip right now (§7.2).
+    const pingedAt = clock.now();
     const contest = this.#supervisor.spawn({
       kind: 'common_query',
       label: this.pipelineId,
@@ -351,6 +353,7 @@ export class CommonQueryPlugin implements PipelineStage {
             type: 'PONG' as const,
             skill_id: inbound.skill_id,
             can_answer: inbound.can_answer,
+            after_ms: clock.now() - pingedAt,
             ...(inbound.latency_ms === undefined ? {} : { latency_ms: inbound.latency_ms }),
             ...(inbound.unasked === true ? { unasked: true as const } : {}),
           };

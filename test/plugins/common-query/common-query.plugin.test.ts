@@ -1054,6 +1054,41 @@ describe('OVOS-COMMON-QUERY-1 §7.2 collection window (whole system)', () => {
     expectOneHandledEach(h);
   });
 
+  // A loaded bus (the mixed-load bench, one connection per skill: round trips of 100–400 ms): the best claimant's pong
+  // took 120 ms to arrive, so its answer will too — the window is its latency_ms + that round trip, not + 50 ms.
+  it.each([
+    [119, 'best', 'all_answered'],
+    [120, 'weak', 'window'],
+    [121, 'weak', 'window'],
+  ])('§7.2 on a loaded bus: B pongs 120 ms after the ping (latency_ms 0), A (0.6) at once — B (0.8) answering %i ms after the request → %s (window = 0 + its 120 ms round trip)', async (bDelay, expected, closedBy) => {
+    const h = createHarness(config());
+    const wire = timedWire(h);
+    cqSkill(h, 'cq-a', { latencyMs: 0, answer: 'weak', conf: 0.6, responseDelayMs: 1 });
+    cqSkill(h, 'cq-b', { latencyMs: 0, pongDelayMs: 120, answer: 'best', conf: 0.8, responseDelayMs: bDelay });
+    await h.settle();
+    const t0 = h.clock.now();
+    h.utter(FRANCE);
+    await h.advance(CLAIM_BOUND + 400);
+    expect(spoken(h)).toEqual([expected]);
+    expect(wire.filter((w) => w.message.type === 'ovos.utterance.speak').map((w) => w.at - t0)).toEqual([CLAIM_BOUND + Math.min(bDelay, 120)]);
+    expect(logsWith(h, 'common query decided').map((l) => l['closed_by'])).toEqual([closedBy]);
+    expectOneHandledEach(h);
+  });
+
+  it('§7.2 on a quiet bus the allowance is the least round trip: a pong after 10 ms still gives latency_ms + 50 ms', async () => {
+    const h = createHarness(config());
+    const wire = timedWire(h);
+    cqSkill(h, 'cq-a', { latencyMs: 0, answer: 'weak', conf: 0.6, responseDelayMs: 1 });
+    cqSkill(h, 'cq-b', { latencyMs: 0, pongDelayMs: 10, answer: 'best', conf: 0.8, responseDelayMs: ALLOWANCE - 1 });
+    await h.settle();
+    const t0 = h.clock.now();
+    h.utter(FRANCE);
+    await h.advance(CLAIM_BOUND + 400);
+    expect(spoken(h)).toEqual(['best']);
+    expect(wire.filter((w) => w.message.type === 'ovos.utterance.speak').map((w) => w.at - t0)).toEqual([CLAIM_BOUND + ALLOWANCE - 1]);
+    expectOneHandledEach(h);
+  });
+
   it('§7.2 + allowance: three claimants declaring latency_ms 0 answering 1, 2 and 3 ms after the request — the best answer (0.8) is spoken, not the first (0.6)', async () => {
     const h = createHarness(config());
     const wire = timedWire(h);
