@@ -125,10 +125,6 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     }
   }
   logger.info({ pipeline: config.pipeline, stages: system.orchestrator.stages.map((s) => s.pipelineId) }, 'pipeline ready');
-  if (config.memory.idleReclaimMs !== null) {
-    const reclaimer = startMemoryReclaimer({ clock: systemClock, logger: logger.child({ component: 'memory' }), intervalMs: config.memory.idleReclaimMs });
-    closers.unshift(async () => reclaimer.stop());
-  }
 
   if (config.exampleSkills) {
     // Each example skill is its own websocket client of the bus, as a skill in another process would be, connected
@@ -146,6 +142,12 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     for (const skill of [meaningOfLifeSkill, dontKnowSkill]) await start(skill.skillId, (bus) => runFallbackSkill(bus, skill));
     await start(localKnowledgeSkill.skillId, (bus) => runCommonQuerySkill(bus, localKnowledgeSkill));
     logger.info({ skills: [meaningOfLifeSkill.skillId, dontKnowSkill.skillId, localKnowledgeSkill.skillId] }, 'example skills connected');
+  }
+
+  // Last: nothing after it can fail the start and leave its timer running.
+  if (config.memory.idleReclaimMs !== null) {
+    const reclaimer = startMemoryReclaimer({ clock: systemClock, logger: logger.child({ component: 'memory' }), intervalMs: config.memory.idleReclaimMs });
+    closers.unshift(async () => reclaimer.stop());
   }
 
   return {

@@ -5,10 +5,12 @@
  * A full collection on the quiet loop frees the garbage; V8 hands the emptied pages back to the system at the next
  * one (the heap went 92 → 23 MB and RSS 173 → 102 MB, below where it started).
  *
- * So every `intervalMs` the reclaimer reads the event loop's utilisation over the interval just past: when the loop
- * was nearly idle (below `idleUtilization`) and the heap V8 holds exceeds what the last collection left in use by more
- * than `slackBytes`, it runs one full collection. On a busy loop it does nothing (V8's own collections run there);
- * once the heap is back near its live size it does nothing either — a daemon at rest is not collected over and over.
+ * So every `intervalMs` the reclaimer reads the event loop's utilisation over the interval just past. When the loop
+ * was nearly idle (below `idleUtilization`) and the heap in use has grown by more than `slackBytes` since the last
+ * collection left it (garbage, or new live data), it runs one full collection — and at the next idle check one more
+ * if V8 still holds more than `slackBytes` over the live heap (the pages the first one emptied). Then nothing until the
+ * heap in use grows again: a daemon at rest is not collected over and over, not even when V8 keeps a fragmented heap
+ * it cannot give back. On a busy loop it does nothing (V8's own collections run there).
  *
  * The collector: `globalThis.gc` when node runs with `--expose-gc`, else the same function obtained at runtime as
  * Jest does (`v8.setFlagsFromString('--expose-gc')` then `vm.runInNewContext('gc')`).
@@ -55,6 +57,8 @@ export function startMemoryReclaimer(options: ReclaimOptions): MemoryReclaimer {
   const probes = options.probes ?? processProbes();
   // What the heap held in use after the last collection; before the first one, what it holds at start.
   let liveBytes = probes.heap().used;
+  // The last collection was one for new garbage: one follow-up may give back the pages it emptied.
+  let followUp = false;
   let collections = 0;
   let timer: TimerId | undefined;
   probes.utilization();
@@ -62,9 +66,12 @@ export function startMemoryReclaimer(options: ReclaimOptions): MemoryReclaimer {
   const check = (): void => {
     const utilization = probes.utilization();
     const before = probes.heap();
-    if (utilization < idleUtilization && before.total - liveBytes > slackBytes) {
+    const grown = before.used - liveBytes > slackBytes;
+    const pagesHeld = followUp && before.total - liveBytes > slackBytes;
+    if (utilization < idleUtilization && (grown || pagesHeld)) {
       probes.collect();
       collections += 1;
+      followUp = grown;
       const after = probes.heap();
       liveBytes = after.used;
       logger.debug(

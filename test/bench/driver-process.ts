@@ -1,7 +1,8 @@
 /**
  * Child-process entry of the mixed-load benchmark (`mixed-load.ts`): the voice front end, in a process of its own so
  * that neither the daemon nor the skills pay for it. It keeps `concurrency` sessions busy back to back — each
- * session's next utterance is published the moment its previous one's `ovos.utterance.handled` arrives — cycling
+ * session's next utterance is published the moment its previous one's `ovos.utterance.handled` arrives — or, with
+ * `ratePerSecond` (open load), publishes at that steady rate over `concurrency` sessions in turn; it cycles
  * through the given kinds of utterance, and counts, per utterance, every `handled` and every spoken line until a
  * grace period after the last one: lost (no `handled`, or not the expected answer) and doubled (more than one
  * `handled` or spoken line) are counted from what a user would hear. (`load-driver.ts` `runLoad` keeps N in flight
@@ -83,11 +84,13 @@ function run(client: BusClient, plan: DriverPlan): Promise<DriverResult> {
   const startedAt = performance.now();
 
   const open = plan.ratePerSecond !== undefined;
-  const publishNext = (slot: number): void => {
+  // `scheduledAt`: in open load, when the steady rate said this one was due — latency counts from then, so a tick
+  // that came late (the driver's own loop busy) does not hide its lag (no coordinated omission).
+  const publishNext = (slot: number, scheduledAt = performance.now()): void => {
     if (published >= plan.total) return;
     const kind = plan.kinds[published % plan.kinds.length]!;
     const utteranceId = `${plan.runId}-u${published++}`;
-    flights.set(utteranceId, { kind, slot, startedAt: performance.now(), handled: 0, spoken: [] });
+    flights.set(utteranceId, { kind, slot, startedAt: scheduledAt, handled: 0, spoken: [] });
     const context = { source: 'bench-driver', destination: 'orchestrator', session: { session_id: `${plan.runId}-s${slot}` }, utterance_id: utteranceId };
     client.publish(createMessage('ovos.utterance.handle', { utterances: [kind.utterance], lang: 'en-US' }, context));
   };
@@ -143,7 +146,7 @@ function run(client: BusClient, plan: DriverPlan): Promise<DriverResult> {
     const ticker = open
       ? setInterval(() => {
           const due = Math.min(plan.total, Math.floor(((performance.now() - startedAt) * plan.ratePerSecond!) / 1000));
-          while (published < due) publishNext(published % plan.concurrency);
+          while (published < due) publishNext(published % plan.concurrency, startedAt + (published * 1000) / plan.ratePerSecond!);
           if (published >= plan.total) clearInterval(ticker);
         }, 1)
       : undefined;

@@ -60,16 +60,21 @@ async function utterance(): Promise<void> {
   });
   const done = toPromise(actor);
   actor.start();
+  // Dispatched (awaiting the skill), or ended some other way — which the outcome check below reports.
   await new Promise<void>((resolve) => {
-    const sub = actor.subscribe((snapshot) => {
-      if (snapshot.matches({ handling: 'awaitingSkill' })) {
-        sub.unsubscribe();
-        resolve();
-      }
+    const sub = actor.subscribe({
+      next: (snapshot) => {
+        if (snapshot.status !== 'active' || snapshot.matches({ handling: 'awaitingSkill' })) {
+          sub.unsubscribe();
+          resolve();
+        }
+      },
+      error: () => resolve(),
     });
   });
   actor.send({ type: 'HANDLER_DONE', skill_id: MATCH.skill_id, ok: true });
-  await done;
+  const output = await done;
+  if (output.outcome !== 'completed') throw new Error(`utterance ended ${output.outcome}, not completed`);
 }
 
 async function perSecond(run: () => void | Promise<void>): Promise<number> {
@@ -83,7 +88,7 @@ async function perSecond(run: () => void | Promise<void>): Promise<number> {
 export async function benchMachinesFloor(): Promise<Section> {
   const contests = await perSecond(contest);
   const utterances = await perSecond(utterance);
-  const row = (what: string, rate: number) => ({ what, perSecond: Math.round(rate), perUnitUs: Math.round(1e6 / rate) });
+  const row = (what: string, rate: number) => ({ what, perSecond: Math.round(rate), perUnitUs: Math.round(1e7 / rate) / 10 });
   return {
     id: 'machines-floor',
     title: '1b. The machines alone: what XState costs per in-process fallback utterance (no bus, supervisor, plugin or log)',

@@ -10,7 +10,8 @@
  *    fast win, so every contest waits for all three answers and picks the 0.8 one);
  *  - the driver (`driver-process.ts`): 200 sessions back to back, alternating a command the common-query gate turns
  *    away ("do a barrel roll" → the fifth fallback skill) and a question ("what is the speed of light" → the 0.8
- *    answer).
+ *    answer); then one at a time; then open loads — 500 and 1,000 utterances/s published at a steady rate for 5 s,
+ *    latency counted from when each was due — the latency below saturation.
  *
  * Lost: an utterance that was not handled or whose expected answer was not spoken; doubled: more than one handled or
  * spoken line. `BENCH_PROFILE_DIR=DIR` writes a CPU profile of each of the three processes there (`--cpu-prof`).
@@ -234,7 +235,7 @@ async function scenario(connections: Connections): Promise<ScenarioResult> {
       const result = await driver.run(plan);
       const per = (now: number, then: number): number => (now - then) / Math.max(1, result.handled);
       const cpu = { daemon: per(cpuMsOf(daemon.pid), before[0]), skills: per(cpuMsOf(skills.pid), before[1]), driver: per(cpuMsOf(driver.pid), before[2]) };
-      runs.push({ label, concurrency: plan.ratePerSecond === undefined ? plan.concurrency : CONCURRENCY, result, cpu });
+      runs.push({ label, concurrency: plan.concurrency, result, cpu });
     }
     return { connections, runs, warnings: daemon.warnings() - warningsAtStart };
   } finally {
@@ -269,6 +270,7 @@ export async function benchMixedLoad(): Promise<Section> {
       kinds: KINDS,
       topology: 'daemon: node dist/src/daemon/main.js (default config, inspector on, log level info); skills: one child process; driver: one child process, one BusClient',
       target: TARGET,
+      openLoad: { ratesPerSecond: OPEN_RATES, seconds: OPEN_SECONDS, sessions: CONCURRENCY },
       cpuProfileDir: process.env['BENCH_PROFILE_DIR'] ?? null,
     },
     columns: [

@@ -2,8 +2,8 @@
 // piece at a time, each with its own result and report files, short enough to finish on 2 cores (all of it in one
 // run is hours). `npm run test:mutation` is the whole thing in one run; `node test/mutation/score.mjs` adds up the
 // pieces' reports into the score over all four folders:
-//   PIECE=supervisor    npx stryker run test/mutation/rest.config.mjs --ignoreStatic
-//   PIECE=orchestrator  …    PIECE=fallback-plugin  …    PIECE=common-query-plugin  …
+//   PIECE=supervisor npm run test:mutation:piece      (= npx stryker run test/mutation/rest.config.mjs --ignoreStatic)
+//   PIECE=orchestrator …    PIECE=fallback-plugin …    PIECE=common-query-plugin …
 import base from './stryker.config.mjs';
 
 const PIECES = {
@@ -13,7 +13,7 @@ const PIECES = {
   'common-query-plugin': ['src/plugins/common-query/**/*.ts', '!src/plugins/common-query/selection.ts', '!src/plugins/common-query/gate.ts'],
 };
 const piece = process.env.PIECE ?? '';
-const mutate = PIECES[piece];
+const mutate = Object.hasOwn(PIECES, piece) ? PIECES[piece] : undefined;
 if (mutate === undefined) throw new Error(`PIECE must be one of ${Object.keys(PIECES).join(', ')} (got "${piece}")`);
 
 export default {

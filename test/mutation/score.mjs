@@ -1,23 +1,26 @@
 // Adds up the mutation reports in test/mutation/report/*.json into the scores issue 9 asks for: the machines, the
 // pure decision functions (pool, gate, selection), and all four folders (machines, plugins, supervisor,
-// orchestrator). For each file the newest report that covers it counts; a report of a file that has changed since
-// it was taken is marked stale (its source no longer matches), and a file no report covers is listed as missing.
-// Score = (killed + timeout) / (killed + timeout + survived + no coverage), Stryker's own; static mutants skipped
-// with --ignoreStatic are not in it. `node test/mutation/score.mjs` (exit 1 when a target is not met).
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+// orchestrator). For each file the newest report of its current source counts; a file whose reports are all of an
+// older source (it changed since) is STALE and a file no report covers is MISSING: either makes its group
+// incomplete, and an incomplete group fails. Score = (killed + timeout) / (killed + timeout + survived + no
+// coverage), Stryker's own; static mutants skipped with --ignoreStatic, and mutants that did not compile or run, are
+// not in it. `npm run test:mutation:score` (exit 1 when a target is not met or a group is incomplete).
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-const root = new URL('../../', import.meta.url).pathname;
+const root = fileURLToPath(new URL('../../', import.meta.url));
 const reportDir = join(root, 'test/mutation/report');
-const reports = readdirSync(reportDir)
+const reports = (existsSync(reportDir) ? readdirSync(reportDir) : [])
   .filter((name) => name.endsWith('.json'))
   .map((name) => ({ name, mtime: statSync(join(reportDir, name)).mtimeMs }))
   .sort((a, b) => a.mtime - b.mtime);
 
+// Per file: every report of it, newest last.
 const files = new Map();
 for (const { name, mtime } of reports) {
   const report = JSON.parse(readFileSync(join(reportDir, name), 'utf8'));
-  for (const [file, entry] of Object.entries(report.files ?? {})) files.set(file, { report: name, mtime, entry });
+  for (const [file, entry] of Object.entries(report.files ?? {})) files.set(file, [...(files.get(file) ?? []), { report: name, mtime, entry }]);
 }
 
 const PURE = ['src/plugins/fallback/pool.ts', 'src/plugins/common-query/selection.ts', 'src/plugins/common-query/gate.ts'];
@@ -30,37 +33,43 @@ const GROUPS = [
 ];
 
 function tally(entry) {
-  const t = { killed: 0, timeout: 0, survived: 0, noCoverage: 0, ignored: 0 };
+  const t = { killed: 0, timeout: 0, survived: 0, noCoverage: 0, ignored: 0, errors: 0 };
   for (const m of entry.mutants) {
     if (m.status === 'Killed') t.killed++;
     else if (m.status === 'Timeout') t.timeout++;
     else if (m.status === 'Survived') t.survived++;
     else if (m.status === 'NoCoverage') t.noCoverage++;
+    else if (m.status === 'CompileError' || m.status === 'RuntimeError') t.errors++;
     else t.ignored++;
   }
   return t;
 }
-const score = (t) => (100 * (t.killed + t.timeout)) / Math.max(1, t.killed + t.timeout + t.survived + t.noCoverage);
+const valid = (t) => t.killed + t.timeout + t.survived + t.noCoverage;
+const score = (t) => (valid(t) === 0 ? NaN : (100 * (t.killed + t.timeout)) / valid(t));
+const percent = (t) => (valid(t) === 0 ? '  n/a' : score(t).toFixed(1).padStart(5));
 
 let ok = true;
 for (const group of GROUPS) {
-  const sum = { killed: 0, timeout: 0, survived: 0, noCoverage: 0, ignored: 0 };
+  const sum = { killed: 0, timeout: 0, survived: 0, noCoverage: 0, ignored: 0, errors: 0 };
   console.log(`\n${group.name} (target ${group.target} %)`);
   const missing = [];
+  const stale = [];
   for (const file of group.files) {
-    const found = files.get(file);
+    const all = files.get(file) ?? [];
+    const current = readFileSync(join(root, file), 'utf8');
+    const found = all.filter((r) => r.entry.source === current).at(-1);
     if (found === undefined) {
-      missing.push(file);
+      (all.length === 0 ? missing : stale).push(file);
+      console.log(`  ${file.padEnd(52)} ${all.length === 0 ? 'MISSING: no report covers it' : `STALE: changed since its report [${all.at(-1).report}]`}`);
       continue;
     }
-    const current = readFileSync(join(root, file), 'utf8');
-    const stale = found.entry.source !== current ? '  STALE: changed since this report' : '';
     const t = tally(found.entry);
     for (const key of Object.keys(sum)) sum[key] += t[key];
-    console.log(`  ${file.padEnd(52)} ${score(t).toFixed(1).padStart(5)} %  killed ${t.killed}, timeout ${t.timeout}, survived ${t.survived}, no coverage ${t.noCoverage}, static/ignored ${t.ignored}  [${found.report}]${stale}`);
+    console.log(`  ${file.padEnd(52)} ${percent(t)} %  killed ${t.killed}, timeout ${t.timeout}, survived ${t.survived}, no coverage ${t.noCoverage}; static (skipped) / ignored ${t.ignored}, errors ${t.errors}  [${found.report}]`);
   }
-  const complete = missing.length === 0;
-  console.log(`  ${'= all'.padEnd(52)} ${score(sum).toFixed(1).padStart(5)} %  killed ${sum.killed}, timeout ${sum.timeout}, survived ${sum.survived}, no coverage ${sum.noCoverage}${complete ? '' : `  — INCOMPLETE: no report for ${missing.join(', ')}`}`);
-  if (!complete || score(sum) < group.target) ok = false;
+  const complete = missing.length === 0 && stale.length === 0;
+  const gaps = [...missing.map((f) => `${f} (missing)`), ...stale.map((f) => `${f} (stale)`)];
+  console.log(`  ${'= all'.padEnd(52)} ${percent(sum)} %  killed ${sum.killed}, timeout ${sum.timeout}, survived ${sum.survived}, no coverage ${sum.noCoverage}${complete ? '' : `  — INCOMPLETE: ${gaps.join(', ')}`}`);
+  if (!complete || !(score(sum) >= group.target)) ok = false;
 }
 process.exit(ok ? 0 : 1);
