@@ -93,40 +93,18 @@ describe('question gate edges: the noun reading of a command word (rule 6)', () 
 });
 
 describe('question gate edges: request and order frames (rules 6c, 6d)', () => {
-  it('§4.2 rule 6c: the header\'s "can you see the lights from space" is no command (rules 6c, 7b)', () => {
-    expect(classifyQuestion('can you see the lights from space', 'en', gate())).toEqual(ACCEPT_QUESTION);
-  });
-
-  it('§4.2 rule 6c: "can you tell me who wrote hamlet" is no command — "tell me" is longer than the command "tell"', () => {
-    expect(classifyQuestion('can you tell me who wrote hamlet', 'en', gate())).toEqual(ACCEPT_QUESTION);
-  });
-
-  it('§4.2 rule 6c: a request frame with nothing after it is no command ("could you please")', () => {
-    expect(classifyQuestion('could you please', 'en', gate())).toEqual(ACCEPT_UNSURE);
-  });
-
-  it('§4.2 rule 6c: an imperative auxiliary after a request frame is a command ("can you do a barrel roll")', () => {
-    expect(classifyQuestion('can you do a barrel roll', 'en', gate())).toEqual(REJECT_COMMAND);
-  });
-
-  it('§4.2 rule 6c: in a language without yes/no grammar (pt) a request frame before no command goes on to the later rules', () => {
-    expect(classifyQuestion('podes dizer-me qual é a capital do peru', 'pt', gate())).toEqual(ACCEPT_UNSURE);
-  });
-
-  it('§4.2 rule 6c (de): a request closed by the infinitive of a one-word command is one ("spiel" → "abspielen")', () => {
-    expect(classifyQuestion('kannst du die musik abspielen', 'de', gate())).toEqual(REJECT_COMMAND);
-  });
-
-  it('§4.2 rule 6c (de): only a one-word command has that infinitive — "erzählen" is not "erzähl mir einen witz"', () => {
-    expect(classifyQuestion('kannst du mir etwas über die römer erzählen', 'de', gate())).toEqual(ACCEPT_QUESTION);
-  });
-
-  it('§4.2 rule 6c (de): the closing infinitive counts after a request frame only ("muss man den router neu starten")', () => {
-    expect(classifyQuestion('muss man den router neu starten', 'de', gate())).toEqual(ACCEPT_QUESTION);
-  });
-
-  it('§4.2 rule 6d: an order frame is a command when no question phrase follows, command word or not ("i want you to remember my name")', () => {
-    expect(classifyQuestion('i want you to remember my name', 'en', gate())).toEqual(REJECT_COMMAND);
+  it.each<[string, string, string, GateVerdict]>([
+    ['§4.2 rule 6c: the header\'s "can you see the lights from space" is no command (rules 6c, 7b)', 'can you see the lights from space', 'en', ACCEPT_QUESTION],
+    ['§4.2 rule 6c: "can you tell me who wrote hamlet" is no command — "tell me" is longer than the command "tell"', 'can you tell me who wrote hamlet', 'en', ACCEPT_QUESTION],
+    ['§4.2 rule 6c: a request frame with nothing after it is no command ("could you please")', 'could you please', 'en', ACCEPT_UNSURE],
+    ['§4.2 rule 6c: an imperative auxiliary after a request frame is a command ("can you do a barrel roll")', 'can you do a barrel roll', 'en', REJECT_COMMAND],
+    ['§4.2 rule 6c: in a language without yes/no grammar (pt) a request frame before no command goes on to the later rules', 'podes dizer-me qual é a capital do peru', 'pt', ACCEPT_UNSURE],
+    ['§4.2 rule 6c (de): a request closed by the infinitive of a one-word command is one ("spiel" → "abspielen")', 'kannst du die musik abspielen', 'de', REJECT_COMMAND],
+    ['§4.2 rule 6c (de): only a one-word command has that infinitive — "erzählen" is not "erzähl mir einen witz"', 'kannst du mir etwas über die römer erzählen', 'de', ACCEPT_QUESTION],
+    ['§4.2 rule 6c (de): the closing infinitive counts after a request frame only ("muss man den router neu starten")', 'muss man den router neu starten', 'de', ACCEPT_QUESTION],
+    ['§4.2 rule 6d: an order frame is a command when no question phrase follows, command word or not ("i want you to remember my name")', 'i want you to remember my name', 'en', REJECT_COMMAND],
+  ])('%s', (_rule, utterance, lang, expected) => {
+    expect(classifyQuestion(utterance, lang, gate())).toEqual(expected);
   });
 });
 
