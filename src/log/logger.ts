@@ -2,6 +2,11 @@
  * pino, the edge that turns what the core reports into log lines (STYLE 8). One child logger per contest
  * (`{ session_id, utterance_id, contest }`); every drop carries a `reason` code; untrusted payloads go under
  * their own key (`frame`, `payload`). Pretty output when stdout is a terminal, JSON lines otherwise.
+ *
+ * Lines are written synchronously (as Node writes to a pipe on Linux anyway). pino's default asynchronous
+ * destination queues lines while one write is in flight and flushes the queue on `process.exit` with a loop that
+ * retries *every* error: when the reader of stdout has gone (a Ctrl-C that stops the log reader with the daemon,
+ * `npm start | head -1`), that loop retried EPIPE every 100 ms for ever and the daemon never exited.
  */
 import { pino, type Logger as PinoLogger, type Level } from 'pino';
 import pretty from 'pino-pretty';
@@ -12,7 +17,7 @@ export type LogLevel = Level | 'silent';
 export function createLogger(options: { level: LogLevel; pretty?: boolean; name?: string }): Logger {
   const usePretty = options.pretty ?? process.stdout.isTTY === true;
   const base = { level: options.level, name: options.name ?? 'ovos-contests' };
-  if (!usePretty) return pino(base);
+  if (!usePretty) return pino(base, pino.destination({ fd: 1, sync: true }));
   return pino(base, pretty({ sync: true, colorize: true, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname,name' }));
 }
 

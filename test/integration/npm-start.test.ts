@@ -155,6 +155,28 @@ describe('npm start (README)', () => {
     }
   }, SLOW_MS);
 
+  // Runs after beforeAll, whose `npm start` has just built dist/ with tsc. What hung the Ctrl-C test above under
+  // load: a Ctrl-C stops the reader of the daemon's stdout with the daemon; the daemon logs "shutting down", then
+  // "stopped", and exits. With pino's asynchronous destination the second line waited behind the first write, and
+  // the flush on exit retried its EPIPE for ever. Two lines into a closed pipe and an exit, every time.
+  it('the daemon\'s logger lets the process exit when the reader of its stdout has gone (two lines, then process.exit)', async () => {
+    const script = `const { createLogger } = await import('./dist/src/log/logger.js');
+      const logger = createLogger({ level: 'info', pretty: false });
+      setTimeout(() => { logger.info('shutting down'); logger.info('stopped'); process.exit(0); }, 200);`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout!.destroy(); // the reader is gone before the first line
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    // A guard, not a timing assertion: the failure this catches is a process that never exits.
+    const guard = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    try {
+      expect(await exited, stderr).toEqual({ code: 0, signal: null });
+    } finally {
+      clearTimeout(guard);
+    }
+  }, SLOW_MS);
+
   it('a signal during start-up (still waiting for a foreign bus) exits 0 at once', async () => {
     const unreachable = await freePort();
     const daemon = spawn(process.execPath, ['dist/src/daemon/main.js', '--bus', `ws://127.0.0.1:${unreachable}/core`, '--inspector-port', '0', '--no-mycroft-conf', '--no-registry-file'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
