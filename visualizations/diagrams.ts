@@ -22,6 +22,7 @@ export const DELAYS: Readonly<Record<string, { readonly key: string; readonly ms
   pollClaimBound: { key: 'commonQuery.pollClaimBoundMs', ms: commonQuery.pollClaimBoundMs, clause: 'OVOS-COMMON-QUERY-1 §6.3' },
   pollWindow: { key: 'commonQuery.pollWindowMs', ms: commonQuery.pollWindowMs, clause: 'OVOS-COMMON-QUERY-1 §6.3, Appendix A' },
   collectionWindow: { key: 'the largest claimant latency_ms + its pong delay (at least commonQuery.collectionAllowanceMs), else commonQuery.collectionInitialMs', ms: commonQuery.collectionInitialMs, clause: 'OVOS-COMMON-QUERY-1 §7.2' },
+  settle: { key: 'after the first surviving answer: the largest claimant pong delay, at least commonQuery.collectionAllowanceMs', ms: commonQuery.collectionAllowanceMs, clause: 'OVOS-COMMON-QUERY-1 §7.2 (our choice, README: the collection window)' },
   collectionCeiling: { key: 'commonQuery.collectionCeilingMs', ms: commonQuery.collectionCeilingMs, clause: 'OVOS-COMMON-QUERY-1 §7.2, Appendix A' },
 };
 

@@ -32,13 +32,18 @@
  * declining only when it has not answered by the ceiling. So the window closes at the first of:
  *  - every claimant has responded (a response without `answer` counts) or is gone — `all_answered`;
  *  - a fast win under the live policy (§8 step 3) — `fast_win`;
- *  - the initial window has passed and a surviving answer (§8 steps 1–2 under the live policy) is in hand —
- *    at the window's end if one is already there, else the moment the first one arrives — `window`;
+ *  - the initial window has passed *and* one round trip has passed since the first surviving answer (§8 steps 1–2
+ *    under the live policy) arrived — `window`. The round trip (`settle`) is the largest of the claimants' pong
+ *    delays in this poll, at least `collectionAllowanceMs`: answers produced together reach the plugin within about
+ *    one round trip of each other, however loaded the bus;
  *  - the hard ceiling `collectionCeiling` (Appendix A 5 s) — `ceiling`.
+ * The two regions of `collecting` are those two clocks: `window` (the initial window, then passed) and `answers`
+ * (no survivor yet, then one round trip settling, then settled); the window closes when both have run out.
  * An answer arriving before the ceiling is therefore never lost while no other surviving answer is in hand, and
  * claimants that all answer within their declared latency (plus the bus's round trip) are all heard: the first of
  * three skills declaring `latency_ms: 0` does not close the window on the other two, 1 ms behind it — nor, on a bus
- * so loaded that a round trip takes 200 ms, 150 ms behind it.
+ * so loaded that a round trip takes 200 ms, 150 ms behind it; nor does a first answer past the window close it on
+ * the better one a round trip behind it. The extra wait is spent only when a claimant is silent past its estimate.
  *
  * Survival and fast win are judged against the LIVE session only (§5.1): once `match` has joined with its policy.
  * Before that (early start) collection keeps going, so an upstream stage that blacklists a skill still takes effect.
@@ -46,7 +51,7 @@
  * The output is the raw material only (§5.1): claimants, responses, who answered the poll. Selection runs in
  * `match`.
  */
-import { and, assign, emit, or, setup } from 'xstate';
+import { and, assign, emit, or, setup, stateIn } from 'xstate';
 import type { JsonObject, Message } from '../../src/bus/message.js';
 import { eventOf } from '../event-of.js';
 import { fastWinner, survivors, type CandidateResponse, type SelectionPolicy } from '../../src/plugins/common-query/selection.js';
@@ -99,6 +104,11 @@ export interface CommonQueryContext extends CommonQueryInput {
   readonly gone: readonly string[];
   readonly responses: readonly CandidateResponse[];
   readonly closedBy: ClosedBy | null;
+  /**
+   * Set when `match` joins with survivors already in hand: what is left of the round trip since the first of them
+   * arrived (`settle`). Null: the round trip runs in full from when the first survivor is known.
+   */
+  readonly settleMs: number | null;
 }
 
 export type CommonQueryEvent =
@@ -106,7 +116,8 @@ export type CommonQueryEvent =
   | { readonly type: 'PONG'; readonly skill_id: string; readonly can_answer: boolean; readonly latency_ms?: number; readonly after_ms?: number; readonly unasked?: true }
   /** `reply`: opaque to the contest, kept with the response (the legacy dialect hands a winner its own reply back). */
   | { readonly type: 'RESPONSE'; readonly skill_id: string; readonly answer?: string; readonly conf?: number; readonly receivedAt: number; readonly reply?: JsonObject }
-  | { readonly type: 'JOIN'; readonly policy: SelectionPolicy }
+  /** `at`: when `match` joined (the plugin's clock, as `receivedAt`): the survivors in hand may have come before it. */
+  | { readonly type: 'JOIN'; readonly policy: SelectionPolicy; readonly at: number }
   /** The skill can no longer be reached (its connection closed): stop waiting for it. */
   | { readonly type: 'GONE'; readonly skill_id: string };
 
@@ -139,6 +150,20 @@ export function collectionWindowMs(
   }
   return Math.min(Math.max(window, 0), context.collectionCeilingMs);
 }
+
+/**
+ * §7.2 (our choice, README): the bus's round trip to the claimants right now — the largest of their pong delays in
+ * this poll, at least the transport allowance. After the first surviving answer the window stays open this long:
+ * answers produced together reach the plugin within about one round trip of each other.
+ */
+export function settleMs(context: Pick<CommonQueryContext, 'claimants' | 'collectionAllowanceMs'>): number {
+  let roundTrip = context.collectionAllowanceMs;
+  for (const claimant of context.claimants) roundTrip = Math.max(roundTrip, claimant.pong_after_ms ?? 0);
+  return roundTrip;
+}
+
+/** What is left of the round trip once the first survivor is known: what JOIN left of it, else all of it. */
+const settleDelay = (context: CommonQueryContext): number => context.settleMs ?? settleMs(context);
 
 type Response = Extract<CommonQueryEvent, { type: 'RESPONSE' }>;
 const asCandidate = (event: Response, order: number): CandidateResponse => {
@@ -192,6 +217,14 @@ export const commonQueryMachine = setup({
       responses: ({ context, event }) => [...context.responses, asCandidate(eventOf(event, 'RESPONSE'), context.responses.length)],
     }),
     join: assign({ policy: ({ event }) => eventOf(event, 'JOIN').policy }),
+    /** `match` joined during collection: survivors already in hand started their round trip when they arrived. */
+    joinCollecting: assign(({ context, event: received }) => {
+      const event = eventOf(received, 'JOIN');
+      // Responses are in arrival order, and so are the survivors (`order` is the index): the first is the earliest.
+      const first = survivors(context.responses, event.policy)[0];
+      const arrivedAt = first === undefined ? undefined : context.responses[first.order]?.receivedAt;
+      return { policy: event.policy, settleMs: arrivedAt === undefined ? null : Math.max(0, arrivedAt + settleMs(context) - event.at) };
+    }),
     markGone: assign({ gone: ({ context, event }) => [...context.gone, eventOf(event, 'GONE').skill_id] }),
     closeBy: assign({ closedBy: (_, params: { by: ClosedBy }) => params.by }),
     reportPongIgnored: emit(({ context, event }) => {
@@ -257,21 +290,21 @@ export const commonQueryMachine = setup({
     fastWinOnJoin: ({ context, event }) => fastWinner(context.responses, eventOf(event, 'JOIN').policy) !== null,
     /** A surviving answer (§8 steps 1–2, live policy) is in hand. */
     survivorInHand: ({ context }) => context.policy !== null && survivors(context.responses, context.policy).length > 0,
-    /** This response survives §8 steps 1–2 under the live policy. */
-    survives: ({ context, event }) =>
-      context.policy !== null && survivors([asCandidate(eventOf(event, 'RESPONSE'), context.responses.length)], context.policy).length > 0,
-    /** A response already in survives under the policy `match` just joined with. */
-    survivorOnJoin: ({ context, event }) => survivors(context.responses, eventOf(event, 'JOIN').policy).length > 0,
+    /** The other clock of the collection window has run out too (the `window` and `answers` regions). */
+    windowPassed: stateIn('#commonQuery.collecting.window.passed'),
+    roundTripRun: ({ context }) => settleDelay(context) <= 0,
+    settled: stateIn('#commonQuery.collecting.answers.settled'),
   },
   delays: {
     pollWindow: ({ context }) => context.pollWindowMs,
     pollClaimBound: ({ context }) => Math.min(context.pollClaimBoundMs, context.pollWindowMs),
     collectionWindow: ({ context }) => collectionWindowMs(context),
     collectionCeiling: ({ context }) => context.collectionCeilingMs,
+    settle: ({ context }) => settleDelay(context),
   },
 }).createMachine({
   id: 'commonQuery',
-  context: ({ input }) => ({ ...input, claimants: [], polled: [], gone: [], responses: [], closedBy: null }),
+  context: ({ input }) => ({ ...input, claimants: [], polled: [], gone: [], responses: [], closedBy: null, settleMs: null }),
   initial: 'polling',
   on: {
     JOIN: { actions: 'join' },
@@ -348,34 +381,32 @@ export const commonQueryMachine = setup({
         ],
         JOIN: [
           { guard: 'fastWinOnJoin', target: 'done', actions: ['join', { type: 'closeBy', params: { by: 'fast_win' } }] },
-          { actions: 'join' },
+          { actions: 'joinCollecting' },
         ],
       },
-      initial: 'initialWindow',
+      // §7.2: the window closes once the initial window has passed and one round trip has passed since the first
+      // surviving answer arrived — whichever of the two clocks runs out last closes it.
+      type: 'parallel',
       states: {
-        initialWindow: {
-          after: {
-            collectionWindow: [
-              { guard: 'survivorInHand', target: '#commonQuery.done', actions: { type: 'closeBy', params: { by: 'window' } } },
-              { target: 'awaitingSurvivor' },
-            ],
+        window: {
+          initial: 'initial',
+          states: {
+            initial: { after: { collectionWindow: 'passed' } },
+            passed: { always: { guard: 'settled', target: '#commonQuery.done', actions: { type: 'closeBy', params: { by: 'window' } } } },
           },
         },
-        // §7.2: past the initial window, the first surviving answer closes it; nothing is lost before the ceiling.
-        awaitingSurvivor: {
-          on: {
-            RESPONSE: [
-              { guard: and(['pendingClaimant', 'fastWinWith']), target: '#commonQuery.done', actions: ['addResponse', { type: 'closeBy', params: { by: 'fast_win' } }] },
-              { guard: and(['pendingClaimant', 'completes']), target: '#commonQuery.done', actions: ['addResponse', { type: 'closeBy', params: { by: 'all_answered' } }] },
-              { guard: and(['pendingClaimant', 'survives']), target: '#commonQuery.done', actions: ['addResponse', { type: 'closeBy', params: { by: 'window' } }] },
-              { guard: 'pendingClaimant', actions: 'addResponse' },
-              { actions: 'reportResponseIgnored' },
-            ],
-            JOIN: [
-              { guard: 'fastWinOnJoin', target: '#commonQuery.done', actions: ['join', { type: 'closeBy', params: { by: 'fast_win' } }] },
-              { guard: 'survivorOnJoin', target: '#commonQuery.done', actions: ['join', { type: 'closeBy', params: { by: 'window' } }] },
-              { actions: 'join' },
-            ],
+        answers: {
+          initial: 'noSurvivor',
+          states: {
+            noSurvivor: {
+              always: [
+                // A survivor whose round trip has already run (it came long before `match` joined, or no round trip).
+                { guard: and(['survivorInHand', 'roundTripRun']), target: 'settled' },
+                { guard: 'survivorInHand', target: 'settling' },
+              ],
+            },
+            settling: { after: { settle: 'settled' } },
+            settled: { always: { guard: 'windowPassed', target: '#commonQuery.done', actions: { type: 'closeBy', params: { by: 'window' } } } },
           },
         },
       },

@@ -286,7 +286,7 @@ const commonQuery = section({
   // §7.2: latency_ms is the skill's own time to answer; the plugin sees the answer a bus round trip later (at least this).
   collectionAllowanceMs: ms(0)
     .default(50)
-    .describe("the least added to a claimant's latency_ms when sizing the collection window: the bus between skill and plugin; its pong's delay when longer (§7.2)"),
+    .describe("the least added to a claimant's latency_ms when sizing the collection window: the bus between skill and plugin; its pong's delay when longer (§7.2). Also the least the window stays open after the first surviving answer (the largest claimant pong delay when longer)"),
   collectionCeilingMs: ms(1).default(5_000).describe('hard ceiling of the collection window (Appendix A)'),
   minConfidence: unitInterval().default(0.5).describe('minimum self-confidence (§8 step 1)'),
   fastWinConfidence: unitInterval()

@@ -127,13 +127,18 @@ export function activeNodes(machineId: string, value: unknown): string[] {
   return nodes;
 }
 
+/** A snapshot value as text: each active leaf by its full path; the regions of a parallel state joined by ", ". */
 export function stateText(value: unknown): string {
-  if (typeof value === 'string') return value;
-  if (value === null || typeof value !== 'object') return '';
-  return Object.entries(value).map(([key, child]) => {
-    const inner = stateText(child);
-    return inner === '' ? key : `${key}.${inner}`;
-  }).join(', ');
+  return leafPaths(value).join(', ');
+}
+
+function leafPaths(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  if (value === null || typeof value !== 'object') return [];
+  return Object.entries(value).flatMap(([key, child]) => {
+    const inner = leafPaths(child);
+    return inner.length === 0 ? [key] : inner.map((path) => `${key}.${path}`);
+  });
 }
 
 /** The skill a message is from or for: `data.skill_id`, `context.skill_id`, else the topic's `<skill_id>.` or `<skill_id>:` prefix. */

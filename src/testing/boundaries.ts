@@ -86,6 +86,25 @@ export const DELAY_BOUNDARIES: Readonly<Record<string, DelayBoundary>> = {
       return { T, at: (ms) => ({ ...s, answerAfterMs: ms }) };
     },
   },
+  settle: {
+    machine: 'commonQuery',
+    clause: 'OVOS-COMMON-QUERY-1 §7.2 collection window: one round trip after the first surviving answer (README)',
+    // Another claimant's surviving answer is the first; this skill answers one round trip (the largest claimant pong
+    // delay, at least the transport allowance) after it.
+    place: (config, skill, roster) => {
+      const s = cqOnly(skill);
+      if (s === null || (s.pong ?? 'claim') !== 'claim') return null;
+      const { collectionAllowanceMs, minConfidence } = config.commonQuery;
+      const claimants = roster.filter((c): c is CommonQuerySkillScript => c.kind === 'common_query' && (c.pong ?? 'claim') === 'claim');
+      let roundTrip = collectionAllowanceMs;
+      for (const c of claimants) roundTrip = Math.max(roundTrip, c.pongAfterMs ?? 0);
+      const firsts = claimants
+        .filter((c) => c.skill_id !== s.skill_id && c.answer !== null && (c.conf ?? 0.7) >= minConfidence && c.answerAfterMs !== 'never')
+        .map((c) => (c.answerAfterMs === 'never' ? Infinity : c.answerAfterMs ?? 0));
+      if (firsts.length === 0) return null;
+      return { T: Math.min(...firsts) + roundTrip, at: (ms) => ({ ...s, answerAfterMs: ms }) };
+    },
+  },
   collectionCeiling: {
     machine: 'commonQuery',
     clause: 'OVOS-COMMON-QUERY-1 §7.2 collection ceiling',

@@ -209,22 +209,40 @@ function commonQueryContest(config: Config, c0: number, join: number, skills: re
     return best;
   };
   const inHand: Response[] = [];
-  // Instants at which the collection may close: each arrival, the window's end, the join.
-  const instants = [...new Set([...arrivals.map((r) => r.at), windowEnd, Math.max(join, P)])].filter((t) => t < hardEnd).sort((a, b) => a - b);
-  for (const t of instants) {
-    const joined = join <= t;
-    const windowPassed = t >= windowEnd;
-    // At one instant: the window timer first, then what arrives (a bus round trip), then the join.
-    if (t === windowEnd && joined && join < t && inHand.some(survives)) return decided('window', t);
+  // §7.2 settle (README, the collection window): the window stays open one round trip after the first surviving
+  // answer — the largest claimant pong delay, at least the allowance — counted from its arrival (one that came
+  // before the join started its round trip when it arrived).
+  let roundTrip = cq.collectionAllowanceMs;
+  for (const c of claims) roundTrip = Math.max(roundTrip, c.pongAfterMs ?? 0);
+  const joinAt = Math.max(join, P);
+  let settleEnd: number | null = null;
+  const arm = (t: number): void => {
+    const first = inHand.find(survives);
+    if (settleEnd === null && first !== undefined && join <= t) {
+      settleEnd = Math.max(first.at + roundTrip, t);
+      trail.push(`collection: first surviving answer ${first.skill_id} (${first.at} ms) — the window stays open until ${settleEnd} ms at least (§7.2 settle)`);
+    }
+  };
+  const closes = (t: number): boolean => t >= windowEnd && settleEnd !== null && t >= settleEnd;
+  // Instants at which the collection may close: each arrival, the window's end, the join, the settle's end.
+  let t = P - 1;
+  for (;;) {
+    const next = Math.min(...[...arrivals.map((r) => r.at), windowEnd, joinAt, settleEnd ?? Infinity].filter((x) => x > t));
+    if (!(next < hardEnd)) break;
+    t = next;
+    // At one instant: the timers first (window, settle), then what arrives (a bus round trip), then the join.
+    if (closes(t)) return decided('the window and the round trip since the first survivor have both run out', t);
     for (const r of arrivals.filter((a) => a.at === t)) {
       inHand.push(r);
-      if (joined && fast(r)) return decided('fast win (§8 step 3)', t);
+      if (join <= t && fast(r)) return decided('fast win (§8 step 3)', t);
       if (inHand.length === claims.length) return decided('every claimant responded', t);
-      if (joined && windowPassed && survives(r)) return decided('window passed and a survivor arrived', t);
+      arm(t);
+      if (closes(t)) return decided('window passed and a survivor arrived, no round trip to wait', t);
     }
-    if (t === join && t >= P) {
+    if (t === joinAt) {
       if (inHand.some(fast)) return decided('fast win on join', t);
-      if (windowPassed && inHand.some(survives)) return decided('window passed, survivor in hand on join', t);
+      arm(t);
+      if (closes(t)) return decided('window passed, survivor in hand on join, its round trip run', t);
     }
   }
   return decided('ceiling', hardEnd);

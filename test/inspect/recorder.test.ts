@@ -99,7 +99,7 @@ describe('inspector recorder', () => {
     expect(cq).toMatchObject({ machine: 'common-query', state: 'done', status: 'done', active: ['commonQuery_done'] });
     // The contest passed through the poll and the collection: both were on the timeline as state changes.
     const states = u.timeline.filter((e) => e.kind === 'state' && e.contest === 'common_query/common_query').map((e) => e.type);
-    expect(states).toEqual(['polling.open', 'collecting.initialWindow', 'done']);
+    expect(states).toEqual(['polling.open', 'collecting.window.initial, collecting.answers.noSurvivor', 'done']);
     expect(messages(u).find((e) => e.type === 'cq.knower.common_query.response')?.at).toBe(pollClaimBoundMs + 10);
     expect(u.decision).toMatchObject({ outcome: 'completed', stage: 'common_query', answer: 'Paris is the capital of France.', answered_by: 'cq.knower' });
   });

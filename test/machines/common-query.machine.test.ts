@@ -109,7 +109,7 @@ function contest(overrides: Partial<CommonQueryInput> = {}) {
       const base = { type: 'RESPONSE' as const, skill_id, receivedAt: clock.now() };
       actor.send(answer === undefined ? base : conf === undefined ? { ...base, answer } : { ...base, answer, conf });
     },
-    join: (policy: SelectionPolicy): void => actor.send({ type: 'JOIN', policy }),
+    join: (policy: SelectionPolicy): void => actor.send({ type: 'JOIN', policy, at: clock.now() }),
     done,
     doneAt: (): number | null => doneAt,
     output: (): CommonQueryOutput | undefined => actor.getSnapshot().output,
@@ -594,7 +594,7 @@ describe('OVOS-COMMON-QUERY-1 §7.2 + transport allowance: claimants answering w
     expect(c.output()?.responses.map((r) => r.skill_id)).toEqual(['cq-1', 'cq-2', 'cq-3']);
   });
 
-  it('§7.2 boundary latency_ms + allowance − 1: a second answer 49 ms after the request (declared 0) is collected', () => {
+  it('§7.2 boundary latency_ms + allowance − 1: a second answer 49 ms after the request (declared 0) is collected; the window closes one round trip after the first (51 ms), not at 50', () => {
     const c = contest({ collectionAllowanceMs: ALLOWANCE });
     const tc = claimAndClose(c, [['fast', 0], ['slower', 0], ['silent', 0]]);
     c.at(tc + 1);
@@ -604,30 +604,118 @@ describe('OVOS-COMMON-QUERY-1 §7.2 + transport allowance: claimants answering w
     c.respond('slower', 'best', 0.8);
     expect(c.done()).toBe(false); // `silent` is still within its declared latency + allowance
     c.at(tc + ALLOWANCE);
-    expect(c.doneAt()).toBe(tc + ALLOWANCE);
+    expect(c.done()).toBe(false); // the initial window has passed, the round trip since `fast` answered has not
+    c.at(tc + 1 + ALLOWANCE);
+    expect(c.doneAt()).toBe(tc + 1 + ALLOWANCE);
     expect(c.output()?.closedBy).toBe('window');
     expect(c.output()?.responses.map((r) => r.skill_id)).toEqual(['fast', 'slower']);
   });
 
-  it('§7.2 boundary latency_ms + allowance: with a survivor in hand the window closes at exactly 50 ms; an answer then is too late', () => {
+  it('§7.2 boundary latency_ms + allowance: a survivor in hand from the request\'s instant — the window closes at exactly 50 ms; an answer then is too late', () => {
     const c = contest({ collectionAllowanceMs: ALLOWANCE });
     const tc = claimAndClose(c, [['fast', 0], ['late', 0]]);
-    c.at(tc + 1);
     c.respond('fast', 'weak', 0.6);
+    c.at(tc + ALLOWANCE - 1);
+    expect(c.done()).toBe(false);
     c.at(tc + ALLOWANCE);
     expect(c.doneAt()).toBe(tc + ALLOWANCE);
     expect(c.output()?.responses.map((r) => r.skill_id)).toEqual(['fast']);
   });
 
-  it('§7.2 boundary latency_ms + allowance + 1: with nothing in hand at 50 ms, the first survivor after it closes the window at once', () => {
+  it('§7.2 boundary latency_ms + allowance + 1: with nothing in hand at 70 ms, the first survivor after it closes the window one round trip later — a better answer within that round trip is heard', () => {
     const c = contest({ collectionAllowanceMs: ALLOWANCE });
-    const tc = claimAndClose(c, [['a', 20], ['b', 20]]);
+    const tc = claimAndClose(c, [['a', 20], ['b', 20], ['silent', 20]]);
     c.at(tc + 20 + ALLOWANCE);
     expect(c.done()).toBe(false);
     c.at(tc + 20 + ALLOWANCE + 1);
     c.respond('b', 'Paris', 0.7);
-    expect(c.doneAt()).toBe(tc + 20 + ALLOWANCE + 1);
+    expect(c.done()).toBe(false);
+    c.at(tc + 20 + ALLOWANCE + 1 + ALLOWANCE - 1);
+    c.respond('a', 'Paris, France', 0.8);
+    expect(c.done()).toBe(false);
+    c.at(tc + 20 + ALLOWANCE + 1 + ALLOWANCE);
+    expect(c.doneAt()).toBe(tc + 20 + ALLOWANCE + 1 + ALLOWANCE);
     expect(c.output()?.closedBy).toBe('window');
+    expect(c.output()?.responses.map((r) => r.skill_id)).toEqual(['b', 'a']);
+  });
+});
+
+describe('OVOS-COMMON-QUERY-1 §7.2 settle (our choice, README): the window stays open one round trip after the first surviving answer', () => {
+  const ALLOWANCE = 50;
+  /** Claims with the pong delays given (the bus's round trip to each skill in this poll), latency_ms 0; poll closes at the claim bound. */
+  function claimWithDelays(c: Contest, delays: ReadonlyArray<readonly [string, number]>): number {
+    for (const [skill_id, after_ms] of delays) c.actor.send({ type: 'PONG', skill_id, can_answer: true, latency_ms: 0, after_ms });
+    c.at(CLAIM);
+    return CLAIM;
+  }
+
+  it.each([
+    [-1, ['first', 'better'], 'window'],
+    [0, ['first'], 'window'],
+    [1, ['first'], 'window'],
+  ] as const)('§7.2 settle T%s: the round trip is the largest pong delay (200 ms); a better answer that long after the first survivor is heard only before T', (offset, heard, closedBy) => {
+    const c = contest({ collectionAllowanceMs: ALLOWANCE });
+    const tc = claimWithDelays(c, [['first', 200], ['better', 30], ['silent', 10]]);
+    // Initial window: latency 0 + the largest round trip, 200 ms. The first survivor comes past it.
+    c.at(tc + 250);
+    c.respond('first', 'Paris', 0.7);
+    const T = tc + 250 + 200;
+    c.at(T - 1);
+    expect(c.done()).toBe(false);
+    if (offset === -1) c.respond('better', 'Paris, the capital of France', 0.8);
+    c.at(T + Math.max(offset, 0));
+    expect(c.doneAt()).toBe(T);
+    expect(c.output()?.closedBy).toBe(closedBy);
+    expect(c.output()?.responses.map((r) => r.skill_id)).toEqual(heard);
+  });
+
+  it('§7.2 settle: a first survivor long before the initial window ends costs nothing — the window closes at its end', () => {
+    const c = contest({ collectionAllowanceMs: ALLOWANCE });
+    const tc = claimAndClose(c, [['a', 300], ['silent', 300]]);
+    c.at(tc + 10);
+    c.respond('a', 'Paris', 0.8);
+    c.at(tc + 300 + ALLOWANCE - 1);
+    expect(c.done()).toBe(false);
+    c.at(tc + 300 + ALLOWANCE);
+    expect(c.doneAt()).toBe(tc + 300 + ALLOWANCE);
+    expect(c.output()?.closedBy).toBe('window');
+  });
+
+  it('§7.2 settle / §5.1 JOIN: survivors that came before `match` joined started their round trip when they arrived — JOIN past the window closes it when that round trip ends (T−1 open, T closed)', () => {
+    const c = contest({ collectionAllowanceMs: ALLOWANCE, policy: null });
+    const tc = claimAndClose(c, [['a', 0], ['silent', 0]]);
+    c.at(tc + 10);
+    c.respond('a', 'Paris', 0.8);
+    c.at(tc + ALLOWANCE + 5); // the initial window (50) has passed; nothing survives without a policy
+    expect(c.done()).toBe(false);
+    c.join(POLICY); // `a` arrived at 10: its round trip runs to 60
+    expect(c.done()).toBe(false);
+    c.at(tc + 10 + ALLOWANCE - 1);
+    expect(c.done()).toBe(false);
+    c.at(tc + 10 + ALLOWANCE);
+    expect(c.doneAt()).toBe(tc + 10 + ALLOWANCE);
+    expect(c.output()?.closedBy).toBe('window');
+    expect(c.clock.pending).toBe(0);
+  });
+
+  it('§7.2 settle: every claimant answering inside the round trip still closes at once (all_answered); a fast win too (fast_win)', () => {
+    const all = contest({ collectionAllowanceMs: ALLOWANCE });
+    const tc = claimAndClose(all, [['a', 0], ['b', 0]]);
+    all.at(tc + 100);
+    all.respond('a', 'Paris', 0.7);
+    all.at(tc + 110);
+    all.respond('b', 'Paris, France', 0.8);
+    expect(all.doneAt()).toBe(tc + 110);
+    expect(all.output()?.closedBy).toBe('all_answered');
+    const fast = contest({ collectionAllowanceMs: ALLOWANCE });
+    claimAndClose(fast, [['a', 0], ['b', 0], ['silent', 0]]);
+    fast.at(tc + 100);
+    fast.respond('a', 'Paris', 0.7);
+    fast.at(tc + 120);
+    fast.respond('b', 'Paris, certainly', 0.95);
+    expect(fast.doneAt()).toBe(tc + 120);
+    expect(fast.output()?.closedBy).toBe('fast_win');
+    expect(fast.clock.pending).toBe(0);
   });
 });
 

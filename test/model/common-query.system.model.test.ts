@@ -46,8 +46,10 @@
  *       took after the ping, at least 50 ms (omitted → 3000), clamped to the ceiling. The collection
  *       closes at the first of: every claimant responded or is gone (a response without answer counts); a fast win
  *       (§8 step 3: conf ≥ 0.9 and ≥ min); W has passed and a surviving answer (§8 steps 1–2: answer with conf ≥ 0.5)
- *       is in hand — at W if one is already there, else when the first arrives; the ceiling, 5000 ms after the
- *       requests. So an answer arriving before the ceiling is never lost while no other survivor is in hand.
+ *       is in hand and one round trip (the largest claimant pong delay, at least 50 ms) has passed since the first
+ *       one arrived (our choice, README: answers produced together are heard together); the ceiling, 5000 ms
+ *       after the requests. So an answer arriving before the ceiling is never lost while no other survivor is in
+ *       hand, nor one arriving within a round trip of the first.
  *  §8   winner: the fast-win survivor, else the highest-conf survivor (earlier arrival first); none → None (§9) →
  *       fallback_medium, fallback_low → the catch-all speaks. A Match → ovos.intent.matched (common_query) and the
  *       handler speaks slots.answer (§10). Either way one ovos.utterance.handled, at the decision instant.
@@ -59,15 +61,15 @@
  * extended by TICKs until the model has decided, duplicates removed; counted by the first test of each block):
  *   (a) one skill, fresh roster, latency_ms 0 ................................................ 45 paths
  *       one skill, fresh roster, latency_ms 20 ............................................... 45 paths
- *   (b) two skills, the second answers later with higher conf or never; latency_ms 0 + 20 ..... 176 paths
- *       latency_ms 20 + omitted (initial window 3000) ....................................... 176 paths
+ *   (b) two skills, the second answers later with higher conf or never; latency_ms 0 + 20 ..... 272 paths
+ *       latency_ms 20 + omitted (initial window 3000) ....................................... 272 paths
  *   (c) roster learnt by a warm-up question; a skill that sends can_answer:false ............. 1352 paths
  *       (responses only at the instant of the request: collection timing is (a) and (b)'s subject)
  *   (d) the same text asked twice in one session, early start behind fallback_high holding its pong
  *       200 ms .................................................................................. 10 paths
  *       100 ms .................................................................................. 10 paths
- *   (e) a skill on its own connection that closes at any point ................................ 992 paths
- * Total 2806 paths; the file runs in about 25 s on 2 cores (npx vitest run test/model/common-query.system.model.test.ts).
+ *   (e) a skill on its own connection that closes at any point ............................... 1826 paths
+ * Total 3832 paths; the file runs in about 25 s on 2 cores (npx vitest run test/model/common-query.system.model.test.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { assign, setup, transition, type AnyMachineSnapshot, type AnyStateMachine, type EventObject, type MachineContext } from 'xstate';
@@ -212,6 +214,24 @@ function windowMs(spec: ModelSpec, c: Ctx): number {
   return Math.min(window, CEILING);
 }
 
+/**
+ * §7.2 settle (the README's choice): the window stays open one round trip after the first surviving answer — the
+ * largest claimant pong delay (ms after the ping), at least the transport allowance. Null while no survivor is in hand.
+ */
+function settleAt(c: Ctx): number | null {
+  const first = c.responses.find((r) => survives(r.conf));
+  if (first === undefined) return null;
+  let roundTrip = ALLOWANCE;
+  for (const skill of c.claimants) roundTrip = Math.max(roundTrip, c.skills[skill]?.pongAt ?? 0);
+  return first.at + roundTrip;
+}
+
+/** §7.2: the window closes once W has passed and the round trip since the first survivor has run out. */
+function windowCloses(spec: ModelSpec, c: Ctx): boolean {
+  const settle = settleAt(c);
+  return c.requestsAt !== null && settle !== null && c.now >= c.requestsAt + windowMs(spec, c) && c.now >= settle;
+}
+
 /** The next boundary value (T−1, T, T+1 of each bound) strictly after now, or null when nothing is pending. */
 function nextTick(spec: ModelSpec, c: Ctx): { readonly at: number; readonly mark: string } | null {
   const marks: Array<[number, string]> = [];
@@ -223,6 +243,8 @@ function nextTick(spec: ModelSpec, c: Ctx): { readonly at: number; readonly mark
     marks.push([POLL_CEILING - 1, 'poll ceiling−1'], [POLL_CEILING, 'poll ceiling']);
   } else if (c.phase === 'collecting' && c.requestsAt !== null) {
     around(c.requestsAt + windowMs(spec, c), 'window');
+    const settle = settleAt(c);
+    if (settle !== null) around(settle, 'settle');
     marks.push([c.requestsAt + CEILING - 1, 'ceiling−1'], [c.requestsAt + CEILING, 'ceiling']);
   } else {
     return null;
@@ -287,8 +309,7 @@ function nextContext(spec: ModelSpec, c: Ctx, e: ModelEvent): Ctx | null {
       const n: Ctx = { ...c, skills: withSkill(c, e.skill, { conf: e.conf }), responses: [...c.responses, { skill: e.skill, conf: e.conf, at: c.now }] };
       if (fastWins(e.conf)) return decide(n, n.now, 'fast_win'); // §8 step 3
       if (n.claimants.every(settled(n))) return decide(n, n.now, 'all_answered'); // §7.2
-      const windowPassed = c.requestsAt !== null && n.now >= c.requestsAt + windowMs(spec, c);
-      if (windowPassed && survives(e.conf)) return decide(n, n.now, 'window'); // §7.2: the first survivor past W
+      // §7.2: a first survivor starts its round trip now, so an answer never closes the window on its own arrival.
       return n;
     }
     case 'TICK': {
@@ -302,7 +323,7 @@ function nextContext(spec: ModelSpec, c: Ctx, e: ModelEvent): Ctx | null {
       }
       const r = c.requestsAt ?? 0;
       if (e.at === r + CEILING) return decide(n, e.at, 'ceiling'); // §7.2 hard ceiling
-      if (e.at === r + windowMs(spec, c) && n.responses.some((x) => survives(x.conf))) return decide(n, e.at, 'window');
+      if (windowCloses(spec, n)) return decide(n, e.at, 'window'); // §7.2: the later of W and the settle
       return n;
     }
     case 'LATE_PONG':
@@ -697,8 +718,11 @@ describe(`${SPEC} §6–§9 through the whole system (orchestrator, supervisor, 
         const r = CLAIM_BOUND;
         reaches(paths, (c) => c.winner === 'encyclopedia' && c.cause === 'all_answered' && c.decidedAt === r + w - 1, 'higher conf at W−1 wins');
         reaches(paths, (c) => c.winner === 'wiki' && c.cause === 'window' && c.decidedAt === r + w, 'wiki in hand at W wins');
-        reaches(paths, (c) => c.winner === 'wiki' && c.cause === 'window' && c.decidedAt === r + w + 1, 'wiki at W+1 wins at once');
-        reaches(paths, (c) => c.winner === 'encyclopedia' && c.cause === 'window' && c.decidedAt === r + CEILING - 1, 'a late survivor after a declining wiki wins');
+        // The settle: wiki's answer past W keeps the window open one round trip (pongs at once: the 50 ms allowance).
+        reaches(paths, (c) => c.winner === 'wiki' && c.cause === 'window' && c.decidedAt === r + w + 1 + ALLOWANCE, 'wiki at W+1 wins one round trip later');
+        reaches(paths, (c) => c.winner === 'encyclopedia' && c.cause === 'all_answered' && c.decidedAt === r + w + ALLOWANCE, 'higher conf a round trip − 1 after wiki at W+1 wins');
+        // A survivor at ceiling−1 with wiki silent: its round trip runs past the ceiling, which closes it — it wins.
+        reaches(paths, (c) => c.winner === 'encyclopedia' && c.cause === 'ceiling' && c.decidedAt === r + CEILING && c.responses.length === 1, 'a late survivor with wiki silent wins at the ceiling');
         reaches(paths, (c) => c.winner === null && c.cause === 'ceiling', 'no survivor by the ceiling → fallback');
       });
     }

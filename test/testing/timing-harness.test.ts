@@ -19,7 +19,7 @@ describe('timing harness on the sample roster (README "Testing your deployment\'
   it('defaults: every path — the two questions and every boundary variant — agrees with the spec model, one handled each', async () => {
     const report = await runTimingSuite(DEFAULT_CONFIG, scenarios(sample.utterances!));
     expect(report.paths.filter((p) => !p.ok).map((p) => [p.name, p.failures])).toEqual([]);
-    expect(report.paths).toHaveLength(110);
+    expect(report.paths).toHaveLength(116);
     expect(report.configFindings).toEqual([]);
     // The model does not just agree on "nothing happened": the question is answered by wiki, the command by fb.chat.
     expect(report.paths[0]!.expected).toMatchObject({ decidedBy: 'common_query', skill_id: 'wiki' });
@@ -30,12 +30,13 @@ describe('timing harness on the sample roster (README "Testing your deployment\'
     const report = await runTimingSuite(DEFAULT_CONFIG, scenarios(['what is the speed of light']));
     const at = (suffix: string, ms: number) => report.paths.find((p) => p.name === `what is the speed of light: wiki at collectionWindow${suffix} (${ms} ms)`)!;
     // The poll closes at 40 ms (§6.3 rule 1: wiki's claim in hand, the decliner and ddg heard), the window ends at
-    // 40 + 3000. At T−1 the answer is in hand when the window ends; at T it arrives just after the window timer and
-    // closes at once; at T+1 one ms later. ddg never answers, so only the window lets the answer through.
+    // 40 + 3000. ddg never answers, so only the window lets the answer through — one round trip (the 50 ms allowance:
+    // no pong took longer) after wiki's answer arrives, which is then the first survivor (§7.2 settle): answered at
+    // T−1 (3039) it closes at 3089, at T (just after the window timer) at 3090, at T+1 at 3091.
     expect([at('−1', 2999), at('', 3000), at('+1', 3001)].map((p) => [p.ok, p.expected.decidedAt])).toEqual([
-      [true, 3040],
-      [true, 3040],
-      [true, 3041],
+      [true, 3089],
+      [true, 3090],
+      [true, 3091],
     ]);
   });
 
@@ -77,7 +78,7 @@ describe('test-timing command line', () => {
     const lines: string[] = [];
     const code = await testTiming(['--skills', SAMPLE, '--no-mycroft-conf'], (line) => lines.push(line));
     expect(code).toBe(0);
-    expect(lines.at(-1)).toBe('110 paths, 0 failed');
+    expect(lines.at(-1)).toBe('116 paths, 0 failed');
     expect(lines).toContain('ok   what is the speed of light → common_query wiki at 3040 ms, handled at 3040 ms');
   });
 

@@ -239,7 +239,7 @@ export class CommonQueryPlugin implements PipelineStage {
     } else if (cached !== undefined) {
       cached.joined = true;
       contest = cached.contest;
-      contest.send({ type: 'JOIN', policy }); // a finished contest ignores it; its output is already final
+      contest.send({ type: 'JOIN', policy, at: this.#supervisor.clock.now() }); // a finished contest ignores it; its output is already final
     }
     contest ??= this.#start(request.message, utterance, request.lang, request.session, policy);
 
