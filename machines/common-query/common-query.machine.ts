@@ -23,7 +23,9 @@
  *
  * A claim may be `unasked` (the legacy dialect's `searching: true`: the question was the request, the answer follows
  * by itself): such a claimant is sent no request, and its answer is kept even when it comes before the poll closes —
- * if every claimant has then answered, or one answer is a fast win, the contest ends as the poll closes.
+ * if every claimant has then answered, or one answer is a fast win, the contest ends as the poll closes. The round
+ * trip after such an answer (the settle, below) counts from the poll's close, when the other claimants are asked —
+ * the machine reads no clock, and only `match` joining tells it the time (then it counts from the answer's arrival).
  *
  * Collection (§7): `sendRequests` asks every claimant (but the unasked) in parallel. §7.2 sizes the *initial* window from the
  * claimants' `latency_ms` (`collectionWindow`: the largest `latency_ms` plus the bus between that skill and us — the

@@ -24,6 +24,30 @@ interface DelayBoundary {
 const fallbackOnly = (skill: SkillScript): FallbackSkillScript | null => (skill.kind === 'fallback' ? skill : null);
 const cqOnly = (skill: SkillScript): CommonQuerySkillScript | null => (skill.kind === 'common_query' ? skill : null);
 
+const claimantsOf = (roster: readonly SkillScript[]): CommonQuerySkillScript[] =>
+  roster.filter((c): c is CommonQuerySkillScript => c.kind === 'common_query' && (c.pong ?? 'claim') === 'claim');
+
+/** §7.2: the bus's round trip to the claimants — the largest pong delay, at least the transport allowance. */
+function roundTripOf(config: Config, roster: readonly SkillScript[]): number {
+  let roundTrip = config.commonQuery.collectionAllowanceMs;
+  for (const c of claimantsOf(roster)) roundTrip = Math.max(roundTrip, c.pongAfterMs ?? 0);
+  return roundTrip;
+}
+
+/**
+ * §7.2: the initial window — the largest latency_ms + the bus's round trip to that claimant (its pong's delay, at
+ * least the transport allowance); latency_ms omitted → the fixed initial window; clamped to the ceiling.
+ */
+function windowOf(config: Config, roster: readonly SkillScript[]): number {
+  const { collectionInitialMs, collectionAllowanceMs, collectionCeilingMs } = config.commonQuery;
+  let window = 0;
+  for (const c of claimantsOf(roster)) {
+    const roundTrip = Math.max(collectionAllowanceMs, c.pongAfterMs ?? 0);
+    window = Math.max(window, c.latencyMs === undefined ? collectionInitialMs : c.latencyMs + roundTrip);
+  }
+  return Math.min(window, collectionCeilingMs);
+}
+
 export const DELAY_BOUNDARIES: Readonly<Record<string, DelayBoundary>> = {
   pingTimeout: {
     machine: 'fallback',
@@ -70,39 +94,27 @@ export const DELAY_BOUNDARIES: Readonly<Record<string, DelayBoundary>> = {
   collectionWindow: {
     machine: 'commonQuery',
     clause: 'OVOS-COMMON-QUERY-1 §7.2 initial collection window',
-    // The window is the largest latency_ms + the bus's round trip of the claimants — its pong's delay, at least the
-    // transport allowance — (latency_ms omitted → the fixed initial window), clamped.
     place: (config, skill, roster) => {
       const s = cqOnly(skill);
-      if (s === null || (s.pong ?? 'claim') !== 'claim') return null;
-      const { collectionInitialMs, collectionAllowanceMs } = config.commonQuery;
-      let window = 0;
-      for (const c of roster) {
-        if (c.kind !== 'common_query' || (c.pong ?? 'claim') !== 'claim') continue;
-        const roundTrip = Math.max(collectionAllowanceMs, c.pongAfterMs ?? 0);
-        window = Math.max(window, c.latencyMs === undefined ? collectionInitialMs : c.latencyMs + roundTrip);
-      }
-      const T = Math.min(window, config.commonQuery.collectionCeilingMs);
-      return { T, at: (ms) => ({ ...s, answerAfterMs: ms }) };
+      return s === null || (s.pong ?? 'claim') !== 'claim' ? null : { T: windowOf(config, roster), at: (ms) => ({ ...s, answerAfterMs: ms }) };
     },
   },
   settle: {
     machine: 'commonQuery',
     clause: 'OVOS-COMMON-QUERY-1 §7.2 collection window: one round trip after the first surviving answer (README)',
-    // Another claimant's surviving answer is the first; this skill answers one round trip (the largest claimant pong
-    // delay, at least the transport allowance) after it.
+    // This skill's answer is the first survivor, with another claimant still outstanding: answered at T = the
+    // window's end − the round trip, its round trip ends with the window (T−1: before it, T+1: after it — the
+    // settle then decides when the window closes).
     place: (config, skill, roster) => {
       const s = cqOnly(skill);
-      if (s === null || (s.pong ?? 'claim') !== 'claim') return null;
-      const { collectionAllowanceMs, minConfidence } = config.commonQuery;
-      const claimants = roster.filter((c): c is CommonQuerySkillScript => c.kind === 'common_query' && (c.pong ?? 'claim') === 'claim');
-      let roundTrip = collectionAllowanceMs;
-      for (const c of claimants) roundTrip = Math.max(roundTrip, c.pongAfterMs ?? 0);
-      const firsts = claimants
-        .filter((c) => c.skill_id !== s.skill_id && c.answer !== null && (c.conf ?? 0.7) >= minConfidence && c.answerAfterMs !== 'never')
-        .map((c) => (c.answerAfterMs === 'never' ? Infinity : c.answerAfterMs ?? 0));
-      if (firsts.length === 0) return null;
-      return { T: Math.min(...firsts) + roundTrip, at: (ms) => ({ ...s, answerAfterMs: ms }) };
+      const { minConfidence } = config.commonQuery;
+      const survives = (c: CommonQuerySkillScript): boolean => c.answer !== null && (c.conf ?? 0.7) >= minConfidence;
+      if (s === null || (s.pong ?? 'claim') !== 'claim' || !survives(s)) return null;
+      const others = claimantsOf(roster).filter((c) => c.skill_id !== s.skill_id);
+      const T = windowOf(config, roster) - roundTripOf(config, roster);
+      const answersBy = (c: CommonQuerySkillScript, ms: number): boolean => c.answerAfterMs !== 'never' && (c.answerAfterMs ?? 0) <= ms;
+      if (T < 1 || others.some((c) => survives(c) && answersBy(c, T + 1)) || others.every((c) => answersBy(c, T + 1))) return null;
+      return { T, at: (ms) => ({ ...s, answerAfterMs: ms }) };
     },
   },
   collectionCeiling: {

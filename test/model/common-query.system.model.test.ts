@@ -12,8 +12,9 @@
  *    XState machine without `after` (createTestModel rejects it, ENGINEERING-NOTES "Time in tests"): time is an
  *    explicit TICK event that moves the clock to the next boundary value (T−1, T, T+1) of: the claim bound (125 ms),
  *    the poll ceiling (500 ms), the initial collection window (the declared latency_ms + the 50 ms transport
- *    allowance — latency_ms a model PARAMETER the real reply time may exceed: 0, 20; 3000 when omitted) and the
- *    collection ceiling (5000 ms after the requests).
+ *    allowance — latency_ms a model PARAMETER the real reply time may exceed: 0, 20; 3000 when omitted), the
+ *    settle (one round trip after the first surviving answer) and the collection ceiling (5000 ms after the
+ *    requests).
  *    The model's state is abstract: phase (idle / polling / collecting / decided), what each skill said (pong, reply,
  *    connection), the time as one of those boundary values, and the outcome the RULES give (who wins, or None →
  *    the catch-all fallback speaks).
@@ -513,7 +514,7 @@ const CLAUSES: Readonly<Record<Cause, string>> = {
   no_claimant: '§6.3 + §9 (poll closed without a claimant → None → fallback)',
   all_answered: '§7.2 (every claimant responded)',
   fast_win: '§8 step 3 (fast win)',
-  window: '§7.2 (initial window passed with a survivor in hand)',
+  window: '§7.2 (initial window passed, and a round trip since the first survivor)',
   ceiling: '§7.2 (collection ceiling)',
 };
 

@@ -40,6 +40,19 @@ describe('timing harness on the sample roster (README "Testing your deployment\'
     ]);
   });
 
+  it('OVOS-COMMON-QUERY-1 §7.2 settle at the boundary: wiki, the first survivor, answering one round trip before the window\'s end T−1 / T / T+1', async () => {
+    const report = await runTimingSuite(DEFAULT_CONFIG, scenarios(['what is the speed of light']));
+    const at = (suffix: string, ms: number) => report.paths.find((p) => p.name === `what is the speed of light: wiki at settle${suffix} (${ms} ms)`)!;
+    // Requests at 40 ms, the window ends at 40 + 3000; the round trip is 50 ms (no pong took longer). ddg never
+    // answers. wiki answering at 2949 / 2950 ms after the request: its round trip ends by the window's end (3040);
+    // at 2951 it ends at 3041, and the window waits for it.
+    expect([at('−1', 2949), at('', 2950), at('+1', 2951)].map((p) => [p.ok, p.expected.decidedAt])).toEqual([
+      [true, 3040],
+      [true, 3040],
+      [true, 3041],
+    ]);
+  });
+
   it('a non-default config (short timeouts, no early start): every path agrees', async () => {
     const config = withConfig((c) => ({
       ...c,
