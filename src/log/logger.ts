@@ -3,13 +3,12 @@
  * (`{ session_id, utterance_id, contest }`); every drop carries a `reason` code; untrusted payloads go under
  * their own key (`frame`, `payload`). Pretty output when stdout is a terminal, JSON lines otherwise.
  *
- * Lines are written synchronously (as Node writes to a pipe on Linux anyway). pino's default asynchronous
- * destination queues lines while one write is in flight and flushes the queue on `process.exit` with a loop that
- * retries *every* error: when the reader of stdout has gone (a Ctrl-C that stops the log reader with the daemon,
- * `npm start | head -1`), that loop retried EPIPE every 100 ms for ever and the daemon never exited.
+ * JSON lines go to `processStdoutDestination()` (stdout-destination.ts): the daemon never waits for whoever reads its
+ * stdout, and never hangs on exit when that reader has gone.
  */
 import { pino, type Logger as PinoLogger, type Level } from 'pino';
 import pretty from 'pino-pretty';
+import { processStdoutDestination } from './stdout-destination.js';
 
 export type Logger = PinoLogger;
 export type LogLevel = Level | 'silent';
@@ -17,7 +16,7 @@ export type LogLevel = Level | 'silent';
 export function createLogger(options: { level: LogLevel; pretty?: boolean; name?: string }): Logger {
   const usePretty = options.pretty ?? process.stdout.isTTY === true;
   const base = { level: options.level, name: options.name ?? 'ovos-contests' };
-  if (!usePretty) return pino(base, pino.destination({ fd: 1, sync: true }));
+  if (!usePretty) return pino(base, processStdoutDestination());
   return pino(base, pretty({ sync: true, colorize: true, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname,name' }));
 }
 
