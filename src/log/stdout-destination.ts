@@ -7,8 +7,8 @@
  * reader that has gone, EPIPE, made a Ctrl-C'd daemon hang). Here:
  *  - a line is written at once when the pipe has room (the usual case: lines reach the log in order, before a crash);
  *  - when it has none (EAGAIN), lines wait in a queue retried on the next turns of the event loop, at most
- *    `maxQueuedBytes`; past that the oldest are dropped and counted, and the count is written as its own line once
- *    the pipe has room again;
+ *    `maxQueuedBytes`; past that the oldest are dropped and counted (never a line already started in the pipe),
+ *    and the count is written as its own line, between whole lines, once the pipe has room again;
  *  - when the reader has gone (EPIPE or any other error), logging stops for good: nothing is queued any more;
  *  - `flushSync` (pino calls it for `fatal`, and on exit) makes one pass and never waits.
  */
@@ -42,6 +42,8 @@ export function stdoutDestination(options: StdoutDestinationOptions = {}): Stdou
   let reported = 0;
   let broken = false;
   let scheduled = false;
+  /** The queue's head is part of a line already started in the pipe (or the dropped-lines note): never dropped. */
+  let headPinned = false;
 
   /** Write `data` as far as the pipe takes it; what is left, or null when all went (or logging stopped). */
   const attempt = (data: Buffer): Buffer | null => {
@@ -63,8 +65,9 @@ export function stdoutDestination(options: StdoutDestinationOptions = {}): Stdou
   const enqueue = (bytes: Buffer): void => {
     queue.push(bytes);
     queuedBytes += bytes.length;
-    while (queuedBytes > max && queue.length > 1) {
-      queuedBytes -= queue.shift()!.length;
+    const first = headPinned ? 1 : 0; // the oldest line that may go
+    while (queuedBytes > max && queue.length > first + 1) {
+      queuedBytes -= queue.splice(first, 1)[0]!.length;
       dropped++;
     }
     schedule();
@@ -79,30 +82,31 @@ export function stdoutDestination(options: StdoutDestinationOptions = {}): Stdou
     });
   };
 
-  /** Writes the queue in order; true when it is empty. */
-  const drain = (): boolean => {
-    if (dropped > reported && !broken) {
-      const note = `${JSON.stringify({ level: 40, time: Date.now(), reason: 'log_lines_dropped', dropped: dropped - reported, msg: 'the log reader fell behind: lines dropped' })}\n`;
-      if (attempt(Buffer.from(note)) !== null) {
-        schedule();
-        return false;
+  /** Writes the queue in order — the dropped-lines note between whole lines — until the pipe is full. */
+  const drain = (): void => {
+    while (!broken) {
+      if (!headPinned && dropped > reported) {
+        const note = Buffer.from(`${JSON.stringify({ level: 40, time: Date.now(), reason: 'log_lines_dropped', dropped: dropped - reported, msg: 'the log reader fell behind: lines dropped' })}\n`);
+        queue.unshift(note);
+        queuedBytes += note.length;
+        reported = dropped;
+        headPinned = true;
       }
-      reported = dropped;
-    }
-    while (queue.length > 0 && !broken) {
-      const head = queue[0]!;
+      const head = queue[0];
+      if (head === undefined) return;
       const rest = attempt(head);
-      if (broken) return true; // the queue went with the reader
+      if (broken) return; // the queue went with the reader
       if (rest !== null) {
         queuedBytes -= head.length - rest.length;
         queue[0] = rest;
+        headPinned ||= rest.length < head.length;
         schedule();
-        return false;
+        return;
       }
       queue.shift();
       queuedBytes -= head.length;
+      headPinned = false;
     }
-    return true;
   };
 
   return {
@@ -111,7 +115,9 @@ export function stdoutDestination(options: StdoutDestinationOptions = {}): Stdou
       const bytes = Buffer.from(line);
       if (queue.length > 0) return enqueue(bytes); // keep the order
       const rest = attempt(bytes);
-      if (rest !== null) enqueue(rest);
+      if (rest === null) return;
+      headPinned = rest.length < bytes.length;
+      enqueue(rest);
     },
     flushSync(): void {
       drain();

@@ -65,6 +65,35 @@ describe('stdout destination: the daemon never waits for its log reader', () => 
     expect(lines.slice(1)).toEqual(['line 6 ........', 'line 7 ........', 'line 8 ........', 'line 9 ........']);
   });
 
+  /** A JSON line of exactly `bytes` bytes (newline included). */
+  const jsonLine = (tag: string, bytes: number): string => `{"msg":"${tag.padEnd(bytes - 11, '.')}"}\n`;
+
+  it('a line already started in the pipe is never dropped: past the bound, the lines after it go, and every line that comes out is whole JSON', () => {
+    const p = pipe(10);
+    const first = jsonLine('first', 31);
+    p.destination.write(first); // 10 bytes go, 21 wait
+    for (const tag of ['b', 'c', 'd', 'e']) p.destination.write(jsonLine(tag, 12));
+    expect(p.destination.stats().dropped).toBeGreaterThan(0);
+    p.state.room = Infinity;
+    p.runLater();
+    const lines = p.text().trimEnd().split('\n');
+    expect(lines[0]).toBe(first.trimEnd());
+    for (const line of lines) expect(() => JSON.parse(line), line).not.toThrow();
+    expect(lines.filter((line) => line.includes('log_lines_dropped'))).toHaveLength(1);
+  });
+
+  it('the dropped-lines note cut by a partial write is finished, not written again: one note, every line whole JSON', () => {
+    const p = pipe(0);
+    for (const tag of ['a', 'b', 'c', 'd', 'e']) p.destination.write(jsonLine(tag, 17)); // 85 bytes: a and b dropped at 64
+    p.state.room = 30; // part of the note (about 120 bytes)
+    p.runLater();
+    p.state.room = Infinity;
+    p.runLater();
+    const lines = p.text().trimEnd().split('\n');
+    for (const line of lines) expect(() => JSON.parse(line), line).not.toThrow();
+    expect(lines.map((line) => JSON.parse(line) as { msg?: string; dropped?: number })).toMatchObject([{ dropped: 2 }, { msg: 'c.....' }, { msg: 'd.....' }, { msg: 'e.....' }]);
+  });
+
   it('the reader gone (EPIPE): logging stops for good — no queue, no more write calls, flushSync returns at once', () => {
     const p = pipe(0);
     p.destination.write('queued\n');
