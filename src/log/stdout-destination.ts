@@ -131,6 +131,9 @@ let processStdout: StdoutDestination | undefined;
 /** The process's one stdout destination; whatever is queued at exit gets one last pass (never a wait). */
 export function processStdoutDestination(): StdoutDestination {
   if (processStdout === undefined) {
+    // Node makes a stdout pipe non-blocking when it creates `process.stdout`: create it now, so a full pipe is
+    // EAGAIN (queued) here too, never a write that waits — also for an embedder that has not touched it yet.
+    void process.stdout;
     const destination = stdoutDestination();
     process.once('exit', () => destination.flushSync());
     processStdout = destination;
