@@ -147,8 +147,7 @@ export function collectionWindowMs(
 ): number {
   let window = 0;
   for (const claimant of context.claimants) {
-    const roundTrip = Math.max(context.collectionAllowanceMs, claimant.pong_after_ms ?? 0);
-    window = Math.max(window, claimant.latency_ms === undefined ? context.collectionInitialMs : claimant.latency_ms + roundTrip);
+    window = Math.max(window, claimant.latency_ms === undefined ? context.collectionInitialMs : claimant.latency_ms + roundTripTo(context, claimant));
   }
   return Math.min(Math.max(window, 0), context.collectionCeilingMs);
 }
@@ -160,8 +159,13 @@ export function collectionWindowMs(
  */
 export function settleMs(context: Pick<CommonQueryContext, 'claimants' | 'collectionAllowanceMs'>): number {
   let roundTrip = context.collectionAllowanceMs;
-  for (const claimant of context.claimants) roundTrip = Math.max(roundTrip, claimant.pong_after_ms ?? 0);
+  for (const claimant of context.claimants) roundTrip = Math.max(roundTrip, roundTripTo(context, claimant));
   return roundTrip;
+}
+
+/** The bus's round trip to one claimant: its pong's delay in this poll, at least the transport allowance. */
+function roundTripTo(context: Pick<CommonQueryContext, 'collectionAllowanceMs'>, claimant: Claimant): number {
+  return Math.max(context.collectionAllowanceMs, claimant.pong_after_ms ?? 0);
 }
 
 /** What is left of the round trip once the first survivor is known: what JOIN left of it, else all of it. */

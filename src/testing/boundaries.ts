@@ -4,6 +4,7 @@
  * lists the delays of every machine and fails when one has no entry here, so a new delay cannot go untested.
  */
 import type { Config } from '../config/defaults.js';
+import { initialWindowOf, settleOf } from './model.js';
 import type { CommonQuerySkillScript, FallbackSkillScript, SkillScript, TimingScenario } from './scenario.js';
 
 export interface Variant {
@@ -26,27 +27,6 @@ const cqOnly = (skill: SkillScript): CommonQuerySkillScript | null => (skill.kin
 
 const claimantsOf = (roster: readonly SkillScript[]): CommonQuerySkillScript[] =>
   roster.filter((c): c is CommonQuerySkillScript => c.kind === 'common_query' && (c.pong ?? 'claim') === 'claim');
-
-/** §7.2: the bus's round trip to the claimants — the largest pong delay, at least the transport allowance. */
-function roundTripOf(config: Config, roster: readonly SkillScript[]): number {
-  let roundTrip = config.commonQuery.collectionAllowanceMs;
-  for (const c of claimantsOf(roster)) roundTrip = Math.max(roundTrip, c.pongAfterMs ?? 0);
-  return roundTrip;
-}
-
-/**
- * §7.2: the initial window — the largest latency_ms + the bus's round trip to that claimant (its pong's delay, at
- * least the transport allowance); latency_ms omitted → the fixed initial window; clamped to the ceiling.
- */
-function windowOf(config: Config, roster: readonly SkillScript[]): number {
-  const { collectionInitialMs, collectionAllowanceMs, collectionCeilingMs } = config.commonQuery;
-  let window = 0;
-  for (const c of claimantsOf(roster)) {
-    const roundTrip = Math.max(collectionAllowanceMs, c.pongAfterMs ?? 0);
-    window = Math.max(window, c.latencyMs === undefined ? collectionInitialMs : c.latencyMs + roundTrip);
-  }
-  return Math.min(window, collectionCeilingMs);
-}
 
 export const DELAY_BOUNDARIES: Readonly<Record<string, DelayBoundary>> = {
   pingTimeout: {
@@ -96,7 +76,7 @@ export const DELAY_BOUNDARIES: Readonly<Record<string, DelayBoundary>> = {
     clause: 'OVOS-COMMON-QUERY-1 §7.2 initial collection window',
     place: (config, skill, roster) => {
       const s = cqOnly(skill);
-      return s === null || (s.pong ?? 'claim') !== 'claim' ? null : { T: windowOf(config, roster), at: (ms) => ({ ...s, answerAfterMs: ms }) };
+      return s === null || (s.pong ?? 'claim') !== 'claim' ? null : { T: initialWindowOf(config.commonQuery, claimantsOf(roster)), at: (ms) => ({ ...s, answerAfterMs: ms }) };
     },
   },
   settle: {
@@ -111,7 +91,7 @@ export const DELAY_BOUNDARIES: Readonly<Record<string, DelayBoundary>> = {
       const survives = (c: CommonQuerySkillScript): boolean => c.answer !== null && (c.conf ?? 0.7) >= minConfidence;
       if (s === null || (s.pong ?? 'claim') !== 'claim' || !survives(s)) return null;
       const others = claimantsOf(roster).filter((c) => c.skill_id !== s.skill_id);
-      const T = windowOf(config, roster) - roundTripOf(config, roster);
+      const T = initialWindowOf(config.commonQuery, claimantsOf(roster)) - settleOf(config.commonQuery, claimantsOf(roster));
       const answersBy = (c: CommonQuerySkillScript, ms: number): boolean => c.answerAfterMs !== 'never' && (c.answerAfterMs ?? 0) <= ms;
       if (T < 1 || others.some((c) => survives(c) && answersBy(c, T + 1)) || others.every((c) => answersBy(c, T + 1))) return null;
       return { T, at: (ms) => ({ ...s, answerAfterMs: ms }) };

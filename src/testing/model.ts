@@ -11,6 +11,25 @@
 import type { Config } from '../config/defaults.js';
 import type { CommonQuerySkillScript, FallbackSkillScript, TimingScenario } from './scenario.js';
 
+type CollectionConfig = Pick<Config['commonQuery'], 'collectionAllowanceMs' | 'collectionInitialMs' | 'collectionCeilingMs'>;
+
+/** §7.2 (README, the collection window): the bus's round trip to one claimant — its pong's delay, at least the allowance. */
+const roundTripTo = (cq: CollectionConfig, claimant: CommonQuerySkillScript): number => Math.max(cq.collectionAllowanceMs, claimant.pongAfterMs ?? 0);
+
+/** §7.2 settle: the round trip after the first surviving answer — the largest claimant's, at least the allowance. */
+export function settleOf(cq: CollectionConfig, claims: readonly CommonQuerySkillScript[]): number {
+  return Math.max(cq.collectionAllowanceMs, ...claims.map((c) => roundTripTo(cq, c)));
+}
+
+/**
+ * §7.2 initial window: a declared latency_ms is the skill's own time; the answer reaches the plugin a bus round trip
+ * later. The largest latency_ms + round trip (omitted → the fixed initial window), clamped to the ceiling.
+ */
+export function initialWindowOf(cq: CollectionConfig, claims: readonly CommonQuerySkillScript[]): number {
+  const window = Math.max(0, ...claims.map((c) => (c.latencyMs === undefined ? cq.collectionInitialMs : c.latencyMs + roundTripTo(cq, c))));
+  return Math.min(window, cq.collectionCeilingMs);
+}
+
 /** Questions the harness asks before the measured one so the roster is what a running deployment has learnt. */
 export const WARM_UPS = 4;
 
@@ -176,14 +195,7 @@ function commonQueryContest(config: Config, c0: number, join: number, skills: re
     return { winner: null, at: closeAt };
   }
   const P = closeAt;
-  let window = 0;
-  // §7.2: a declared latency_ms is the skill's own time; the answer reaches the plugin a bus round trip later — what
-  // its pong took to arrive in this poll, and at least the transport allowance (README, the collection window).
-  for (const c of claims) {
-    const roundTrip = Math.max(cq.collectionAllowanceMs, c.pongAfterMs ?? 0);
-    window = Math.max(window, c.latencyMs === undefined ? cq.collectionInitialMs : c.latencyMs + roundTrip);
-  }
-  const windowEnd = P + Math.min(Math.max(window, 0), cq.collectionCeilingMs);
+  const windowEnd = P + initialWindowOf(cq, claims);
   const hardEnd = P + cq.collectionCeilingMs;
   trail.push(`collection: requests at ${P} ms; initial window ends ${windowEnd} ms, ceiling ${hardEnd} ms (§7.2)`);
   // A claimant's answer, unless its connection closes first: then it counts as declining at that moment (§7.2,
@@ -209,11 +221,9 @@ function commonQueryContest(config: Config, c0: number, join: number, skills: re
     return best;
   };
   const inHand: Response[] = [];
-  // §7.2 settle (README, the collection window): the window stays open one round trip after the first surviving
-  // answer — the largest claimant pong delay, at least the allowance — counted from its arrival (one that came
-  // before the join started its round trip when it arrived).
-  let roundTrip = cq.collectionAllowanceMs;
-  for (const c of claims) roundTrip = Math.max(roundTrip, c.pongAfterMs ?? 0);
+  // §7.2 settle: the window stays open one round trip after the first surviving answer, counted from its arrival
+  // (one that came before the join started its round trip when it arrived).
+  const roundTrip = settleOf(cq, claims);
   const joinAt = Math.max(join, P);
   let settleEnd: number | null = null;
   const arm = (t: number): void => {

@@ -121,6 +121,15 @@ function contest(overrides: Partial<CommonQueryInput> = {}) {
 
 type Contest = ReturnType<typeof contest>;
 
+/** The contest is still open at T−1 and closes at exactly T, by `by`. */
+function openUntil(c: Contest, T: number, by: CommonQueryOutput['closedBy']): void {
+  c.at(T - 1);
+  expect(c.done()).toBe(false);
+  c.at(T);
+  expect(c.doneAt()).toBe(T);
+  expect(c.output()?.closedBy).toBe(by);
+}
+
 /**
  * Claim with the given skills at t = 0 on an empty roster: the poll closes at the claim bound (125). Returns the
  * time the requests went out — collection times below are relative to it.
@@ -679,11 +688,7 @@ describe('OVOS-COMMON-QUERY-1 §7.2 settle (our choice, README): the window stay
     c.respond('b', 'Paris', 0.7);
     c.at(tc + 55); // the initial window (50) has passed
     c.join({ ...POLICY, blacklistedSkills: ['banned'] }); // b arrived at 40: its round trip runs to 90 (not 60)
-    c.at(tc + 40 + ALLOWANCE - 1);
-    expect(c.done()).toBe(false);
-    c.at(tc + 40 + ALLOWANCE);
-    expect(c.doneAt()).toBe(tc + 40 + ALLOWANCE);
-    expect(c.output()?.closedBy).toBe('window');
+    openUntil(c, tc + 40 + ALLOWANCE, 'window');
   });
 
   it('§7.2 settle: a first survivor long before the initial window ends costs nothing — the window closes at its end', () => {
@@ -691,11 +696,7 @@ describe('OVOS-COMMON-QUERY-1 §7.2 settle (our choice, README): the window stay
     const tc = claimAndClose(c, [['a', 300], ['silent', 300]]);
     c.at(tc + 10);
     c.respond('a', 'Paris', 0.8);
-    c.at(tc + 300 + ALLOWANCE - 1);
-    expect(c.done()).toBe(false);
-    c.at(tc + 300 + ALLOWANCE);
-    expect(c.doneAt()).toBe(tc + 300 + ALLOWANCE);
-    expect(c.output()?.closedBy).toBe('window');
+    openUntil(c, tc + 300 + ALLOWANCE, 'window');
   });
 
   it('§7.2 settle / §5.1 JOIN: survivors that came before `match` joined started their round trip when they arrived — JOIN past the window closes it when that round trip ends (T−1 open, T closed)', () => {
@@ -707,11 +708,7 @@ describe('OVOS-COMMON-QUERY-1 §7.2 settle (our choice, README): the window stay
     expect(c.done()).toBe(false);
     c.join(POLICY); // `a` arrived at 10: its round trip runs to 60
     expect(c.done()).toBe(false);
-    c.at(tc + 10 + ALLOWANCE - 1);
-    expect(c.done()).toBe(false);
-    c.at(tc + 10 + ALLOWANCE);
-    expect(c.doneAt()).toBe(tc + 10 + ALLOWANCE);
-    expect(c.output()?.closedBy).toBe('window');
+    openUntil(c, tc + 10 + ALLOWANCE, 'window');
     expect(c.clock.pending).toBe(0);
   });
 
