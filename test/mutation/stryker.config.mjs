@@ -9,7 +9,7 @@
 export default {
   packageManager: 'npm',
   testRunner: 'vitest',
-  vitest: { configFile: 'test/vitest.config.ts' },
+  vitest: { configFile: 'test/mutation/vitest.config.ts' },
   plugins: ['@stryker-mutator/vitest-runner'],
   mutate: ['machines/**/*.ts', 'src/plugins/**/*.ts', 'src/supervisor/**/*.ts', 'src/orchestrator/**/*.ts'],
   coverageAnalysis: 'perTest',

@@ -1,0 +1,36 @@
+// The suite as Stryker runs it against each mutant: the same tests and settings as `npm test`
+// (test/vitest.config.ts), in a cheap-first order. Stryker runs the tests covering a mutant one file after another
+// and stops at the first failure (bail), so a mutant a unit test kills should not wait for the model suites first.
+// Vitest's own order puts the longest file first (by its cache, which the mutant runs themselves keep rewriting).
+// Order: unit tests, then the whole-system suites (model, integration, harness, end-to-end), then the process-level
+// ones; by file size within each tier. The order changes which test kills a mutant, never whether one does.
+import { statSync } from 'node:fs';
+import { defineConfig, mergeConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+import base from '../vitest.config.js';
+
+const tier = (file: string): number => {
+  if (/\/test\/(package\/|integration\/npm-start)/.test(file)) return 2;
+  if (/\/test\/(model|integration|testing)\/|\.e2e\.test\.ts$/.test(file)) return 1;
+  return 0;
+};
+const size = (file: string): number => {
+  try {
+    return statSync(file).size;
+  } catch {
+    return Number.MAX_SAFE_INTEGER;
+  }
+};
+
+class CheapFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const weight = new Map(files.map((spec) => [spec.moduleId, [tier(spec.moduleId), size(spec.moduleId)] as const]));
+    return [...files].sort((a, b) => {
+      const [ta, sa] = weight.get(a.moduleId)!;
+      const [tb, sb] = weight.get(b.moduleId)!;
+      return ta - tb || sa - sb;
+    });
+  }
+}
+
+export default mergeConfig(base, defineConfig({ test: { sequence: { sequencer: CheapFirst } } }));
