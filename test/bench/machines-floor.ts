@@ -9,15 +9,19 @@
  * Delays are armed on a clock that never fires (as in benchmark 1, nothing times out), so this is the machines'
  * own work: actor creation, the SCXML microsteps, the scheduled and cancelled timeouts, GC. Whatever benchmark 1
  * costs above it is ours (bus, routing, logging, the plugins).
+ *
+ * The same for memory (the floor under benchmark 4's "heap per live utterance"): 10k utterances held live — the
+ * utterance actor matching (its `matchStage` child waiting) and its fallback contest waiting for a pong — heap after
+ * a full GC against before; and a root actor of a one-state machine with nothing in it, XState's own cost per actor.
  */
-import { createActor, fromPromise, toPromise } from 'xstate';
+import { createActor, createMachine, fromPromise, toPromise, type AnyActorRef } from 'xstate';
 import { fallbackMachine } from '../../machines/fallback/fallback.machine.js';
 import { utteranceMachine } from '../../machines/utterance/utterance.machine.js';
 import { createMessage } from '../../src/bus/message.js';
 import { sessionFromObject } from '../../src/bus/session.js';
 import type { Match } from '../../src/pipeline/plugin.js';
 import type { Section } from './report.js';
-import { collectGarbage } from './rig.js';
+import { canCollectGarbage, collectGarbage, heapUsed } from './rig.js';
 
 const ROUNDS = 20_000;
 const WARMUP = 5_000;
@@ -85,24 +89,76 @@ async function perSecond(run: () => void | Promise<void>): Promise<number> {
   return ROUNDS / ((performance.now() - started) / 1000);
 }
 
+const LIVE = 10_000;
+
+/** Heap per item while `LIVE` items made by `make` are alive (after a full GC), or null without `--expose-gc`. */
+async function heapPerLive(make: () => AnyActorRef[]): Promise<number | null> {
+  if (!canCollectGarbage) return null;
+  for (let i = 0; i < 500; i++) for (const actor of make()) actor.stop();
+  await collectGarbage();
+  const before = heapUsed();
+  const live: AnyActorRef[][] = [];
+  for (let i = 0; i < LIVE; i++) live.push(make());
+  await collectGarbage();
+  const bytes = (heapUsed() - before) / LIVE;
+  for (const actors of live) for (const actor of actors) actor.stop();
+  return bytes;
+}
+
+const pending = new Promise<Match | null>(() => {});
+const matchingLogic = utteranceMachine.provide({ actors: { matchStage: fromPromise(() => pending) } });
+
+/** An utterance in its fallback stage: the utterance actor matching, its contest waiting for the first pong. */
+function liveUtterance(): AnyActorRef[] {
+  const actor = createActor(matchingLogic, {
+    input: {
+      request: { entry: origin, utterances: ['tell me something'], lang: 'en-US', session: sessionFromObject({ session_id: 's1' }) },
+      stages: ['fallback_low'],
+      inProcessHandlers: [],
+      matchTimeoutMs: 5_000,
+      handlerTimeoutMs: 30_000,
+    },
+    clock: neverFires,
+  });
+  const contestActor = createActor(contestLogic, {
+    input: { query: { origin, utterances: ['tell me something'], lang: 'en-US' }, pool: ['a', 'b', 'c'], pingTimeoutMs: 500 },
+    clock: neverFires,
+  });
+  actor.start();
+  contestActor.start();
+  return [actor, contestActor];
+}
+
+const emptyMachine = createMachine({});
+const emptyActor = (): AnyActorRef[] => [createActor(emptyMachine).start()];
+
 export async function benchMachinesFloor(): Promise<Section> {
   const contests = await perSecond(contest);
   const utterances = await perSecond(utterance);
+  const perUtterance = await heapPerLive(liveUtterance);
+  const perEmptyActor = await heapPerLive(emptyActor);
   const row = (what: string, rate: number) => ({ what, perSecond: Math.round(rate), perUnitUs: Math.round(1e7 / rate) / 10 });
+  const heapRow = (what: string, bytes: number | null) => ({ what, perSecond: null, perUnitUs: null, bytes });
   return {
     id: 'machines-floor',
     title: '1b. The machines alone: what XState costs per in-process fallback utterance (no bus, supervisor, plugin or log)',
-    params: { rounds: ROUNDS, warmup: WARMUP, pool: 3 },
+    params: { rounds: ROUNDS, warmup: WARMUP, pool: 3, live: LIVE },
     columns: [
       { key: 'what', header: 'what', unit: 'text' },
       { key: 'perSecond', header: 'per second', unit: 'count' },
       { key: 'perUnitUs', header: 'µs each', unit: 'count' },
+      { key: 'bytes', header: 'heap each while live', unit: 'bytes' },
     ],
     rows: [
       row('fallback contest actor: create, start, 3 pongs, done', contests),
       row('utterance actor running that contest as its match, handler done', utterances),
+      heapRow(`${LIVE.toLocaleString('en-US')} live utterances: utterance actor matching + its fallback contest awaiting a pong`, perUtterance),
+      heapRow(`${LIVE.toLocaleString('en-US')} live root actors of an empty machine (XState's own cost per actor)`, perEmptyActor),
     ],
-    notes: ['one at a time on one core; benchmark 1 runs the same utterance through the bus, the supervisor and the plugins'],
+    notes: [
+      'one at a time on one core; benchmark 1 runs the same utterance through the bus, the supervisor and the plugins',
+      'heap: after a full GC, against before (needs --expose-gc, which npm run bench gives); benchmark 4 measures the same utterance through the supervisor and the plugins',
+    ],
     checks: [],
   };
 }
