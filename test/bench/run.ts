@@ -9,6 +9,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { benchBusFloor } from './bus-floor.js';
 import { benchCommonQueryWs } from './common-query-ws.js';
 import { benchFallbackInProcess } from './fallback-inprocess.js';
 import { benchMachinesFloor } from './machines-floor.js';
@@ -27,6 +28,7 @@ const BENCHMARKS: ReadonlyArray<readonly [name: string, run: () => Promise<Secti
   ['fallback in-process', benchFallbackInProcess],
   ['machines floor', benchMachinesFloor],
   ['fallback over websocket', benchFallbackWs],
+  ['bus floor', benchBusFloor],
   ['common query over websocket', benchCommonQueryWs],
   ['memory', benchMemory],
   ['routing', benchRouting],
