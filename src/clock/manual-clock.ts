@@ -44,9 +44,13 @@ export class ManualClock implements Clock {
 
   /** The due time of the next live timer, if any (the timing harness jumps from one to the next). */
   nextDue(): number | undefined {
-    let next: number | undefined;
-    for (const timer of this.#heap) if (!this.#cancelled.has(timer.id) && (next === undefined || timer.due < next)) next = timer.due;
-    return next;
+    // Cancelled timers on top are dropped now rather than when they come due: the heap's top is then the answer.
+    for (;;) {
+      const top = this.#heap[0];
+      if (top === undefined) return undefined;
+      if (!this.#cancelled.delete(top.id)) return top.due;
+      this.#pop();
+    }
   }
 
   /** Fire every timer due within `ms` from now, in due order, then leave `now()` at the end. */

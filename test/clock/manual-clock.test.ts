@@ -219,6 +219,29 @@ describe('ManualClock', () => {
     expect(clock.pending).toBe(0);
   });
 
+  it('ENGINEERING-NOTES Time in tests: nextDue is the earliest live timer — cleared ones skipped, undefined when none is left', () => {
+    const clock = new ManualClock(T0);
+    expect(clock.nextDue()).toBeUndefined();
+    const a = clock.setTimeout(() => {}, 100);
+    const b = clock.setTimeout(() => {}, 50);
+    clock.setTimeout(() => {}, 300);
+    expect(clock.nextDue()).toBe(T0 + 50);
+    clock.clearTimeout(b);
+    expect(clock.nextDue()).toBe(T0 + 100);
+    clock.clearTimeout(a);
+    expect(clock.nextDue()).toBe(T0 + 300);
+    // Asking does not fire, move or lose anything.
+    expect(clock.now()).toBe(T0);
+    expect(clock.pending).toBe(1);
+    const fired: number[] = [];
+    clock.setTimeout(() => fired.push(clock.now()), 0);
+    expect(clock.nextDue()).toBe(T0);
+    clock.advance(300);
+    expect(fired).toEqual([T0]);
+    expect(clock.nextDue()).toBeUndefined();
+    expect(clock.pending).toBe(0);
+  });
+
   it('ENGINEERING-NOTES Time in tests: 100k timers, many re-arming once, all fire in due order', () => {
     const clock = new ManualClock(T0);
     const count = 100_000;

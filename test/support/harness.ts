@@ -74,12 +74,16 @@ export function createHarness(
         .map((m) => m.type),
     settle,
     advance: async (ms) => {
+      // From one due timer to the next, settling at each, so promise continuations armed by a timer run (and may arm
+      // timers of their own) before the next timer is due; then to the end of the span.
+      const end = clock.now() + ms;
       await settle();
-      // Step 1 ms at a time so promise continuations armed by a timer run before the next timer is due.
-      for (let t = 0; t < ms; t++) {
-        clock.advance(1);
+      for (let next = clock.nextDue(); next !== undefined && next <= end; next = clock.nextDue()) {
+        clock.advance(next - clock.now());
         await settle();
       }
+      clock.advance(end - clock.now());
+      await settle();
     },
     utter: (utterance, options = {}) => {
       const context: JsonObject = { source: 'test', destination: 'orchestrator', session: options.session ?? { session_id: 'default' } };

@@ -2,10 +2,10 @@
  * Helpers to replay an abstract test model's path against the WHOLE system (createHarness: orchestrator,
  * supervisor, plugins, LocalBus, ManualClock) at exact clock times.
  *
- *  - `driveClock(h)`: jumps the harness clock from one due timer to the next (with promise continuations settled
- *    after each), instead of stepping 1 ms at a time — the same firing order as `h.advance`, at a fraction of the
- *    cost, so a 5 s collection ceiling costs a handful of steps. It also fires zero-delay timers before anything
- *    else happens at the same instant (a `setTimeout(…, 0)` fires before a message that needs a bus round trip).
+ *  - `driveClock(h)`: the harness clock driven to absolute times through `h.advance`, which jumps from one due
+ *    timer to the next (promise continuations settled after each), so a 5 s collection ceiling costs a handful of
+ *    steps; zero-delay timers fire before anything else happens at the same instant (a `setTimeout(…, 0)` fires
+ *    before a message that needs a bus round trip).
  *  - `puppetCqSkill(h, id)`: a common-query skill (OVOS-COMMON-QUERY-1 §11) that does nothing on its own: the test
  *    makes it pong or respond at the model's times, derived via reply from the ping / request it received
  *    (utterance echoed), optionally over its own connection (`h.bus.publish(message, connection)`). A warm-up can
@@ -14,7 +14,6 @@
  *  - `wireLog(h)`: every delivered message with the clock time it was delivered at.
  */
 import { createMessage, reply, utteranceIdOf, type JsonObject, type Message } from '../../src/bus/message.js';
-import type { TimerId } from '../../src/clock/clock.js';
 import type { Harness } from './harness.js';
 
 export interface ClockDriver {
@@ -28,47 +27,18 @@ export interface ClockDriver {
   pending(): number;
 }
 
-/** Take over the harness clock's timer bookkeeping (patches the instance; call before anything is asked). */
+/** The harness clock as a driver of absolute times (`h.advance` jumps from one due timer to the next). */
 export function driveClock(h: Harness): ClockDriver {
   const clock = h.clock;
-  const due = new Map<TimerId, number>();
-  const setTimeoutOriginal = clock.setTimeout.bind(clock);
-  const clearTimeoutOriginal = clock.clearTimeout.bind(clock);
-  clock.setTimeout = (fn: () => void, ms: number): TimerId => {
-    const at = clock.now() + Math.max(0, ms);
-    const id: TimerId = setTimeoutOriginal(() => {
-      due.delete(id);
-      fn();
-    }, ms);
-    due.set(id, at);
-    return id;
-  };
-  clock.clearTimeout = (id: TimerId): void => {
-    due.delete(id);
-    clearTimeoutOriginal(id);
-  };
-  const nextDue = (): number | undefined => {
-    let next: number | undefined;
-    for (const at of due.values()) if (next === undefined || at < next) next = at;
-    return next;
-  };
   const advanceTo = async (at: number): Promise<void> => {
     if (at < clock.now()) throw new Error(`driveClock: cannot go back from ${clock.now()} to ${at}`);
-    await h.settle();
-    for (;;) {
-      const next = nextDue();
-      if (next === undefined || next > at) break;
-      clock.advance(Math.max(0, next - clock.now()));
-      await h.settle();
-    }
-    clock.advance(at - clock.now());
-    await h.settle();
+    await h.advance(at - clock.now());
   };
   return {
     now: () => clock.now(),
     advanceTo,
     flush: () => advanceTo(clock.now()),
-    pending: () => due.size,
+    pending: () => clock.pending,
   };
 }
 
