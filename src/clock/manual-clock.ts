@@ -17,7 +17,8 @@ export class ManualClock implements Clock {
   #now: number;
   #seq = 0;
   #heap: Timer[] = [];
-  #cancelled = new Set<number>();
+  /** Armed and neither fired nor cleared: a cleared timer stays in the heap until it reaches the top, then is skipped. */
+  #live = new Set<number>();
 
   constructor(startEpochMs = 1_700_000_000_000) {
     this.#now = startEpochMs;
@@ -30,16 +31,18 @@ export class ManualClock implements Clock {
   setTimeout(fn: () => void, ms: number): TimerId {
     const id = ++this.#seq;
     this.#push({ id, due: this.#now + Math.max(0, ms), fn });
+    this.#live.add(id);
     return id;
   }
 
   clearTimeout(id: TimerId): void {
-    if (typeof id === 'number') this.#cancelled.add(id);
+    // An id this clock never issued, or one already fired or cleared, is nothing to clear.
+    if (typeof id === 'number') this.#live.delete(id);
   }
 
   /** Timers armed and not yet fired or cleared. */
   get pending(): number {
-    return this.#heap.filter((timer) => !this.#cancelled.has(timer.id)).length;
+    return this.#live.size;
   }
 
   /** The due time of the next live timer, if any (the timing harness jumps from one to the next). */
@@ -48,7 +51,7 @@ export class ManualClock implements Clock {
     for (;;) {
       const top = this.#heap[0];
       if (top === undefined) return undefined;
-      if (!this.#cancelled.delete(top.id)) return top.due;
+      if (this.#live.has(top.id)) return top.due;
       this.#pop();
     }
   }
@@ -60,7 +63,7 @@ export class ManualClock implements Clock {
       const next = this.#heap[0];
       if (next === undefined || next.due > end) break;
       this.#pop();
-      if (this.#cancelled.delete(next.id)) continue;
+      if (!this.#live.delete(next.id)) continue;
       this.#now = next.due;
       next.fn();
     }

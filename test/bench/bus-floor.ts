@@ -1,22 +1,25 @@
 /**
  * Benchmark 2b — the limit of the bus for one fallback utterance (issue 12's "≤ 3 round trips + 0.3 ms"): the same
- * skills process, connections and frames as benchmark 2's "3 skills, one at a time", with the contest system
- * replaced by a responder that does nothing but publish the next frames of the exchange. What is left is the bus:
+ * kind of skills process (a second one, started the same way), connections and frames as benchmark 2's "3 skills,
+ * one at a time", with the contest system replaced by a responder that does nothing but publish the next frames. What is left is the bus:
  * the embedded server, every frame to every client (4 here: three skills and the driver), the skills' own work and
  * the kernel's loopback. Benchmark 2's figure minus this one is what the supervisor, the machines, the plugins and
  * the log cost on the critical path.
  *
- * The responder sends exactly the frames the contest system sends (recorded from it, in the same turns): ping the
+ * The responder sends the frames the contest system sends, with their shape and size (recorded from it), in the
+ * same turns: ping the
  * skills in priority order; on the willing pong `ovos.intent.matched`, the dispatch and
  * `ovos.intent.handler.start`; on the skill's completion `ovos.intent.handler.complete` and
  * `ovos.utterance.handled`. It checks nothing: it is a floor, not a contest.
  *
- * Both run one at a time, alternating rounds so the VM's drift lands on both, against the same skills process.
+ * Both run one at a time, alternating rounds so the VM's drift lands on both; each has its own bus server and
+ * skills process, started alike. CPU is this process's: the bus server, the contest system or the responder, and
+ * the driver client.
  */
 import { performance } from 'node:perf_hooks';
 import { BusServer } from '../../src/bus/ws-server.js';
 import { BusClient } from '../../src/bus/ws-client.js';
-import { reply, utteranceIdOf, type Json, type Message } from '../../src/bus/message.js';
+import { forward, reply, utteranceIdOf, withContext, type JsonObject, type Message } from '../../src/bus/message.js';
 import { topics } from '../../src/dialect/spec-dialect.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { runLoad, type LoadResult } from './load-driver.js';
@@ -31,6 +34,8 @@ const ROUNDS = 3;
 const WARMUP = 300;
 const UTTERANCE = 'tell me something nobody else can';
 const MARKS = { dispatch: (m: { type: string }) => isFallbackDispatch(m.type) };
+/** The stage the skills' priorities put them in (fallbackConfig), named in the frames as the real system names it. */
+const PIPELINE = 'fallback_high';
 
 interface Floor {
   readonly driver: BusClient;
@@ -45,7 +50,8 @@ export async function startFloor(): Promise<Floor> {
   const plans = fallbackPlan(SKILLS);
   const order = plans.map((plan) => plan.skillId);
   let registered = 0;
-  const asked = new Map<string, { readonly entry: Message; readonly utterances: Json[]; next: number }>();
+  let runs = 0;
+  const asked = new Map<string, { readonly entry: Message; readonly ping: Message; dispatched: Message | undefined; next: number }>();
   const unsubscribe = server.subscribe((message) => {
     const type = message.type;
     if (type === topics.fallbackRegister) {
@@ -57,9 +63,11 @@ export async function startFloor(): Promise<Floor> {
     if (type === topics.utteranceHandle) {
       const raw = message.data['utterances'];
       const utterances = Array.isArray(raw) ? raw : [];
-      const entry: Message = { ...message, data: { ...message.data, utterances } };
-      asked.set(utteranceId, { entry, utterances, next: 1 });
-      server.publish(reply(entry, topics.fallbackPing(order[0]!), { utterances, lang: 'en-US' }));
+      // The frames below have the shape and size of the contest system's (recorded from it): the pings carry the
+      // run's contest_id, the dispatch and the handler signals the session with the active handler pushed.
+      const ping = withContext(reply(message, topics.fallbackPing(order[0]!), { utterances, lang: 'en-US' }), { contest_id: `fallback:floor.${++runs}` });
+      asked.set(utteranceId, { entry: message, ping, dispatched: undefined, next: 1 });
+      server.publish(ping);
       return;
     }
     const state = asked.get(utteranceId);
@@ -67,20 +75,24 @@ export async function startFloor(): Promise<Floor> {
     if (type.endsWith('.fallback.pong')) {
       if (message.data['can_handle'] !== true) {
         const skill = order[state.next++];
-        if (skill !== undefined) server.publish(reply(state.entry, topics.fallbackPing(skill), { utterances: state.utterances, lang: 'en-US' }));
+        if (skill !== undefined) server.publish({ ...state.ping, type: topics.fallbackPing(skill) });
         return;
       }
       const skillId = String(message.data['skill_id']);
-      const match = { skill_id: skillId, intent_name: 'fallback', utterance: UTTERANCE, lang: 'en-US' };
-      server.publish(reply(state.entry, 'ovos.intent.matched', { pipeline_id: 'fallback_low', match }));
-      server.publish(reply(state.entry, `${skillId}:fallback`, { utterance: UTTERANCE, lang: 'en-US', skill_id: skillId }));
-      server.publish(reply(state.entry, topics.handlerStart, { skill_id: skillId, intent_name: `${skillId}:fallback` }));
+      const match = { skill_id: skillId, intent_name: 'fallback', lang: 'en-US', utterance: UTTERANCE, slots: {}, pipeline_id: PIPELINE };
+      server.publish(reply(state.entry, 'ovos.intent.matched', match));
+      const session = { ...(state.entry.context['session'] as JsonObject), active_handlers: [{ skill_id: skillId, activated_at: Math.floor(Date.now() / 1000) }] };
+      const dispatched = withContext(reply(state.entry, `${skillId}:fallback`, { lang: 'en-US', utterance: UTTERANCE, slots: {} }), { session, skill_id: skillId, pipeline_id: PIPELINE });
+      state.dispatched = dispatched;
+      server.publish(dispatched);
+      server.publish(forward(dispatched, topics.handlerStart, { skill_id: skillId, intent_name: 'fallback' }));
       return;
     }
-    if (type === topics.skillHandlerComplete) {
+    if (type === topics.skillHandlerComplete && state.dispatched !== undefined) {
       asked.delete(utteranceId);
-      server.publish(reply(state.entry, topics.handlerComplete, { skill_id: String(message.data['skill_id']), intent_name: 'fallback' }));
-      server.publish(reply(state.entry, topics.utteranceHandled, {}));
+      server.publish(forward(state.dispatched, topics.handlerComplete, { skill_id: String(message.data['skill_id']), intent_name: 'fallback' }));
+      const { skill_id: _skill, pipeline_id: _pipeline, ...context } = state.dispatched.context;
+      server.publish({ type: topics.utteranceHandled, data: {}, context });
     }
   });
   const skills = await startRemoteSkills({ url: server.url, fallback: plans, commonQuery: [] });
@@ -171,7 +183,7 @@ export async function benchBusFloor(): Promise<Section> {
     rows: [oursRow, floorRow],
     notes: [
       `ours above the floor: dispatch p50 +${gap('dispatchP50').toFixed(2)} ms, CPU +${gap('cpuUs')} µs per utterance`,
-      'the same skills process, frames and connections for both; rounds alternate; CPU is this process (bus server, contest system or responder, and the driver)',
+      'the same frames and connections for both, each with its own bus server and skills process; rounds alternate; CPU is this process (bus server, contest system or responder, and the driver client)',
     ],
     checks: [
       { name: 'every utterance handled, ours', ok: ours.count === ROUNDS * PER_ROUND, detail: `${ours.count}/${ROUNDS * PER_ROUND}` },

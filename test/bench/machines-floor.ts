@@ -105,8 +105,9 @@ async function heapPerLive(make: () => AnyActorRef[]): Promise<number | null> {
   return bytes;
 }
 
-const pending = new Promise<Match | null>(() => {});
-const matchingLogic = utteranceMachine.provide({ actors: { matchStage: fromPromise(() => pending) } });
+// A promise of its own per actor: one shared never-settling promise would hold every actor that ever awaited it
+// (its reactions), stopped or not, for the life of the process.
+const matchingLogic = utteranceMachine.provide({ actors: { matchStage: fromPromise(() => new Promise<Match | null>(() => {})) } });
 
 /** An utterance in its fallback stage: the utterance actor matching, its contest waiting for the first pong. */
 function liveUtterance(): AnyActorRef[] {

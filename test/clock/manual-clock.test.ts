@@ -242,6 +242,20 @@ describe('ManualClock', () => {
     expect(clock.pending).toBe(0);
   });
 
+  it('ENGINEERING-NOTES Time in tests: clearing an id the clock has not issued (yet, or ever) cancels nothing', () => {
+    const clock = new ManualClock(T0);
+    const other = new ManualClock(T0);
+    const fired: string[] = [];
+    clock.clearTimeout(1); // the id the next timer will get
+    const foreign = other.setTimeout(() => {}, 10);
+    clock.clearTimeout(foreign); // the same number, from another clock, before this one issued it
+    clock.setTimeout(() => fired.push('first'), 10);
+    clock.setTimeout(() => fired.push('second'), 20);
+    expect(clock.pending).toBe(2);
+    clock.advance(20);
+    expect(fired).toEqual(['first', 'second']);
+  });
+
   it('ENGINEERING-NOTES Time in tests: 100k timers, many re-arming once, all fire in due order', () => {
     const clock = new ManualClock(T0);
     const count = 100_000;

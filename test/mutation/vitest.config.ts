@@ -2,16 +2,20 @@
 // (test/vitest.config.ts), in a cheap-first order. Stryker runs the tests covering a mutant one file after another
 // and stops at the first failure (bail), so a mutant a unit test kills should not wait for the model suites first.
 // Vitest's own order puts the longest file first (by its cache, which the mutant runs themselves keep rewriting).
-// Order: unit tests, then the whole-system suites (model, integration, harness, end-to-end), then the process-level
-// ones; by file size within each tier. The order changes which test kills a mutant, never whether one does.
+// Order: unit tests, then the whole-system suites (model, integration, harness, end-to-end), then the two slowest
+// (the package test and `npm start`, which run child processes); by file size within each tier. The order changes which test kills a mutant, never whether one does.
 import { statSync } from 'node:fs';
+import { relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { defineConfig, mergeConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import base from '../vitest.config.js';
 
+const root = fileURLToPath(new URL('../..', import.meta.url));
 const tier = (file: string): number => {
-  if (/\/test\/(package\/|integration\/npm-start)/.test(file)) return 2;
-  if (/\/test\/(model|integration|testing)\/|\.e2e\.test\.ts$/.test(file)) return 1;
+  const path = relative(root, file);
+  if (/^test\/(package\/|integration\/npm-start)/.test(path)) return 2;
+  if (/^test\/(model|integration|testing)\/|\.e2e\.test\.ts$/.test(path)) return 1;
   return 0;
 };
 const size = (file: string): number => {

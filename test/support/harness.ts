@@ -35,6 +35,9 @@ export function withConfig(patch: (config: Config) => Config): Config {
   return patch(structuredClone(DEFAULT_CONFIG) as Config);
 }
 
+/** More due instants than this within one `advance` is a timer loop, not a contest. */
+const MAX_ADVANCE_STEPS = 100_000;
+
 export function createHarness(
   config: Config = DEFAULT_CONFIG,
   options: { reranker?: Reranker; recorder?: Omit<RecorderOptions, 'clock'> } = {},
@@ -76,9 +79,13 @@ export function createHarness(
     advance: async (ms) => {
       // From one due timer to the next, settling at each, so promise continuations armed by a timer run (and may arm
       // timers of their own) before the next timer is due; then to the end of the span.
+      if (!(ms >= 0)) throw new Error(`harness.advance: ${ms} ms — time only moves forward`);
       const end = clock.now() + ms;
       await settle();
+      let steps = 0;
       for (let next = clock.nextDue(); next !== undefined && next <= end; next = clock.nextDue()) {
+        // A timer that keeps re-arming itself at 0 ms would otherwise never let the span end.
+        if (++steps > MAX_ADVANCE_STEPS) throw new Error(`harness.advance: more than ${MAX_ADVANCE_STEPS} timer instants in ${ms} ms — a timer re-arming itself at 0 ms?`);
         clock.advance(next - clock.now());
         await settle();
       }
