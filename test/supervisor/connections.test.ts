@@ -53,6 +53,13 @@ describe('Supervisor: skills and their connections (README "Dead skills")', () =
     expect(s.supervisor.latestConnectionOf('fb.a')).toBeUndefined();
     const lines = s.logs.filter((l) => l['msg'] === 'skill connection closed');
     expect(lines).toEqual([expect.objectContaining({ level: 30, connection: 'c1', skills: ['fb.a'], spoke: ['fb.a'] })]);
+    expect(s.logs.filter((l) => Number(l['level']) >= 50)).toEqual([]); // nothing threw on the way
+  });
+
+  it('a connection nobody spoke over has no skills', () => {
+    const s = setup();
+    expect(s.supervisor.skillsOn('never-seen')).toEqual([]);
+    expect(s.supervisor.isOpen('never-seen')).toBe(false);
   });
 
   it('a skill that also speaks over another open connection (it reconnected) is not gone when the old one closes, and its latest connection moves', async () => {

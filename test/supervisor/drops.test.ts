@@ -6,7 +6,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { setup as machineSetup } from 'xstate';
+import { emit, setup as machineSetup } from 'xstate';
 import { LocalBus } from '../../src/bus/local-bus.js';
 import { createMessage, type JsonObject } from '../../src/bus/message.js';
 import { ManualClock } from '../../src/clock/manual-clock.js';
@@ -16,6 +16,22 @@ import { Supervisor, type Drop } from '../../src/supervisor/supervisor.js';
 const once = machineSetup({ types: { events: {} as { type: 'PONG' } } }).createMachine({
   initial: 'waiting',
   states: { waiting: { on: { PONG: 'done' } }, done: { type: 'final' } },
+});
+
+/** Reports what it ignores, as the contest machines do (`*.ignored` with a reason), and other moments. */
+const reporter = machineSetup({
+  types: { events: {} as { type: 'PONG'; reason?: string; kind?: string } },
+}).createMachine({
+  initial: 'waiting',
+  states: {
+    waiting: {
+      on: {
+        PONG: {
+          actions: emit(({ event }) => (event.reason === undefined ? { type: event.kind ?? 'pong.noted' } : { type: event.kind ?? 'pong.ignored', reason: event.reason, skill_id: 'fb.a' })),
+        },
+      },
+    },
+  },
 });
 
 const DEBUG = 20;
@@ -46,7 +62,8 @@ function setup() {
       correlate: () => ({ type: 'PONG' as const }),
     });
   const dropLines = () => logs.filter((l) => l['msg'] === 'message dropped');
-  return { bus, supervisor, logs, drops, spawn, dropLines };
+  const errors = () => logs.filter((l) => Number(l['level']) >= 50);
+  return { bus, supervisor, logs, drops, spawn, dropLines, errors };
 }
 
 const pong = (type: string, data: JsonObject, context: JsonObject) => createMessage(type, data, context);
@@ -58,6 +75,7 @@ describe('Supervisor drops: one line each, at the level an operator expects (REA
     await s.bus.idle();
     expect(s.dropLines()).toEqual([expect.objectContaining({ level: WARN, reason: 'can_handle_invalid', type: 'fb.a.fallback.pong', session_id: 's1', utterance_id: 'u1' })]);
     expect(s.drops).toEqual([expect.objectContaining({ reason: 'can_handle_invalid', type: 'fb.a.fallback.pong', skillId: 'fb.a', contest: undefined })]);
+    expect(s.errors()).toEqual([]);
   });
 
   it('a reply no live contest waits for (it lost a race) is info, reason no_live_contest', async () => {
@@ -65,6 +83,134 @@ describe('Supervisor drops: one line each, at the level an operator expects (REA
     s.bus.publish(pong('fb.a.fallback.pong', { skill_id: 'fb.a', can_handle: true }, { session: { session_id: 's1' }, utterance_id: 'u1' }));
     await s.bus.idle();
     expect(s.dropLines()).toEqual([expect.objectContaining({ level: INFO, reason: 'no_live_contest' })]);
+    expect(s.errors()).toEqual([]); // no service owns pongs here: nothing is called, nothing throws
+  });
+
+  it('a reply a live contest does not wait for (it names no way to take it) is info, reason not_awaited', async () => {
+    const s = setup();
+    const live = s.supervisor.spawn({ kind: 'test', label: 'deaf', sessionId: 's1', utteranceId: 'u1', logic: once, input: undefined, routes: ['fallback.pong'] });
+    s.bus.publish(pong('fb.a.fallback.pong', { skill_id: 'fb.a', can_handle: true }, { session: { session_id: 's1' }, utterance_id: 'u1' }));
+    await s.bus.idle();
+    expect(s.dropLines()).toEqual([expect.objectContaining({ level: INFO, reason: 'not_awaited' })]);
+    live.stop('test_over');
+  });
+
+  it('a reply naming another daemon\'s run (a shared bus) is not one of ours that ended: it is a warn, wrong_contest', async () => {
+    const s = setup();
+    const live = s.spawn('s1', 'u1');
+    s.bus.publish(pong('fb.a.fallback.pong', { skill_id: 'fb.a', can_handle: true }, { session: { session_id: 's1' }, utterance_id: 'u1', contest_id: 'fallback:0a0b0c.1' }));
+    await s.bus.idle();
+    expect(s.dropLines()).toEqual([expect.objectContaining({ level: WARN, reason: 'wrong_contest' })]);
+    expect(live.actor.getSnapshot().status).toBe('active');
+    live.stop('test_over');
+  });
+
+  it('a reply naming one run goes to that run only, while another run of the same utterance is live (a §5.1 re-run)', async () => {
+    const s = setup();
+    const first = s.spawn('s1', 'u1');
+    const second = s.spawn('s1', 'u1');
+    s.bus.publish(pong('fb.a.fallback.pong', { skill_id: 'fb.a', can_handle: true }, { session: { session_id: 's1' }, utterance_id: 'u1', contest_id: second.info.id }));
+    await s.bus.idle();
+    expect((await second.done).status).toBe('done');
+    expect(first.actor.getSnapshot().status).toBe('active');
+    expect(s.dropLines()).toEqual([]);
+    first.stop('test_over');
+  });
+
+  it('a contest spawned without an utterance_id takes a reply that carries one (nothing to disagree with, MSG-1 §4.2)', async () => {
+    const s = setup();
+    const live = s.supervisor.spawn({ kind: 'test', label: 'no-id', sessionId: 's1', utteranceId: undefined, logic: once, input: undefined, routes: ['fallback.pong'], correlate: () => ({ type: 'PONG' as const }) });
+    s.bus.publish(pong('fb.a.fallback.pong', { skill_id: 'fb.a', can_handle: true }, { session: { session_id: 's1' }, utterance_id: 'u7' }));
+    await s.bus.idle();
+    expect((await live.done).status).toBe('done');
+  });
+
+  it('the observer is told who sent a drop from context.skill_id when the data names none', async () => {
+    const s = setup();
+    s.bus.publish(pong('ovos.skills.fallback.pong', { can_handle: true }, { session: { session_id: 's1' }, skill_id: 'fb.ctx' }));
+    await s.bus.idle();
+    expect(s.drops).toHaveLength(1);
+    expect(s.drops[0]!.skillId).toBe('fb.ctx');
+  });
+
+  it('what a machine ignores is logged by its reason: expected traffic (not_in_pool) at debug, other reasons at info as a drop the observer sees with the contest; other moments under their own name', async () => {
+    const s = setup();
+    const live = s.supervisor.spawn({ kind: 'fallback', label: 'reporter', sessionId: 's1', utteranceId: 'u1', logic: reporter, input: undefined, routes: [] });
+    live.send({ type: 'PONG', reason: 'not_in_pool' });
+    live.send({ type: 'PONG', reason: 'late' });
+    live.send({ type: 'PONG', reason: 'rejected', kind: 'match.rejected' });
+    live.send({ type: 'PONG' });
+    const byType = (type: string) => s.logs.filter((l) => l['type'] === type && l['contest'] === 'fallback/reporter');
+    expect(byType('pong.ignored')).toEqual([
+      expect.objectContaining({ level: DEBUG, reason: 'not_in_pool', msg: 'pong.ignored' }),
+      expect.objectContaining({ level: INFO, reason: 'late', msg: 'message dropped' }),
+    ]);
+    expect(byType('match.rejected')).toEqual([expect.objectContaining({ level: INFO, reason: 'rejected', msg: 'match.rejected' })]);
+    expect(byType('pong.noted')).toEqual([expect.objectContaining({ level: DEBUG, msg: 'pong.noted' })]);
+    expect(s.drops.map((d) => [d.reason, d.type, d.contest?.label, d.skillId])).toEqual([
+      ['not_in_pool', 'pong.ignored', 'reporter', 'fb.a'],
+      ['late', 'pong.ignored', 'reporter', 'fb.a'],
+    ]);
+    live.stop('test_over');
+  });
+
+  it('a refused fallback registration is answered and logged once a minute per reason and skill — two skills refused are two lines', async () => {
+    const s = setup();
+    const register = (skillId: string) =>
+      s.bus.publish(createMessage('ovos.fallback.register', { skill_id: skillId, priority: 'high' }, { skill_id: skillId, session: { session_id: 'default' } }));
+    register('fb.a');
+    register('fb.b');
+    register('fb.a');
+    await s.bus.idle();
+    const lines = s.dropLines().filter((l) => l['reason'] === 'priority_invalid');
+    expect(lines).toHaveLength(2);
+    const answers: Array<Record<string, unknown>> = [];
+    s.bus.subscribe((m) => {
+      if (m.data['accepted'] === false) answers.push({ type: m.type, ...m.data });
+    });
+    register('fb.c');
+    await s.bus.idle();
+    expect(answers).toEqual([expect.objectContaining({ skill_id: 'fb.c', accepted: false, reason: 'priority_invalid' })]);
+  });
+
+  it('a dropped reply that is no registration gets no refusal answer; a registration with a malformed session gets ovos.session.rejected and no refusal', async () => {
+    const s = setup();
+    const seen: string[] = [];
+    s.bus.subscribe((m) => seen.push(m.type));
+    s.bus.publish(pong('fb.a.fallback.pong', { skill_id: 'fb.a', can_handle: 'yes' }, { session: { session_id: 's1' } }));
+    s.bus.publish(createMessage('ovos.fallback.register', { skill_id: 'fb.b', priority: 50 }, { skill_id: 'fb.b', session: 'not an object' }));
+    await s.bus.idle();
+    await s.bus.idle();
+    expect(seen.filter((t) => t !== 'fb.a.fallback.pong' && t !== 'ovos.fallback.register')).toEqual(['ovos.session.rejected']);
+    expect(s.dropLines().map((l) => l['reason'])).toEqual(['can_handle_invalid', 'malformed_carrier']);
+  });
+
+  it('the owner of a kind hears its refusals (the orchestrator answers a refused utterance) until it unsubscribes; other kinds\' refusals are not its', async () => {
+    const s = setup();
+    const heard: string[] = [];
+    const off = s.supervisor.onRefused('utterance.handle', (message, reason) => heard.push(`${message.type} ${reason}`));
+    s.bus.publish(createMessage('ovos.utterance.handle', { utterances: 'not a list' }, { session: { session_id: 's1' }, utterance_id: 'u1' }));
+    s.bus.publish(pong('fb.a.fallback.pong', { skill_id: 'fb.a', can_handle: 'yes' }, { session: { session_id: 's1' } }));
+    await s.bus.idle();
+    off();
+    s.bus.publish(createMessage('ovos.utterance.handle', { utterances: [] }, { session: { session_id: 's1' }, utterance_id: 'u2' }));
+    await s.bus.idle();
+    expect(heard).toEqual(['ovos.utterance.handle utterances_invalid']);
+    expect(s.dropLines().map((l) => l['reason'])).toEqual(['utterances_invalid', 'can_handle_invalid', 'utterances_invalid']);
+    expect(s.errors()).toEqual([]);
+  });
+
+  it('a refusal handler that throws is logged (service_threw); the next one still hears the refusal', async () => {
+    const s = setup();
+    const heard: string[] = [];
+    s.supervisor.onRefused('utterance.handle', () => {
+      throw new Error('owner bug');
+    });
+    s.supervisor.onRefused('utterance.handle', (_message, reason) => heard.push(reason));
+    s.bus.publish(createMessage('ovos.utterance.handle', { utterances: 'not a list' }, { session: { session_id: 's1' }, utterance_id: 'u1' }));
+    await s.bus.idle();
+    expect(heard).toEqual(['utterances_invalid']);
+    expect(s.errors()).toEqual([expect.objectContaining({ reason: 'service_threw', msg: 'refusal handler threw' })]);
   });
 
   it('a reply naming a run of ours that has ended is finished_contest: info for a spec pong, debug for a legacy pong (every legacy skill answers every broadcast)', async () => {
