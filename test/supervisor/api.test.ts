@@ -79,8 +79,10 @@ describe('Supervisor API (README "Embedding")', () => {
   it('an observer sees each contest end once, whether it finished or was stopped; unsubscribed, it sees nothing more; one with only some callbacks is fine', async () => {
     const s = setup();
     const ended: Array<[string, ContestResult<unknown>['status']]> = [];
+    const stays: string[] = [];
     const off = s.supervisor.observe({ contestEnded: (info: ContestInfo, result) => ended.push([info.utteranceId ?? '', result.status]) });
     s.supervisor.observe({ dropped: () => {} }); // no contestStarted / contestEnded
+    s.supervisor.observe({ contestEnded: (info: ContestInfo) => stays.push(info.utteranceId ?? '') });
     const a = s.spawn('s1', 'u1');
     const b = s.spawn('s2', 'u2');
     a.send({ type: 'PONG' });
@@ -95,6 +97,7 @@ describe('Supervisor API (README "Embedding")', () => {
       ['u1', 'done'],
       ['u2', 'stopped'],
     ]);
+    expect(stays).toEqual(['u1', 'u2', 'u3']); // unsubscribing one observer leaves the others
     expect(s.errors()).toEqual([]);
   });
 

@@ -76,10 +76,11 @@ describe('Supervisor: skills and their connections (README "Dead skills")', () =
 
   it('closing a connection that was not the skill\'s latest leaves its latest where it is', async () => {
     const s = setup();
-    await s.speak('fb.a', 'old');
-    await s.speak('fb.a', 'new');
-    await s.close('old');
-    expect(s.supervisor.latestConnectionOf('fb.a')).toBe('new');
+    await s.speak('fb.a', 'first');
+    await s.speak('fb.a', 'second');
+    await s.speak('fb.a', 'third');
+    await s.close('first');
+    expect(s.supervisor.latestConnectionOf('fb.a')).toBe('third');
     expect(s.supervisor.isGone('fb.a')).toBe(false);
   });
 

@@ -189,6 +189,8 @@ describe('Supervisor drops: one line each, at the level an operator expects (REA
     const s = setup();
     const heard: string[] = [];
     const off = s.supervisor.onRefused('utterance.handle', (message, reason) => heard.push(`${message.type} ${reason}`));
+    const stays: string[] = [];
+    s.supervisor.onRefused('utterance.handle', (_message, reason) => stays.push(reason));
     s.bus.publish(createMessage('ovos.utterance.handle', { utterances: 'not a list' }, { session: { session_id: 's1' }, utterance_id: 'u1' }));
     s.bus.publish(pong('fb.a.fallback.pong', { skill_id: 'fb.a', can_handle: 'yes' }, { session: { session_id: 's1' } }));
     await s.bus.idle();
@@ -196,6 +198,7 @@ describe('Supervisor drops: one line each, at the level an operator expects (REA
     s.bus.publish(createMessage('ovos.utterance.handle', { utterances: [] }, { session: { session_id: 's1' }, utterance_id: 'u2' }));
     await s.bus.idle();
     expect(heard).toEqual(['ovos.utterance.handle utterances_invalid']);
+    expect(stays).toEqual(['utterances_invalid', 'utterances_invalid']); // unsubscribing one owner leaves the others
     expect(s.dropLines().map((l) => l['reason'])).toEqual(['utterances_invalid', 'can_handle_invalid', 'utterances_invalid']);
     expect(s.errors()).toEqual([]);
   });
