@@ -2,13 +2,12 @@
  * The supervisor as an embedder uses it (README "Embedding"): subscribing and unsubscribing services and observers,
  * the dialects it understands by default, its routing index emptying as contests end, and `close`.
  */
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { setup as machineSetup } from 'xstate';
 import { LocalBus } from '../../src/bus/local-bus.js';
 import { createMessage } from '../../src/bus/message.js';
 import { ManualClock } from '../../src/clock/manual-clock.js';
+import { captureLogs } from '../support/log-capture.js';
 import { Supervisor, type ContestInfo, type ContestResult } from '../../src/supervisor/supervisor.js';
 
 const once = machineSetup({ types: { events: {} as { type: 'PONG' } } }).createMachine({
@@ -18,14 +17,8 @@ const once = machineSetup({ types: { events: {} as { type: 'PONG' } } }).createM
 
 function setup(options: { dialects?: { spec: boolean; legacy: boolean } } = {}) {
   const bus = new LocalBus();
-  const logs: Array<Record<string, unknown>> = [];
-  const sink = new Writable({
-    write(chunk, _e, cb) {
-      for (const line of String(chunk).split('\n')) if (line) logs.push(JSON.parse(line) as Record<string, unknown>);
-      cb();
-    },
-  });
-  const supervisor = new Supervisor({ bus, clock: new ManualClock(), logger: pino({ level: 'debug' }, sink), ...options });
+  const { logger, logs } = captureLogs();
+  const supervisor = new Supervisor({ bus, clock: new ManualClock(), logger, ...options });
   const spawn = (sessionId: string, utteranceId: string) =>
     supervisor.spawn({ kind: 'fallback', label: 'test', sessionId, utteranceId, logic: once, input: undefined, routes: ['fallback.pong'], correlate: () => ({ type: 'PONG' as const }) });
   const errors = () => logs.filter((l) => Number(l['level']) >= 50);

@@ -4,24 +4,17 @@
  * closes, and what it tells the plugins. The plugins' reactions (a contest moving on, a handler ending) are tested
  * with them; this is the bookkeeping they rely on, at its bounds.
  */
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { LocalBus } from '../../src/bus/local-bus.js';
 import { createMessage, type Message } from '../../src/bus/message.js';
 import { ManualClock } from '../../src/clock/manual-clock.js';
+import { captureLogs } from '../support/log-capture.js';
 import { Supervisor } from '../../src/supervisor/supervisor.js';
 
 function setup() {
   const bus = new LocalBus();
-  const logs: Array<Record<string, unknown>> = [];
-  const sink = new Writable({
-    write(chunk, _e, cb) {
-      for (const line of String(chunk).split('\n')) if (line) logs.push(JSON.parse(line) as Record<string, unknown>);
-      cb();
-    },
-  });
-  const supervisor = new Supervisor({ bus, clock: new ManualClock(), logger: pino({ level: 'debug' }, sink) });
+  const { logger, logs } = captureLogs();
+  const supervisor = new Supervisor({ bus, clock: new ManualClock(), logger });
   const closed: Array<{ connection: string; skills: readonly string[]; spoke: readonly string[] }> = [];
   supervisor.onConnectionClosed((connection, skills, spoke) => closed.push({ connection, skills: [...skills], spoke: [...spoke] }));
   /** A skill speaking over a connection: a fallback registration names it. */

@@ -3,13 +3,12 @@
  * `reason`; expected traffic is logged below `info`). The level is what an operator filters on: a warn is
  * something wrong on the bus, info is traffic that lost a race, debug is what every legacy skill does by design.
  */
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { emit, setup as machineSetup } from 'xstate';
 import { LocalBus } from '../../src/bus/local-bus.js';
 import { createMessage, type JsonObject } from '../../src/bus/message.js';
 import { ManualClock } from '../../src/clock/manual-clock.js';
+import { captureLogs } from '../support/log-capture.js';
 import { Supervisor, type Drop } from '../../src/supervisor/supervisor.js';
 
 /** Ends on the first pong. */
@@ -40,14 +39,8 @@ const WARN = 40;
 
 function setup() {
   const bus = new LocalBus();
-  const logs: Array<Record<string, unknown>> = [];
-  const sink = new Writable({
-    write(chunk, _e, cb) {
-      for (const line of String(chunk).split('\n')) if (line) logs.push(JSON.parse(line) as Record<string, unknown>);
-      cb();
-    },
-  });
-  const supervisor = new Supervisor({ bus, clock: new ManualClock(), logger: pino({ level: 'debug' }, sink) });
+  const { logger, logs } = captureLogs();
+  const supervisor = new Supervisor({ bus, clock: new ManualClock(), logger });
   const drops: Drop[] = [];
   supervisor.observe({ dropped: (drop) => drops.push(drop) });
   const spawn = (sessionId: string, utteranceId: string) =>
@@ -248,14 +241,8 @@ describe('Supervisor drops: one line each, at the level an operator expects (REA
 
   it('with no observer watching, the drop is logged just the same', async () => {
     const bus = new LocalBus();
-    const logs: Array<Record<string, unknown>> = [];
-    const sink = new Writable({
-      write(chunk, _e, cb) {
-        for (const line of String(chunk).split('\n')) if (line) logs.push(JSON.parse(line) as Record<string, unknown>);
-        cb();
-      },
-    });
-    new Supervisor({ bus, clock: new ManualClock(), logger: pino({ level: 'debug' }, sink) });
+    const { logger, logs } = captureLogs();
+    new Supervisor({ bus, clock: new ManualClock(), logger });
     bus.publish(pong('fb.a.fallback.pong', { skill_id: 'fb.a', can_handle: true }, { session: { session_id: 's1' } }));
     await bus.idle();
     expect(logs.filter((l) => l['msg'] === 'message dropped')).toEqual([expect.objectContaining({ level: INFO, reason: 'no_live_contest' })]);

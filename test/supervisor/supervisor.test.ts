@@ -1,11 +1,10 @@
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { assign, setup } from 'xstate';
 import { LocalBus } from '../../src/bus/local-bus.js';
 import { createMessage, type JsonObject, type Message } from '../../src/bus/message.js';
 import { ManualClock } from '../../src/clock/manual-clock.js';
 import { Supervisor } from '../../src/supervisor/supervisor.js';
+import { captureLogs } from '../support/log-capture.js';
 
 /** A contest that counts pongs and ends on the first willing one; its `explode` action throws on demand. */
 const counter = setup({
@@ -41,14 +40,8 @@ const counter = setup({
 function setupSupervisor() {
   const bus = new LocalBus();
   const clock = new ManualClock();
-  const logs: Array<Record<string, unknown>> = [];
-  const sink = new Writable({
-    write(chunk, _e, cb) {
-      for (const line of String(chunk).split('\n')) if (line) logs.push(JSON.parse(line) as Record<string, unknown>);
-      cb();
-    },
-  });
-  const supervisor = new Supervisor({ bus, clock, logger: pino({ level: 'debug' }, sink) });
+  const { logger, logs } = captureLogs();
+  const supervisor = new Supervisor({ bus, clock, logger });
   const spawn = (sessionId: string, utteranceId: string | undefined) =>
     supervisor.spawn({
       kind: 'test',
