@@ -18,14 +18,14 @@
  */
 import { performance } from 'node:perf_hooks';
 import { BusServer } from '../../src/bus/ws-server.js';
-import { BusClient } from '../../src/bus/ws-client.js';
+import type { BusClient } from '../../src/bus/ws-client.js';
 import { forward, reply, utteranceIdOf, withContext, type JsonObject, type Message } from '../../src/bus/message.js';
 import { topics } from '../../src/dialect/spec-dialect.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { runLoad, type LoadResult } from './load-driver.js';
 import { startRemoteSkills } from './remote-skills.js';
 import type { Cell, Section } from './report.js';
-import { collectGarbage, fallbackConfig, fallbackPlan, isFallbackDispatch, startWsRig, waitUntil } from './rig.js';
+import { collectGarbage, connectDriver, fallbackConfig, fallbackPlan, isFallbackDispatch, startWsRig, waitUntil } from './rig.js';
 import { summarize } from './stats.js';
 
 const SKILLS = 3;
@@ -96,16 +96,7 @@ export async function startFloor(): Promise<Floor> {
     }
   });
   const skills = await startRemoteSkills({ url: server.url, fallback: plans, commonQuery: [] });
-  const driver = new BusClient({
-    url: server.url,
-    heartbeatMs: config.bus.heartbeatMs,
-    reconnectInitialMs: config.bus.reconnectInitialMs,
-    reconnectMaxMs: config.bus.reconnectMaxMs,
-    maxFrameBytes: config.bus.maxFrameBytes,
-    logger,
-  });
-  driver.connect();
-  await driver.waitUntilUp(5_000);
+  const driver = await connectDriver(server.url, config, logger);
   await waitUntil(() => registered >= SKILLS, 5_000, `${SKILLS} registrations`);
   return {
     driver,

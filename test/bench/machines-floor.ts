@@ -30,9 +30,18 @@ const neverFires = { setTimeout: () => 0, clearTimeout: () => {} };
 const contestLogic = fallbackMachine.provide({ actions: { sendPing: () => {}, sendBroadcast: () => {} } });
 const MATCH: Match = { skill_id: 'c', intent_name: 'fallback', utterance: 'tell me something', lang: 'en-US', slots: {} };
 
+const contestInput = { query: { origin, utterances: ['tell me something'], lang: 'en-US' }, pool: ['a', 'b', 'c'], pingTimeoutMs: 500 };
+const utteranceInput = {
+  request: { entry: origin, utterances: ['tell me something'], lang: 'en-US', session: sessionFromObject({ session_id: 's1' }) },
+  stages: ['fallback_low'],
+  inProcessHandlers: [],
+  matchTimeoutMs: 5_000,
+  handlerTimeoutMs: 30_000,
+};
+
 function contest(): void {
   const actor = createActor(contestLogic, {
-    input: { query: { origin, utterances: ['tell me something'], lang: 'en-US' }, pool: ['a', 'b', 'c'], pingTimeoutMs: 500 },
+    input: contestInput,
     clock: neverFires,
   });
   actor.start();
@@ -53,13 +62,7 @@ const utteranceLogic = utteranceMachine.provide({
 
 async function utterance(): Promise<void> {
   const actor = createActor(utteranceLogic, {
-    input: {
-      request: { entry: origin, utterances: ['tell me something'], lang: 'en-US', session: sessionFromObject({ session_id: 's1' }) },
-      stages: ['fallback_low'],
-      inProcessHandlers: [],
-      matchTimeoutMs: 5_000,
-      handlerTimeoutMs: 30_000,
-    },
+    input: utteranceInput,
     clock: neverFires,
   });
   const done = toPromise(actor);
@@ -112,17 +115,11 @@ const matchingLogic = utteranceMachine.provide({ actors: { matchStage: fromPromi
 /** An utterance in its fallback stage: the utterance actor matching, its contest waiting for the first pong. */
 function liveUtterance(): AnyActorRef[] {
   const actor = createActor(matchingLogic, {
-    input: {
-      request: { entry: origin, utterances: ['tell me something'], lang: 'en-US', session: sessionFromObject({ session_id: 's1' }) },
-      stages: ['fallback_low'],
-      inProcessHandlers: [],
-      matchTimeoutMs: 5_000,
-      handlerTimeoutMs: 30_000,
-    },
+    input: utteranceInput,
     clock: neverFires,
   });
   const contestActor = createActor(contestLogic, {
-    input: { query: { origin, utterances: ['tell me something'], lang: 'en-US' }, pool: ['a', 'b', 'c'], pingTimeoutMs: 500 },
+    input: contestInput,
     clock: neverFires,
   });
   actor.start();

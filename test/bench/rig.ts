@@ -121,17 +121,8 @@ export async function startWsRig(config: Config, skills: { fallback?: readonly F
     const remote = await startRemoteSkills({ url: server.url, fallback, commonQuery: skills.commonQuery ?? [] });
     closers.push(() => remote.stop());
     await waitForRegistrations(system, fallback.length);
-    const driver = new BusClient({
-      url: server.url,
-      heartbeatMs: config.bus.heartbeatMs,
-      reconnectInitialMs: config.bus.reconnectInitialMs,
-      reconnectMaxMs: config.bus.reconnectMaxMs,
-      maxFrameBytes: config.bus.maxFrameBytes,
-      logger,
-    });
+    const driver = await connectDriver(server.url, config, logger);
     closers.push(() => driver.close());
-    driver.connect();
-    await driver.waitUntilUp(5_000);
     return { server, system, driver, skillsPid: remote.pid, close };
   } catch (error) {
     await close();
@@ -164,22 +155,28 @@ export async function startDaemonRig(
     const remote = await startRemoteSkills({ url: daemon.url, fallback, commonQuery: skills.commonQuery ?? [] });
     closers.push(() => remote.stop());
     await waitForRegistrations(daemon.system, fallback.length);
-    const driver = new BusClient({
-      url: daemon.url,
-      heartbeatMs: config.bus.heartbeatMs,
-      reconnectInitialMs: config.bus.reconnectInitialMs,
-      reconnectMaxMs: config.bus.reconnectMaxMs,
-      maxFrameBytes: config.bus.maxFrameBytes,
-      logger: silentLogger(),
-    });
+    const driver = await connectDriver(daemon.url, config, silentLogger());
     closers.push(() => driver.close());
-    driver.connect();
-    await driver.waitUntilUp(5_000);
     return { daemon, system: daemon.system, driver, skills: remote, close };
   } catch (error) {
     await close();
     throw error;
   }
+}
+
+/** The front end's own bus connection (it publishes utterances and observes everything), up. */
+export async function connectDriver(url: string, config: Config, logger: Logger): Promise<BusClient> {
+  const driver = new BusClient({
+    url,
+    heartbeatMs: config.bus.heartbeatMs,
+    reconnectInitialMs: config.bus.reconnectInitialMs,
+    reconnectMaxMs: config.bus.reconnectMaxMs,
+    maxFrameBytes: config.bus.maxFrameBytes,
+    logger,
+  });
+  driver.connect();
+  await driver.waitUntilUp(5_000);
+  return driver;
 }
 
 export async function waitForRegistrations(system: ContestSystem, count: number): Promise<void> {
