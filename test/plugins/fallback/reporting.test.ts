@@ -1,0 +1,121 @@
+/**
+ * What the fallback plugin tells the deployer (FALLBACK-1 §8.2 stages, §6.1 ping timeouts): a registration no stage
+ * will ever ask is warned about at once, and the skill events metrics are built on (`onSkillEvent`: ping timeouts and
+ * circuit-breaker transitions) reach every listener — one that throws costs the others nothing, one that unsubscribed
+ * hears nothing more. Harness: LocalBus + ManualClock.
+ */
+import { describe, expect, it } from 'vitest';
+import type { FallbackSkillEvent } from '../../../src/plugins/fallback/fallback.plugin.js';
+import { createHarness, fallbackSkill, withConfig, type Harness } from '../../support/harness.js';
+
+const withReason = (h: Harness, reason: string): Array<Record<string, unknown>> => h.logs.filter((line) => line['reason'] === reason);
+
+describe('FALLBACK-1 §8.2: a registered priority that no stage covers', () => {
+  // Two stages with a gap between them (50–74 belongs to no stage).
+  const GAPPED = withConfig((config) => ({
+    ...config,
+    pipeline: ['fallback_high', 'fallback_low'],
+    fallback: { ...config.fallback, stages: { fallback_high: [0, 49], fallback_low: [75, 100] }, priorities: { 'moved.skill': 60, 'rescued.skill': 80 } },
+  }));
+
+  it('§8.2: is warned (priority_outside_stages) with the effective priority and the stages; the skill is never asked', async () => {
+    const h = createHarness(GAPPED);
+    const gap = fallbackSkill(h, 'gap.skill', 60);
+    await h.settle();
+    expect(withReason(h, 'priority_outside_stages')).toMatchObject([
+      { level: 40, skill_id: 'gap.skill', priority: 60, stages: { fallback_high: [0, 49], fallback_low: [75, 100] } },
+    ]);
+    h.utter('anything');
+    await h.advance(1);
+    expect(gap.pings).toEqual([]);
+    expect(h.of('ovos.utterance.handled')).toHaveLength(1);
+  });
+
+  it('§8.2: the range bounds are inclusive — 49 and 75 are covered, no warning', async () => {
+    const h = createHarness(GAPPED);
+    fallbackSkill(h, 'edge.high', 49);
+    fallbackSkill(h, 'edge.low', 75);
+    await h.settle();
+    expect(withReason(h, 'priority_outside_stages')).toEqual([]);
+  });
+
+  it('§5 step 3: the deployer\'s priority override decides — moved into the gap is warned, moved out of it is not', async () => {
+    const h = createHarness(GAPPED);
+    fallbackSkill(h, 'moved.skill', 10); // registers at 10, configured to 60
+    fallbackSkill(h, 'rescued.skill', 60); // registers at 60, configured to 80
+    await h.settle();
+    expect(withReason(h, 'priority_outside_stages')).toMatchObject([{ skill_id: 'moved.skill', priority: 60 }]);
+  });
+});
+
+describe('FALLBACK-1 §6.1: skill events for metrics (onSkillEvent)', () => {
+  const CONFIG = withConfig((config) => ({
+    ...config,
+    pipeline: ['fallback_high'],
+    fallback: { ...config.fallback, suspendAfterTimeouts: 2, suspendMs: 1_000 },
+  }));
+  const PING_TIMEOUT_MS = CONFIG.fallback.pingTimeoutMs;
+
+  it('every ping timeout and each breaker transition reaches every listener, once, in order', async () => {
+    const h = createHarness(CONFIG);
+    const first: FallbackSkillEvent[] = [];
+    const second: FallbackSkillEvent[] = [];
+    h.system.fallback.onSkillEvent((event) => first.push(event));
+    h.system.fallback.onSkillEvent((event) => second.push(event));
+    let answer: boolean | 'silent' = 'silent';
+    fallbackSkill(h, 'flaky', 10, { decide: () => answer });
+    await h.settle();
+
+    for (const id of ['u1', 'u2']) {
+      h.utter('hello', { utteranceId: id });
+      await h.advance(PING_TIMEOUT_MS);
+    }
+    const timedOutTwice: FallbackSkillEvent[] = [
+      { type: 'ping_timeout', skill_id: 'flaky' },
+      { type: 'ping_timeout', skill_id: 'flaky' },
+      { type: 'suspended', skill_id: 'flaky' },
+    ];
+    expect(first).toEqual(timedOutTwice);
+    // Suspended: left out of the pool, so no ping and no event while it lasts.
+    h.utter('hello', { utteranceId: 'u3' });
+    await h.advance(PING_TIMEOUT_MS);
+    expect(first).toEqual(timedOutTwice);
+    // Half-open after suspendMs: its answer closes the breaker.
+    await h.advance(1_000);
+    answer = false;
+    h.utter('hello', { utteranceId: 'u4' });
+    await h.advance(1);
+    expect(first).toEqual([...timedOutTwice, { type: 'resumed', skill_id: 'flaky' }]);
+    expect(second).toEqual(first);
+    expect(h.of('ovos.utterance.handled')).toHaveLength(4);
+  });
+
+  it('a listener that throws is logged (observer_threw) and the others still hear; an unsubscribed one hears nothing more', async () => {
+    const h = createHarness(CONFIG);
+    const heard: FallbackSkillEvent[] = [];
+    const gone: FallbackSkillEvent[] = [];
+    h.system.fallback.onSkillEvent(() => {
+      throw new Error('metrics exporter broke');
+    });
+    const unsubscribe = h.system.fallback.onSkillEvent((event) => gone.push(event));
+    h.system.fallback.onSkillEvent((event) => heard.push(event));
+    fallbackSkill(h, 'silent', 10, { decide: () => 'silent' });
+    await h.settle();
+
+    h.utter('hello', { utteranceId: 'u1' });
+    await h.advance(PING_TIMEOUT_MS);
+    expect(gone).toEqual([{ type: 'ping_timeout', skill_id: 'silent' }]);
+    unsubscribe();
+    h.utter('hello', { utteranceId: 'u2' });
+    await h.advance(PING_TIMEOUT_MS);
+    expect(gone).toHaveLength(1);
+    expect(heard).toEqual([
+      { type: 'ping_timeout', skill_id: 'silent' },
+      { type: 'ping_timeout', skill_id: 'silent' },
+      { type: 'suspended', skill_id: 'silent' },
+    ]);
+    expect(withReason(h, 'observer_threw').map((l) => l['msg'])).toEqual(Array(3).fill('fallback skill listener threw'));
+    // The utterances themselves were not touched by it.
+    expect(h.of('ovos.utterance.handled')).toHaveLength(2);
+  });
+});
