@@ -4,7 +4,8 @@
  * lists the delays of every machine and fails when one has no entry here, so a new delay cannot go untested.
  */
 import type { Config } from '../config/defaults.js';
-import { initialWindowOf, settleOf } from './model.js';
+import { gateAccepts } from './gate-verdict.js';
+import { fallbackTurns, initialWindowOf, settleOf } from './model.js';
 import type { CommonQuerySkillScript, FallbackSkillScript, SkillScript, TimingScenario } from './scenario.js';
 
 export interface Variant {
@@ -19,7 +20,7 @@ interface DelayBoundary {
   readonly machine: 'fallback' | 'commonQuery' | 'utterance';
   readonly clause: string;
   /** For one skill of the roster: the value of T, and the script with its reply moved to `at` ms; null when n/a. */
-  readonly place: (config: Config, skill: SkillScript, roster: readonly SkillScript[]) => { readonly T: number; readonly at: (ms: number) => SkillScript; readonly config?: Config } | null;
+  readonly place: (config: Config, skill: SkillScript, roster: readonly SkillScript[], utterance: string) => { readonly T: number; readonly at: (ms: number) => SkillScript; readonly config?: Config } | null;
 }
 
 const fallbackOnly = (skill: SkillScript): FallbackSkillScript | null => (skill.kind === 'fallback' ? skill : null);
@@ -32,9 +33,18 @@ export const DELAY_BOUNDARIES: Readonly<Record<string, DelayBoundary>> = {
   pingTimeout: {
     machine: 'fallback',
     clause: 'OVOS-FALLBACK-1 §6.1 ping timeout',
-    place: (config, skill) => {
+    // A spec skill's ping is sent when its turn comes; a legacy skill's is the stage's broadcast, so its timeout is
+    // its turn's offset in the stage plus the ping timeout after the broadcast (a skill never asked has no turn).
+    place: (config, skill, roster, utterance) => {
       const s = fallbackOnly(skill);
-      return s === null ? null : { T: config.fallback.pingTimeoutMs, at: (ms) => ({ ...s, pongAfterMs: ms }) };
+      if (s === null) return null;
+      let offset = 0;
+      if (s.dialect === 'legacy') {
+        const turn = fallbackTurns(config, { name: '', utterance, skills: roster }, gateAccepts(config, utterance)).get(s.skill_id);
+        if (turn === undefined) return null;
+        offset = turn.turn - turn.stageStart;
+      }
+      return { T: offset + config.fallback.pingTimeoutMs, at: (ms) => ({ ...s, pongAfterMs: ms }) };
     },
   },
   matchTimeout: {
@@ -112,7 +122,7 @@ export function boundaryVariants(config: Config, scenario: TimingScenario): Vari
   const variants: Variant[] = [];
   for (const [delay, boundary] of Object.entries(DELAY_BOUNDARIES)) {
     for (const [index, skill] of scenario.skills.entries()) {
-      const placed = boundary.place(config, skill, scenario.skills);
+      const placed = boundary.place(config, skill, scenario.skills, scenario.utterance);
       if (placed === null) continue;
       for (const offset of [-1, 0, 1] as const) {
         const ms = placed.T + offset;

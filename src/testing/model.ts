@@ -75,16 +75,26 @@ export function fallbackPool(config: Config, stage: string, skills: readonly Fal
     .sort((a, b) => effectivePriority(config, a) - effectivePriority(config, b) || (a.skill_id < b.skill_id ? -1 : a.skill_id > b.skill_id ? 1 : 0));
 }
 
+/** Where each fallback skill's turn began (ms after the utterance), and when its stage began. */
+export type FallbackTurns = Map<string, { readonly stageStart: number; readonly turn: number }>;
+
 /**
  * OVOS-FALLBACK-1 §6.1–§6.2: skills asked one at a time in pool order; a pong before the ping timeout decides
  * (willing wins, a decline moves on at once), silence moves on at the timeout. PIPELINE-1 §4.4: the stage's match
  * is cut at its bound (a cut at the same instant as a timeout comes first: it was armed first).
+ *
+ * Legacy skills (README "Legacy fallback skills") are all asked by one broadcast when the stage starts, so a legacy
+ * skill's pong is due `pongAfterMs` after the stage's start, not after its turn; the order of decision stays the
+ * pool's: a pong that came before the skill's turn decides at its turn, one that comes during its turn decides when
+ * it comes, and the skill has the same ping timeout from its turn as any other.
  */
-function fallbackStage(config: Config, stage: string, start: number, skills: readonly FallbackSkillScript[], trail: string[]): StageEnd {
+function fallbackStage(config: Config, stage: string, start: number, skills: readonly FallbackSkillScript[], trail: string[], turns: FallbackTurns): StageEnd {
   const T = config.fallback.pingTimeoutMs;
   const cut = start + config.orchestrator.matchTimeoutMs;
   let t = start;
-  for (const skill of fallbackPool(config, stage, skills)) {
+  const pool = fallbackPool(config, stage, skills);
+  if (pool.some((s) => s.dialect === 'legacy' && (s.disconnectAtMs ?? Infinity) > start)) trail.push(`${stage}: one broadcast ovos.skills.fallback.ping at ${start} ms asks its legacy skills at once (README, Legacy fallback skills)`);
+  for (const skill of pool) {
     if (t >= cut) break;
     const gone = skill.disconnectAtMs ?? Infinity;
     if (gone <= t) {
@@ -92,15 +102,20 @@ function fallbackStage(config: Config, stage: string, start: number, skills: rea
       trail.push(`${stage}: ${skill.skill_id}'s connection closed at ${gone} ms, before its turn — not asked (README, Dead skills)`);
       continue;
     }
+    turns.set(skill.skill_id, { stageStart: start, turn: t });
     const pong = skill.pongAfterMs ?? FALLBACK_DEFAULTS.pongAfterMs;
+    const legacy = skill.dialect === 'legacy';
+    const sent = pong === 'never' ? Infinity : (legacy ? start : t) + pong;
+    const arrives = Math.max(sent, t);
     const deadline = t + T;
-    if (pong !== 'never' && t + pong < deadline && t + pong < cut && t + pong < gone) {
+    if (sent < gone && arrives < deadline && arrives < cut) {
+      const early = sent < t ? `, answered the broadcast at ${sent} ms` : '';
       if (skill.willing ?? FALLBACK_DEFAULTS.willing) {
-        trail.push(`${stage}: ${skill.skill_id} willing at ${t + pong} ms, before its ping timeout ${deadline} ms — the winner (OVOS-FALLBACK-1 §6.2)`);
-        return { winner: skill.skill_id, at: t + pong };
+        trail.push(`${stage}: ${skill.skill_id} willing at ${arrives} ms${early}, before its ping timeout ${deadline} ms — the winner (OVOS-FALLBACK-1 §6.2)`);
+        return { winner: skill.skill_id, at: arrives };
       }
-      trail.push(`${stage}: ${skill.skill_id} declines at ${t + pong} ms — the next skill is asked at once (§6.1)`);
-      t += pong;
+      trail.push(`${stage}: ${skill.skill_id} declines at ${arrives} ms${early} — the next skill is asked at once (§6.1)`);
+      t = arrives;
       continue;
     }
     if (gone <= deadline && gone <= cut) {
@@ -266,6 +281,17 @@ function commonQueryContest(config: Config, c0: number, join: number, skills: re
 
 /** The expected outcome of `scenario` on `config`, the gate's verdict given. */
 export function expectedOutcome(config: Config, scenario: TimingScenario, gateAccepts: boolean): Expected {
+  return evaluate(config, scenario, gateAccepts, new Map());
+}
+
+/** When each fallback skill's turn came in the expected run (a skill never asked is absent). */
+export function fallbackTurns(config: Config, scenario: TimingScenario, gateAccepts: boolean): FallbackTurns {
+  const turns: FallbackTurns = new Map();
+  evaluate(config, scenario, gateAccepts, turns);
+  return turns;
+}
+
+function evaluate(config: Config, scenario: TimingScenario, gateAccepts: boolean, turns: FallbackTurns): Expected {
   const trail: string[] = [];
   const fallbackSkills = scenario.skills.filter((s): s is FallbackSkillScript => s.kind === 'fallback');
   const cqSkills = scenario.skills.filter((s): s is CommonQuerySkillScript => s.kind === 'common_query');
@@ -295,7 +321,7 @@ export function expectedOutcome(config: Config, scenario: TimingScenario, gateAc
       continue;
     }
     if (config.fallback.stages[stage] === undefined) continue;
-    const result = fallbackStage(config, stage, t, fallbackSkills, trail);
+    const result = fallbackStage(config, stage, t, fallbackSkills, trail, turns);
     t = result.at;
     if (result.winner !== null) {
       const skill = fallbackSkills.find((s) => s.skill_id === result.winner)!;
@@ -310,8 +336,10 @@ export function expectedOutcome(config: Config, scenario: TimingScenario, gateAc
       const timedOut = completes === Infinity;
       trail.push(
         timedOut
-          ? `${skill.skill_id}: handler runs past the handler timeout — ovos.intent.handler.error at ${t + H} ms (OVOS-PIPELINE-1 §8)`
-          : `${skill.skill_id}: handler completes at ${completes} ms (OVOS-PIPELINE-1 §8)`,
+          ? `${skill.skill_id}: handler runs past the handler timeout — ovos.intent.handler.error at ${t + H} ms (OVOS-PIPELINE-1 §8)${skill.dialect === 'legacy' ? ', ovos.skills.fallback.force_timeout, our ovos.utterance.handled' : ''}`
+          : skill.dialect === 'legacy'
+            ? `${skill.skill_id}: .response {result: true} and the skill's own ovos.utterance.handled at ${completes} ms — the utterance's one (OVOS-PIPELINE-1 §6, §8; README, Legacy fallback skills)`
+            : `${skill.skill_id}: handler completes at ${completes} ms (OVOS-PIPELINE-1 §8)`,
       );
       return { decidedBy: stage, skill_id: skill.skill_id, decidedAt: t, handler: timedOut ? 'timeout' : 'complete', handledAt: timedOut ? t + H : completes, trail };
     }

@@ -7,13 +7,14 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { LocalBus } from '../bus/local-bus.js';
-import { createMessage, reply, stringField, withContext, type JsonObject, type Message } from '../bus/message.js';
+import { createMessage, forward, reply, stringField, withContext, type JsonObject, type Message } from '../bus/message.js';
 import { ManualClock } from '../clock/manual-clock.js';
 import { configWarnings } from '../config/config.js';
+import { legacyTopics } from '../dialect/legacy-dialect.js';
 import type { Config } from '../config/defaults.js';
-import { classifyQuestion } from '../plugins/common-query/gate.js';
 import { createContestSystem } from '../system.js';
 import { boundaryVariants, type Variant } from './boundaries.js';
+import { gateAccepts } from './gate-verdict.js';
 import { expectedOutcome, WARM_UPS, type Expected } from './model.js';
 import type { SkillScript, TimingScenario } from './scenario.js';
 
@@ -60,9 +61,8 @@ export async function runScenario(
   meta: Pick<PathResult, 'name' | 'boundary' | 'clause'> = { name: scenario.name, boundary: null, clause: '' },
   options: { readonly systemConfig?: Config } = {},
 ): Promise<PathResult> {
-  const lang = config.lang;
-  const gateAccepts = !config.commonQuery.gate.enabled || classifyQuestion(scenario.utterance, lang, config.commonQuery.gate).accept;
-  const expected = expectedOutcome(config, scenario, gateAccepts);
+  const accepted = gateAccepts(config, scenario.utterance);
+  const expected = expectedOutcome(config, scenario, accepted);
   const bus = new LocalBus();
   const clock = new ManualClock();
   const sink = new Writable({ write: (_chunk, _enc, cb) => cb() }); // the report is the output, not the logs
@@ -83,7 +83,7 @@ export async function runScenario(
   const players = scenario.skills.map((skill) => playSkill(bus, clock, skill));
   await settle();
   const cqId = config.commonQuery.pipelineId;
-  if (gateAccepts && config.pipeline.includes(cqId) && scenario.skills.some((s) => s.kind === 'common_query')) {
+  if (accepted && config.pipeline.includes(cqId) && scenario.skills.some((s) => s.kind === 'common_query')) {
     for (let i = 0; i < WARM_UPS; i++) {
       bus.publish(entry(scenario.utterance, { session_id: `warm-up-${i}`, pipeline: [cqId] }));
       await runUntil(clock.now() + 60_000);
@@ -141,10 +141,15 @@ function playSkill(bus: LocalBus, clock: ManualClock, skill: SkillScript): { arm
   const send = (message: Message): void => {
     if (!dead) bus.publish(message, connection);
   };
-  const later = (ms: number | 'never' | undefined, fn: () => void): void => {
-    if (ms === 'never' || dead) return;
-    if (ms === undefined || ms <= 0) fn();
-    else clock.setTimeout(fn, ms);
+  /** Runs `fn` `ms` from now (at once for 0); returns what cancels it. */
+  const later = (ms: number | 'never' | undefined, fn: () => void): (() => void) => {
+    if (ms === 'never' || dead) return () => {};
+    if (ms === undefined || ms <= 0) {
+      fn();
+      return () => {};
+    }
+    const id = clock.setTimeout(fn, ms);
+    return () => clock.clearTimeout(id);
   };
   const disconnect = (): void => {
     dead = true;
@@ -156,6 +161,40 @@ function playSkill(bus: LocalBus, clock: ManualClock, skill: SkillScript): { arm
     if (skill.disconnectAtMs <= 0) disconnect();
     else clock.setTimeout(disconnect, skill.disconnectAtMs);
   };
+  if (skill.kind === 'fallback' && skill.dialect === 'legacy') {
+    // ovos-workshop's FallbackSkill (ovos-wire-today.md): registers without context.skill_id, answers every broadcast
+    // by reply, and on its request sends .start, then .response and the utterance's ovos.utterance.handled.
+    const prefix = `ovos.skills.fallback.${skill.skill_id}`;
+    const fallback_handler = `${skill.skill_id}.handle_fallback`;
+    let running: { readonly request: Message; readonly cancel: () => void } | null = null;
+    send(createMessage(legacyTopics.fallbackRegister, { skill_id: skill.skill_id, priority: skill.priority }, { session: { session_id: 'default' } }));
+    bus.subscribe((m) => {
+      if (m.type === legacyTopics.fallbackPing) {
+        later(skill.pongAfterMs, () => send(withContext(reply(m, legacyTopics.fallbackPong, { skill_id: skill.skill_id, can_handle: skill.willing ?? true }), { skill_id: skill.skill_id })));
+      } else if (m.type === legacyTopics.fallbackRequest(skill.skill_id)) {
+        send(forward(m, `${prefix}.start`));
+        // Completing at the handler timeout's very ms, it has heard force_timeout first: the harness's time rule (a
+        // deadline at T fires before a message a skill sends at T), so what is due at that ms is delivered first.
+        const cancel = later(skill.handlerMs, () => {
+          void bus.idle().then(() => {
+            if (running?.request !== m) return;
+            running = null;
+            send(forward(m, `${prefix}.response`, { result: true, fallback_handler }));
+            send(forward(m, legacyTopics.utteranceHandled));
+          });
+        });
+        running = { request: m, cancel };
+      } else if (m.type === legacyTopics.fallbackForceTimeout && m.data['skill_id'] === skill.skill_id && running !== null) {
+        // ovos-workshop's killable_event: the handler is killed; it answers .response and .killed, and no handled.
+        const { request, cancel } = running;
+        running = null;
+        cancel();
+        send(forward(request, `${prefix}.response`, { result: false, fallback_handler }));
+        send(forward(request, `${prefix}.killed`, { error: 'timed out' }));
+      }
+    });
+    return { armDisconnect };
+  }
   if (skill.kind === 'fallback') {
     send(createMessage('ovos.fallback.register', { skill_id: skill.skill_id, priority: skill.priority }, { skill_id: skill.skill_id, session: { session_id: 'default' } }));
     bus.subscribe((m) => {

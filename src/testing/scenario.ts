@@ -9,11 +9,25 @@ export interface FallbackSkillScript {
   readonly kind: 'fallback';
   readonly skill_id: string;
   readonly priority: number;
+  /**
+   * `spec` (default): an OVOS-FALLBACK-1 skill, asked on its own `<skill_id>.fallback.ping` when its turn comes.
+   * `legacy`: an unmodified ovos-workshop `FallbackSkill` (ovos-wire-today.md): registered on
+   * `ovos.skills.fallback.register`, asked by the stage's one broadcast `ovos.skills.fallback.ping` when the stage
+   * starts (it answers every broadcast), dispatched on `ovos.skills.fallback.<skill_id>.request`, and it ends the
+   * utterance with its own `ovos.utterance.handled`.
+   */
+  readonly dialect?: 'spec' | 'legacy';
   /** Its pong's `can_handle`. Default true. */
   readonly willing?: boolean;
-  /** Time from its ping to its pong; `"never"`: it stays silent. Default 0. */
+  /**
+   * Time from its ping to its pong; `"never"`: it stays silent. Default 0. A legacy skill's ping is the stage's
+   * broadcast, sent when the stage starts — not when its turn in the pool comes.
+   */
   readonly pongAfterMs?: number | 'never';
-  /** Time from its dispatch to `mycroft.skill.handler.complete`; `"never"`: it never completes. Default 0. */
+  /**
+   * Time from its dispatch to `mycroft.skill.handler.complete` (legacy: to `.response {result: true}` and its own
+   * `ovos.utterance.handled`); `"never"`: it never completes. Default 0.
+   */
   readonly handlerMs?: number | 'never';
   /** See `Disconnect`. */
   readonly disconnectAtMs?: number;

@@ -10,7 +10,7 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 const isDelay = (v: unknown): v is number | 'never' => v === 'never' || (typeof v === 'number' && Number.isFinite(v) && v >= 0);
 const isMs = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0;
 
-const FALLBACK_KEYS = new Set(['kind', 'skill_id', 'priority', 'willing', 'pongAfterMs', 'handlerMs', 'disconnectAtMs']);
+const FALLBACK_KEYS = new Set(['kind', 'skill_id', 'priority', 'dialect', 'willing', 'pongAfterMs', 'handlerMs', 'disconnectAtMs']);
 const CQ_KEYS = new Set(['kind', 'skill_id', 'pong', 'pongAfterMs', 'latencyMs', 'answer', 'conf', 'answerAfterMs', 'disconnectAtMs']);
 
 function skill(entry: unknown, at: string): SkillScript {
@@ -32,6 +32,7 @@ function skill(entry: unknown, at: string): SkillScript {
     for (const key of Object.keys(entry)) if (!FALLBACK_KEYS.has(key)) fail(key, `unknown field for a fallback skill (${[...FALLBACK_KEYS].join(', ')})`);
     const priority = entry['priority'];
     if (typeof priority !== 'number' || !Number.isInteger(priority) || priority < 0 || priority > 100) fail('priority', 'an integer 0–100');
+    const dialect = opt('dialect', (v): v is 'spec' | 'legacy' => v === 'spec' || v === 'legacy', '"spec" or "legacy"');
     const willing = opt('willing', (v): v is boolean => typeof v === 'boolean', 'true or false');
     const pongAfterMs = opt('pongAfterMs', isDelay, 'milliseconds ≥ 0 or "never"');
     const handlerMs = opt('handlerMs', isDelay, 'milliseconds ≥ 0 or "never"');
@@ -39,6 +40,7 @@ function skill(entry: unknown, at: string): SkillScript {
       kind: 'fallback',
       skill_id: id,
       priority: priority as number,
+      ...(dialect === undefined ? {} : { dialect }),
       ...(willing === undefined ? {} : { willing }),
       ...(pongAfterMs === undefined ? {} : { pongAfterMs }),
       ...(handlerMs === undefined ? {} : { handlerMs }),

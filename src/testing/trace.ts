@@ -9,6 +9,7 @@
  */
 import { isJsonObject, stringField, type JsonObject, type Message } from '../bus/message.js';
 import type { Config } from '../config/defaults.js';
+import { legacyTopics } from '../dialect/legacy-dialect.js';
 import { runScenario, type PathResult } from './run.js';
 import type { CommonQuerySkillScript, FallbackSkillScript, SkillScript, TimingScenario } from './scenario.js';
 
@@ -88,14 +89,29 @@ export function traceToScenario(config: Config, trace: Trace): ReconstructedScen
       notes.push(`pool of ${stage} recorded, but the config has no such fallback stage: left out`);
       continue;
     }
+    // The stage's legacy broadcast (README "Legacy fallback skills"): the one `ovos.skills.fallback.ping` naming its
+    // range; the pongs to it carry its contest_id (they are replies).
+    const broadcast = first((m) => m.type === legacyTopics.fallbackPing && JSON.stringify(m.data['range']) === JSON.stringify(range));
+    const contestId = broadcast === undefined ? undefined : stringField(broadcast.context, 'contest_id');
     for (const [index, skillId] of pool.entries()) {
       // Only the order inside a stage matters (§5): priorities are placed in the stage's range in pool order.
       const priority = Math.min(range[1], range[0] + index);
       const ping = first((m) => m.type === `${skillId}.fallback.ping`);
+      let script: FallbackSkillScript = { kind: 'fallback', skill_id: skillId, priority };
+      if (broadcast !== undefined && ping === undefined) {
+        // Not asked on a ping of its own in a stage that broadcast: a legacy skill (a spec skill whose turn never came
+        // changes no decision either way).
+        const pong = first((m) => m.type === legacyTopics.fallbackPong && stringField(m.data, 'skill_id') === skillId && stringField(m.context, 'contest_id') === contestId);
+        const request = first((m) => m.type === legacyTopics.fallbackRequest(skillId));
+        const response = first((m) => m.type === `ovos.skills.fallback.${skillId}.response` && m.data['result'] === true);
+        script = { ...script, dialect: 'legacy', ...(pong === undefined ? { pongAfterMs: 'never' } : { pongAfterMs: ms(pong.at - broadcast.at), willing: pong.data['can_handle'] === true }) };
+        if (request !== undefined) script = { ...script, handlerMs: response === undefined ? 'never' : ms(response.at - request.at) };
+        skills.push(script);
+        continue;
+      }
       const pong = first((m) => m.type === `${skillId}.fallback.pong`);
       const dispatch = first((m) => m.type === `${skillId}:fallback`);
       const done = first((m) => (m.type === 'mycroft.skill.handler.complete' || m.type === 'mycroft.skill.handler.error') && stringField(m.context, 'skill_id') === skillId);
-      let script: FallbackSkillScript = { kind: 'fallback', skill_id: skillId, priority };
       if (ping === undefined) {
         notes.push(`${skillId} (${stage}) was never asked: assumed to decline at once`);
         script = { ...script, willing: false };
@@ -134,8 +150,8 @@ export function traceToScenario(config: Config, trace: Trace): ReconstructedScen
     notes.push('common-query skills that stayed silent are not on the wire, so not in the replay (they cannot change a decision)');
     notes.push('the replay learns the roster first (warm-up questions); a daemon that had not heard from these skills yet closed its poll at the claim bound, so its decision may come later than the replay\'s');
   }
-  if (trace.messages.some((m) => m.type === 'question:query.response' || m.type === 'ovos.skills.fallback.pong')) {
-    notes.push('legacy-dialect skills are in the trace: the timing harness does not replay them yet');
+  if (trace.messages.some((m) => m.type === legacyTopics.questionQueryResponse)) {
+    notes.push('legacy common-query skills are in the trace: the timing harness does not replay them yet');
   }
   const matched = first((m) => m.type === 'ovos.intent.matched');
   const unmatched = first((m) => m.type === 'ovos.intent.unmatched');

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { reply } from '../../src/bus/message.js';
+import { forward, reply, withContext } from '../../src/bus/message.js';
 import { parse, say } from '../../src/cli/say.js';
 import { replayTraceCommand } from '../../src/cli/replay-trace.js';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.js';
@@ -80,6 +80,48 @@ describe('trace replay (say --trace → replay-trace)', () => {
     const lines: string[] = [];
     expect(await replayTraceCommand(['--trace', file, '--no-mycroft-conf'], (line) => lines.push(line))).toBe(0);
     expect(lines).toContain('recorded:  fallback_medium fb.yes at ' + String(result.recorded.decidedAt) + ' ms');
+  });
+
+  it('unmodified ovos-workshop fallback skills (legacy dialect): read back as legacy skills — pong delay after their stage\'s broadcast, handler until .response — and replayed to the same decision', async () => {
+    const started = await startDaemon(configWith({ bus: { port: 0 }, exampleSkills: false, log: { level: 'silent' } }), silentLogger());
+    cleanups.push(() => started.close());
+    const skills = await Probe.connect(started.url);
+    cleanups.push(() => skills.close());
+    const later = (ms: number, fn: () => void): void => void setTimeout(fn, ms);
+    // As ovos-workshop's FallbackSkill: registers without context.skill_id, answers every broadcast by reply, and on its
+    // request sends .start, then .response {result: true} and the utterance's ovos.utterance.handled.
+    const roster = { 'wk.no': { priority: 10, willing: false, pongMs: 20 }, 'wk.yes': { priority: 60, willing: true, pongMs: 30 } } as const;
+    for (const [id, { priority }] of Object.entries(roster)) skills.send({ type: 'ovos.skills.fallback.register', data: { skill_id: id, priority }, context: { session: { session_id: 'default' } } });
+    skills.frames.subscribe(({ message: m }) => {
+      if (m === undefined) return;
+      if (m.type === 'ovos.skills.fallback.ping') {
+        for (const [id, { willing, pongMs }] of Object.entries(roster)) later(pongMs, () => skills.send(withContext(reply(m, 'ovos.skills.fallback.pong', { skill_id: id, can_handle: willing }), { skill_id: id })));
+      }
+      if (m.type === 'ovos.skills.fallback.wk.yes.request') {
+        skills.send(forward(m, 'ovos.skills.fallback.wk.yes.start'));
+        later(40, () => {
+          skills.send(forward(m, 'ovos.skills.fallback.wk.yes.response', { result: true, fallback_handler: 'WkYes.handle_fallback' }));
+          skills.send(forward(m, 'ovos.utterance.handled'));
+        });
+      }
+    });
+    await skills.barrier();
+    const file = join(mkdtempSync(join(tmpdir(), 'trace-')), 'trace.json');
+    expect(await say(parse(['do a barrel roll', '--bus', started.url, '--session', 'kitchen', '--trace', file]), () => undefined)).toBe(0);
+    const result = await replayTrace(DEFAULT_CONFIG, parseTrace(readFileSync(file, 'utf8')));
+    expect(result.recorded).toMatchObject({ decidedBy: 'fallback_medium', skill_id: 'wk.yes' });
+    expect(result.scenario.skills.map((s) => (s.kind === 'fallback' ? [s.skill_id, s.dialect, s.willing, s.handlerMs === undefined] : []))).toEqual([
+      ['wk.no', 'legacy', false, true],
+      ['wk.yes', 'legacy', true, false],
+    ]);
+    const yes = result.scenario.skills[1]!;
+    if (yes.kind === 'fallback') {
+      expect(yes.pongAfterMs).toBeGreaterThanOrEqual(29);
+      expect(yes.handlerMs).toBeGreaterThanOrEqual(39);
+    }
+    expect(result.notes.join('\n')).not.toMatch(/legacy/);
+    expect(result.reproduced).toBe(true);
+    expect(result.replay.failures).toEqual([]);
   });
 
   it('a trace that is not one, or missing, exits 2 with a message', async () => {
