@@ -5,7 +5,7 @@
  */
 import type { Config } from '../config/defaults.js';
 import { gateAccepts } from './gate-verdict.js';
-import { fallbackTurns, initialWindowOf, settleOf } from './model.js';
+import { expectedMarks, initialWindowOf, settleOf, type Marks } from './model.js';
 import type { CommonQuerySkillScript, FallbackSkillScript, SkillScript, TimingScenario } from './scenario.js';
 
 export interface Variant {
@@ -26,6 +26,27 @@ interface DelayBoundary {
 const fallbackOnly = (skill: SkillScript): FallbackSkillScript | null => (skill.kind === 'fallback' ? skill : null);
 const cqOnly = (skill: SkillScript): CommonQuerySkillScript | null => (skill.kind === 'common_query' ? skill : null);
 
+/** The expected run's instants (fallback turns, the common-query poll) for this roster. */
+const marksOf = (config: Config, roster: readonly SkillScript[], utterance: string): Marks =>
+  expectedMarks(config, { name: '', utterance, skills: roster }, gateAccepts(config, utterance));
+
+/**
+ * How long after the question a claimant's request comes: a spec claimant's answer time counts from its request (0
+ * here); a legacy one is sent none — its answer counts from the question, and the collection starts when the poll
+ * closes. Null when the expected run has no poll (the gate rejects the utterance, or the stage is not run).
+ */
+const requestOffset = (config: Config, skill: CommonQuerySkillScript, roster: readonly SkillScript[], utterance: string): number | null => {
+  if (skill.dialect !== 'legacy') return 0;
+  const poll = marksOf(config, roster, utterance).poll;
+  return poll === undefined ? null : poll.close - poll.start;
+};
+
+/** A collection-window boundary of one claimant: T after its request, its answer moved to T ± 1 of it. */
+const answerAt = (config: Config, s: CommonQuerySkillScript, roster: readonly SkillScript[], utterance: string, T: number) => {
+  const offset = requestOffset(config, s, roster, utterance);
+  return offset === null ? null : { T, at: (ms: number): SkillScript => ({ ...s, answerAfterMs: ms + offset }) };
+};
+
 const claimantsOf = (roster: readonly SkillScript[]): CommonQuerySkillScript[] =>
   roster.filter((c): c is CommonQuerySkillScript => c.kind === 'common_query' && (c.pong ?? 'claim') === 'claim');
 
@@ -40,7 +61,7 @@ export const DELAY_BOUNDARIES: Readonly<Record<string, DelayBoundary>> = {
       if (s === null) return null;
       let offset = 0;
       if (s.dialect === 'legacy') {
-        const turn = fallbackTurns(config, { name: '', utterance, skills: roster }, gateAccepts(config, utterance)).get(s.skill_id);
+        const turn = marksOf(config, roster, utterance).turns.get(s.skill_id);
         if (turn === undefined) return null;
         offset = turn.turn - turn.stageStart;
       }
@@ -84,9 +105,9 @@ export const DELAY_BOUNDARIES: Readonly<Record<string, DelayBoundary>> = {
   collectionWindow: {
     machine: 'commonQuery',
     clause: 'OVOS-COMMON-QUERY-1 §7.2 initial collection window',
-    place: (config, skill, roster) => {
+    place: (config, skill, roster, utterance) => {
       const s = cqOnly(skill);
-      return s === null || (s.pong ?? 'claim') !== 'claim' ? null : { T: initialWindowOf(config.commonQuery, claimantsOf(roster)), at: (ms) => ({ ...s, answerAfterMs: ms }) };
+      return s === null || (s.pong ?? 'claim') !== 'claim' ? null : answerAt(config, s, roster, utterance, initialWindowOf(config.commonQuery, claimantsOf(roster)));
     },
   },
   settle: {
@@ -95,24 +116,28 @@ export const DELAY_BOUNDARIES: Readonly<Record<string, DelayBoundary>> = {
     // This skill's answer is the first survivor, with another claimant still outstanding: answered at T = the
     // window's end − the round trip, its round trip ends with the window (T−1: before it, T+1: after it — the
     // settle then decides when the window closes).
-    place: (config, skill, roster) => {
+    place: (config, skill, roster, utterance) => {
       const s = cqOnly(skill);
       const { minConfidence } = config.commonQuery;
       const survives = (c: CommonQuerySkillScript): boolean => c.answer !== null && (c.conf ?? 0.7) >= minConfidence;
       if (s === null || (s.pong ?? 'claim') !== 'claim' || !survives(s)) return null;
       const others = claimantsOf(roster).filter((c) => c.skill_id !== s.skill_id);
       const T = initialWindowOf(config.commonQuery, claimantsOf(roster)) - settleOf(config.commonQuery, claimantsOf(roster));
-      const answersBy = (c: CommonQuerySkillScript, ms: number): boolean => c.answerAfterMs !== 'never' && (c.answerAfterMs ?? 0) <= ms;
+      // Answered by `ms` after the request (a legacy claimant's answer counts from the question).
+      const answersBy = (c: CommonQuerySkillScript, ms: number): boolean => {
+        const offset = requestOffset(config, c, roster, utterance);
+        return c.answerAfterMs !== 'never' && offset !== null && (c.answerAfterMs ?? 0) - offset <= ms;
+      };
       if (T < 1 || others.some((c) => survives(c) && answersBy(c, T + 1)) || others.every((c) => answersBy(c, T + 1))) return null;
-      return { T, at: (ms) => ({ ...s, answerAfterMs: ms }) };
+      return answerAt(config, s, roster, utterance, T);
     },
   },
   collectionCeiling: {
     machine: 'commonQuery',
     clause: 'OVOS-COMMON-QUERY-1 §7.2 collection ceiling',
-    place: (config, skill) => {
+    place: (config, skill, roster, utterance) => {
       const s = cqOnly(skill);
-      return s === null || (s.pong ?? 'claim') !== 'claim' ? null : { T: config.commonQuery.collectionCeilingMs, at: (ms) => ({ ...s, answerAfterMs: ms }) };
+      return s === null || (s.pong ?? 'claim') !== 'claim' ? null : answerAt(config, s, roster, utterance, config.commonQuery.collectionCeilingMs);
     },
   },
 };

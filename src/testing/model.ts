@@ -78,6 +78,13 @@ export function fallbackPool(config: Config, stage: string, skills: readonly Fal
 /** Where each fallback skill's turn began (ms after the utterance), and when its stage began. */
 export type FallbackTurns = Map<string, { readonly stageStart: number; readonly turn: number }>;
 
+/** Instants of the expected run that boundaries are placed against. */
+export interface Marks {
+  readonly turns: FallbackTurns;
+  /** The common-query contest's poll, when one ran. */
+  poll?: PollSpan;
+}
+
 /**
  * OVOS-FALLBACK-1 §6.1–§6.2: skills asked one at a time in pool order; a pong before the ping timeout decides
  * (willing wins, a decline moves on at once), silence moves on at the timeout. PIPELINE-1 §4.4: the stage's match
@@ -88,11 +95,11 @@ export type FallbackTurns = Map<string, { readonly stageStart: number; readonly 
  * pool's: a pong that came before the skill's turn decides at its turn, one that comes during its turn decides when
  * it comes, and the skill has the same ping timeout from its turn as any other.
  */
-function fallbackStage(config: Config, stage: string, start: number, skills: readonly FallbackSkillScript[], trail: string[], turns: FallbackTurns): StageEnd {
+function fallbackStage(config: Config, stage: string, start: number, skills: readonly FallbackSkillScript[], trail: string[], { turns }: Marks): StageEnd {
   const T = config.fallback.pingTimeoutMs;
   const cut = start + config.orchestrator.matchTimeoutMs;
   let t = start;
-  const pool = fallbackPool(config, stage, skills);
+  const pool = fallbackPool(config, stage, skills).filter((s) => spoken(config, s));
   if (pool.some((s) => s.dialect === 'legacy' && (s.disconnectAtMs ?? Infinity) > start)) trail.push(`${stage}: one broadcast ovos.skills.fallback.ping at ${start} ms asks its legacy skills at once (README, Legacy fallback skills)`);
   for (const skill of pool) {
     if (t >= cut) break;
@@ -145,86 +152,58 @@ interface Response {
   readonly conf: number;
   /** Not a response: the claimant's connection closed (it counts as declining). */
   readonly gone?: boolean;
+  /** When its round trip (the settle) starts counting, if it is the first survivor: its arrival, unless said. */
+  readonly settleFrom?: number;
 }
+
+/** When a common-query contest polled: from its start to its poll's close (null when the poll never ran). */
+export interface PollSpan {
+  readonly start: number;
+  readonly close: number;
+}
+
+const isLegacy = (s: { readonly dialect?: 'spec' | 'legacy' }): boolean => s.dialect === 'legacy';
+/** A skill whose dialect the deployment does not speak never reaches the plugins (README, Configuration: dialects). */
+const spoken = (config: Config, s: { readonly dialect?: 'spec' | 'legacy' }): boolean => (isLegacy(s) ? config.dialects.legacy : config.dialects.spec);
 
 /**
  * OVOS-COMMON-QUERY-1 §6–§8 for a contest that starts at `c0` and whose `match` joins at `join` (early start: the
  * contest runs from the utterance's arrival, and survival / fast win are judged only once `match` has joined, §5.1).
+ *
+ * Legacy skills (README "Legacy common-query skills"): announced before they are asked, so on the roster; their
+ * `searching: true` is a claim made without a request, and their answer follows unasked — kept when it comes while
+ * the poll is still open (a fast win under the live session then ends the contest at once); a `conf` above 1 competes
+ * as 1; no `latency_ms`, so the fixed initial window; they reply to every question, so once they have answered in
+ * time they are known to answer every poll; the round trip after an answer that came during the poll counts from the
+ * poll's close (when `match` has joined by then; otherwise from its arrival, which the join tells the contest).
  */
-function commonQueryContest(config: Config, c0: number, join: number, skills: readonly CommonQuerySkillScript[], trail: string[]): { winner: Response | null; at: number } {
+function commonQueryContest(config: Config, c0: number, join: number, skills: readonly CommonQuerySkillScript[], trail: string[], marks: Marks): { winner: Response | null; at: number } {
   const cq = config.commonQuery;
   const bound = c0 + Math.min(cq.pollClaimBoundMs, cq.pollWindowMs);
   const ceiling = c0 + cq.pollWindowMs;
-  // The roster after the warm-ups (README "Common-query poll"): every skill that pongs is known, even late; one that
-  // declines is known to answer every poll once it has answered the last 3 polls it was known for in time — before
-  // the claim bound, since until then nobody waits for it past the bound. A skill whose connection closed before the
-  // contest began has left the roster.
+  const pongOf = (s: CommonQuerySkillScript): 'claim' | 'decline' | 'silent' => s.pong ?? 'claim';
+  // The roster after the warm-ups (README "Common-query poll"): every skill that pongs is known, even late (a legacy
+  // skill announces itself: known even when it never replies); one that declines (legacy: any that replies) is known
+  // to answer every poll once it has answered the last 3 polls it was known for in time — before the claim bound,
+  // since until then nobody waits for it past the bound. A skill whose connection closed before the contest began
+  // has left the roster.
   const goneAt = (s: CommonQuerySkillScript): number => s.disconnectAtMs ?? Infinity;
-  const present = skills.filter((s) => goneAt(s) > c0);
-  const known = present.filter((s) => (s.pong ?? 'claim') !== 'silent').map((s) => s.skill_id);
-  const answering = present.filter((s) => s.pong === 'decline' && (s.pongAfterMs ?? 0) < bound - c0).map((s) => s.skill_id);
-  // What the contest hears, in order: pongs (none at or after the skill's disconnect) and disconnects (a closed
-  // connection counts as heard from — README "Common-query poll"; at the same ms, a disconnect comes first).
-  type PollEvent = { readonly at: number; readonly skill: CommonQuerySkillScript; readonly gone: boolean };
-  const events: PollEvent[] = [
-    ...present.filter((s) => goneAt(s) < Infinity).map((s) => ({ at: goneAt(s), skill: s, gone: true })),
-    ...present
-      .filter((s) => (s.pong ?? 'claim') !== 'silent' && c0 + (s.pongAfterMs ?? 0) < goneAt(s))
-      .map((s) => ({ at: c0 + (s.pongAfterMs ?? 0), skill: s, gone: false })),
-  ].sort((a, b) => a.at - b.at || Number(b.gone) - Number(a.gone));
-  const heard = new Set<string>();
-  const departed = new Set<string>();
-  const claims: CommonQuerySkillScript[] = [];
-  // A claim from a skill that is gone will never be answered: it is not a claim in hand.
-  const liveClaims = (): number => claims.filter((c) => !departed.has(c.skill_id)).length;
-  const outstandingAt = (id: string, at: number): boolean => !events.some((e) => e.skill.skill_id === id && (e.gone ? e.at <= at : e.at < at));
-  const answeringOutstandingAt = (at: number): boolean => answering.some((id) => outstandingAt(id, at));
-  // Before the claim bound: a pong before it, a disconnect at it or before (its timer was armed first).
-  const beforeBound = (e: PollEvent): boolean => (e.gone ? e.at <= bound : e.at < bound);
-  let closeAt: number | null = null;
-  for (const e of events) {
-    if (e.gone ? e.at > ceiling : e.at >= ceiling) break;
-    if (!beforeBound(e) && !answeringOutstandingAt(bound)) break;
-    heard.add(e.skill.skill_id);
-    if (e.gone) departed.add(e.skill.skill_id);
-    else if ((e.skill.pong ?? 'claim') === 'claim') claims.push(e.skill);
-    if (beforeBound(e)) {
-      if (liveClaims() > 0 && known.every((id) => heard.has(id))) {
-        closeAt = e.at;
-        trail.push(`poll: a claim in hand and every known skill heard${e.gone ? ' or gone' : ''} at ${e.at} ms — closed at once (§6.3 rule 1)`);
-        break;
-      }
-    } else if (answering.every((id) => heard.has(id))) {
-      closeAt = e.at;
-      trail.push(`poll: the last skill known to answer every poll ${e.gone ? 'gone' : 'heard'} at ${e.at} ms — closed (§6.3 rule 2)`);
-      break;
-    }
-  }
-  if (closeAt === null) {
-    closeAt = answeringOutstandingAt(bound) ? ceiling : bound;
-    trail.push(`poll: closed at ${closeAt} ms (§6.3 ${closeAt === ceiling ? 'ceiling' : 'claim bound'})`);
-  }
-  for (const id of departed) trail.push(`poll: ${id}'s connection closed — it counts as heard from (README, Common-query poll)`);
-  if (liveClaims() === 0) {
-    trail.push(claims.length === 0 ? 'poll: no claimant → None (§9)' : 'poll: every claimant is gone → None (§7.2: a gone claimant counts as declining; §9)');
-    return { winner: null, at: closeAt };
-  }
-  const P = closeAt;
-  const windowEnd = P + initialWindowOf(cq, claims);
-  const hardEnd = P + cq.collectionCeilingMs;
-  trail.push(`collection: requests at ${P} ms; initial window ends ${windowEnd} ms, ceiling ${hardEnd} ms (§7.2)`);
-  // A claimant's answer, unless its connection closes first: then it counts as declining at that moment (§7.2,
-  // README "Common-query poll"), a response without an answer.
-  const arrivals: Response[] = claims
-    .map((c): Response | null => {
-      const gone = Math.max(goneAt(c), P);
-      const at = c.answerAfterMs === 'never' ? Infinity : P + (c.answerAfterMs ?? 0);
-      if (at < gone) return { skill_id: c.skill_id, at, answer: c.answer === undefined ? `${c.skill_id} answer` : c.answer, conf: c.conf ?? 0.7 };
-      return gone < Infinity ? { skill_id: c.skill_id, at: gone, answer: null, conf: 0, gone: true } : null;
-    })
-    .filter((r): r is Response => r !== null && r.at < hardEnd)
-    .sort((a, b) => a.at - b.at || Number(b.gone === true) - Number(a.gone === true));
-  for (const r of arrivals) if (r.gone === true) trail.push(`collection: ${r.skill_id}'s connection closed at ${r.at} ms before it answered — it counts as declining (§7.2)`);
+  const present = skills.filter((s) => spoken(config, s) && goneAt(s) > c0);
+  const known = present.filter((s) => isLegacy(s) || pongOf(s) !== 'silent').map((s) => s.skill_id);
+  const answering = present
+    .filter((s) => (isLegacy(s) ? pongOf(s) !== 'silent' : pongOf(s) === 'decline') && (s.pongAfterMs ?? 0) < bound - c0)
+    .map((s) => s.skill_id);
+  // With only the legacy dialect spoken no unknown skill can claim: rule 1 needs no claim in hand (README).
+  const rosterComplete = !config.dialects.spec;
+  /** A claimant's answer as the plugin gets it; a legacy one's counts from the question and follows its claim. */
+  const answerAt = (c: CommonQuerySkillScript, P: number): number =>
+    c.answerAfterMs === 'never' ? Infinity : isLegacy(c) ? c0 + Math.max(c.answerAfterMs ?? 0, c.pongAfterMs ?? 0) : P + (c.answerAfterMs ?? 0);
+  const responseOf = (c: CommonQuerySkillScript, at: number): Response => ({
+    skill_id: c.skill_id,
+    at,
+    answer: c.answer === undefined ? `${c.skill_id} answer` : c.answer,
+    conf: isLegacy(c) ? Math.min(1, c.conf ?? 0.7) : (c.conf ?? 0.7),
+  });
   const survives = (r: Response): boolean => r.answer !== null && r.conf >= cq.minConfidence;
   const fast = (r: Response): boolean => survives(r) && cq.fastWinConfidence !== null && r.conf >= cq.fastWinConfidence;
   const select = (rs: readonly Response[]): Response | null => {
@@ -235,7 +214,103 @@ function commonQueryContest(config: Config, c0: number, join: number, skills: re
     for (const r of alive) if (best === null || r.conf > best.conf) best = r;
     return best;
   };
-  const inHand: Response[] = [];
+  const decided = (why: string, at: number, inHand: readonly Response[]): { winner: Response | null; at: number } => {
+    const winner = select(inHand);
+    trail.push(`collection: closed at ${at} ms — ${why} (§7.2); winner ${winner === null ? 'none' : `${winner.skill_id} (${winner.conf})`} (§8)`);
+    return { winner, at };
+  };
+  // What the contest hears, in order: disconnects (a closed connection counts as heard from — README "Common-query
+  // poll"), pongs (none at or after the skill's disconnect), then legacy answers (after their claim); at one ms in
+  // that order.
+  type PollEvent = { readonly at: number; readonly skill: CommonQuerySkillScript; readonly kind: 'gone' | 'pong' | 'answer' };
+  const rank = { gone: 0, pong: 1, answer: 2 } as const;
+  const events: PollEvent[] = [
+    ...present.filter((s) => goneAt(s) < Infinity).map((s) => ({ at: goneAt(s), skill: s, kind: 'gone' as const })),
+    ...present
+      .filter((s) => pongOf(s) !== 'silent' && c0 + (s.pongAfterMs ?? 0) < goneAt(s))
+      .map((s) => ({ at: c0 + (s.pongAfterMs ?? 0), skill: s, kind: 'pong' as const })),
+  ];
+  const replies = [...events];
+  for (const s of present) if (isLegacy(s) && pongOf(s) === 'claim' && answerAt(s, c0) < goneAt(s)) events.push({ at: answerAt(s, c0), skill: s, kind: 'answer' });
+  events.sort((a, b) => a.at - b.at || rank[a.kind] - rank[b.kind]);
+  const heard = new Set<string>();
+  const departed = new Set<string>();
+  const claims: CommonQuerySkillScript[] = [];
+  /** Legacy answers that came while the poll was open. */
+  const early: Response[] = [];
+  // A claim from a skill that is gone will never be answered: it is not a claim in hand.
+  const liveClaims = (): number => claims.filter((c) => !departed.has(c.skill_id)).length;
+  const outstandingAt = (id: string, at: number): boolean => !replies.some((e) => e.skill.skill_id === id && (e.kind === 'gone' ? e.at <= at : e.at < at));
+  const answeringOutstandingAt = (at: number): boolean => answering.some((id) => outstandingAt(id, at));
+  // Before the claim bound: a message before it, a disconnect at it or before (its timer was armed first).
+  const beforeBound = (e: PollEvent): boolean => (e.kind === 'gone' ? e.at <= bound : e.at < bound);
+  let closeAt: number | null = null;
+  for (const e of events) {
+    if (e.kind === 'gone' ? e.at > ceiling : e.at >= ceiling) break;
+    if (!beforeBound(e) && !answeringOutstandingAt(bound)) break;
+    if (e.kind === 'answer') {
+      const r = responseOf(e.skill, e.at);
+      early.push(r);
+      trail.push(`poll: ${e.skill.skill_id} answered unasked at ${e.at} ms, before the poll closed — kept (README, Legacy common-query skills)`);
+      if (join <= e.at && fast(r)) {
+        marks.poll = { start: c0, close: e.at };
+        return decided('fast win during the poll (§8 step 3)', e.at, early);
+      }
+      continue;
+    }
+    heard.add(e.skill.skill_id);
+    if (e.kind === 'gone') departed.add(e.skill.skill_id);
+    else if (pongOf(e.skill) === 'claim') claims.push(e.skill);
+    if (beforeBound(e)) {
+      if ((liveClaims() > 0 || rosterComplete) && known.every((id) => heard.has(id))) {
+        closeAt = e.at;
+        trail.push(`poll: ${liveClaims() > 0 ? 'a claim in hand and ' : ''}every known skill heard${e.kind === 'gone' ? ' or gone' : ''} at ${e.at} ms — closed at once (§6.3 rule 1)`);
+        break;
+      }
+    } else if (answering.every((id) => heard.has(id))) {
+      closeAt = e.at;
+      trail.push(`poll: the last skill known to answer every poll ${e.kind === 'gone' ? 'gone' : 'heard'} at ${e.at} ms — closed (§6.3 rule 2)`);
+      break;
+    }
+  }
+  if (closeAt === null) {
+    closeAt = answeringOutstandingAt(bound) ? ceiling : bound;
+    trail.push(`poll: closed at ${closeAt} ms (§6.3 ${closeAt === ceiling ? 'ceiling' : 'claim bound'})`);
+  }
+  const P = closeAt;
+  marks.poll = { start: c0, close: P };
+  for (const id of departed) trail.push(`poll: ${id}'s connection closed — it counts as heard from (README, Common-query poll)`);
+  if (claims.length === 0) {
+    trail.push('poll: no claimant → None (§9)');
+    return { winner: null, at: P };
+  }
+  // A legacy answer in hand from the poll starts its round trip at the poll's close when `match` has joined by then.
+  const inHand: Response[] = early.map((r) => ({ ...r, settleFrom: join <= P ? P : r.at }));
+  const settledAtClose = claims.every((c) => departed.has(c.skill_id) || inHand.some((r) => r.skill_id === c.skill_id));
+  if (settledAtClose) {
+    if (liveClaims() === 0 && inHand.length === 0) {
+      trail.push('poll: every claimant is gone → None (§7.2: a gone claimant counts as declining; §9)');
+      return { winner: null, at: P };
+    }
+    return decided('every claimant answered during the poll or is gone', P, inHand);
+  }
+  if (join <= P && inHand.some(fast)) return decided('fast win in hand as the poll closed (§8 step 3)', P, inHand);
+  const windowEnd = P + initialWindowOf(cq, claims);
+  const hardEnd = P + cq.collectionCeilingMs;
+  trail.push(`collection: requests at ${P} ms${claims.some(isLegacy) ? ' (none to legacy claimants: their answers follow unasked)' : ''}; initial window ends ${windowEnd} ms, ceiling ${hardEnd} ms (§7.2)`);
+  // A claimant's answer, unless its connection closes first: then it counts as declining at that moment (§7.2,
+  // README "Common-query poll"), a response without an answer.
+  const arrivals: Response[] = claims
+    .filter((c) => !inHand.some((r) => r.skill_id === c.skill_id))
+    .map((c): Response | null => {
+      const gone = Math.max(goneAt(c), P);
+      const at = answerAt(c, P);
+      if (at < gone) return responseOf(c, at);
+      return gone < Infinity ? { skill_id: c.skill_id, at: gone, answer: null, conf: 0, gone: true } : null;
+    })
+    .filter((r): r is Response => r !== null && r.at < hardEnd)
+    .sort((a, b) => a.at - b.at || Number(b.gone === true) - Number(a.gone === true));
+  for (const r of arrivals) if (r.gone === true) trail.push(`collection: ${r.skill_id}'s connection closed at ${r.at} ms before it answered — it counts as declining (§7.2)`);
   // §7.2 settle: the window stays open one round trip after the first surviving answer, counted from its arrival
   // (one that came before the join started its round trip when it arrived).
   const roundTrip = settleOf(cq, claims);
@@ -244,11 +319,12 @@ function commonQueryContest(config: Config, c0: number, join: number, skills: re
   const arm = (t: number): void => {
     const first = inHand.find(survives);
     if (settleEnd === null && first !== undefined && join <= t) {
-      settleEnd = Math.max(first.at + roundTrip, t);
+      settleEnd = Math.max((first.settleFrom ?? first.at) + roundTrip, t);
       trail.push(`collection: first surviving answer ${first.skill_id} (${first.at} ms) — the window stays open until ${settleEnd} ms at least (§7.2 settle)`);
     }
   };
   const closes = (t: number): boolean => t >= windowEnd && settleEnd !== null && t >= settleEnd;
+  arm(P);
   // Instants at which the collection may close: each arrival, the window's end, the join, the settle's end.
   let t = P - 1;
   for (;;) {
@@ -256,42 +332,36 @@ function commonQueryContest(config: Config, c0: number, join: number, skills: re
     if (!(next < hardEnd)) break;
     t = next;
     // At one instant: the timers first (window, settle), then what arrives (a bus round trip), then the join.
-    if (closes(t)) return decided('the window and the round trip since the first survivor have both run out', t);
+    if (closes(t)) return decided('the window and the round trip since the first survivor have both run out', t, inHand);
     for (const r of arrivals.filter((a) => a.at === t)) {
       inHand.push(r);
-      if (join <= t && fast(r)) return decided('fast win (§8 step 3)', t);
-      if (inHand.length === claims.length) return decided('every claimant responded', t);
+      if (join <= t && fast(r)) return decided('fast win (§8 step 3)', t, inHand);
+      if (inHand.length === claims.length) return decided('every claimant responded', t, inHand);
       arm(t);
-      if (closes(t)) return decided('window passed and a survivor arrived, no round trip to wait', t);
+      if (closes(t)) return decided('window passed and a survivor arrived, no round trip to wait', t, inHand);
     }
     if (t === joinAt) {
-      if (inHand.some(fast)) return decided('fast win on join', t);
+      if (inHand.some(fast)) return decided('fast win on join', t, inHand);
       arm(t);
-      if (closes(t)) return decided('window passed, survivor in hand on join, its round trip run', t);
+      if (closes(t)) return decided('window passed, survivor in hand on join, its round trip run', t, inHand);
     }
   }
-  return decided('ceiling', hardEnd);
-
-  function decided(why: string, at: number): { winner: Response | null; at: number } {
-    const winner = select(inHand);
-    trail.push(`collection: closed at ${at} ms — ${why} (§7.2); winner ${winner === null ? 'none' : `${winner.skill_id} (${winner.conf})`} (§8)`);
-    return { winner, at };
-  }
+  return decided('ceiling', hardEnd, inHand);
 }
 
 /** The expected outcome of `scenario` on `config`, the gate's verdict given. */
 export function expectedOutcome(config: Config, scenario: TimingScenario, gateAccepts: boolean): Expected {
-  return evaluate(config, scenario, gateAccepts, new Map());
+  return evaluate(config, scenario, gateAccepts, { turns: new Map() });
 }
 
-/** When each fallback skill's turn came in the expected run (a skill never asked is absent). */
-export function fallbackTurns(config: Config, scenario: TimingScenario, gateAccepts: boolean): FallbackTurns {
-  const turns: FallbackTurns = new Map();
-  evaluate(config, scenario, gateAccepts, turns);
-  return turns;
+/** When each fallback skill's turn came and when the common-query poll ran, in the expected run. */
+export function expectedMarks(config: Config, scenario: TimingScenario, gateAccepts: boolean): Marks {
+  const marks: Marks = { turns: new Map() };
+  evaluate(config, scenario, gateAccepts, marks);
+  return marks;
 }
 
-function evaluate(config: Config, scenario: TimingScenario, gateAccepts: boolean, turns: FallbackTurns): Expected {
+function evaluate(config: Config, scenario: TimingScenario, gateAccepts: boolean, marks: Marks): Expected {
   const trail: string[] = [];
   const fallbackSkills = scenario.skills.filter((s): s is FallbackSkillScript => s.kind === 'fallback');
   const cqSkills = scenario.skills.filter((s): s is CommonQuerySkillScript => s.kind === 'common_query');
@@ -305,7 +375,7 @@ function evaluate(config: Config, scenario: TimingScenario, gateAccepts: boolean
         continue;
       }
       const c0 = config.commonQuery.earlyStart && index === cqIndex ? 0 : t;
-      const result = commonQueryContest(config, c0, t, cqSkills, trail);
+      const result = commonQueryContest(config, c0, t, cqSkills, trail, marks);
       const end = Math.max(result.at, t);
       const cut = t + config.orchestrator.matchTimeoutMs;
       if (end >= cut) {
@@ -314,14 +384,19 @@ function evaluate(config: Config, scenario: TimingScenario, gateAccepts: boolean
         continue;
       }
       if (result.winner !== null) {
-        trail.push(`${stage}: answered at ${end} ms; the handler speaks "${result.winner.answer}" (§9, §10)`);
+        const winner = cqSkills.find((c) => c.skill_id === result.winner?.skill_id);
+        trail.push(
+          winner !== undefined && isLegacy(winner)
+            ? `${stage}: answered at ${end} ms; ${winner.skill_id} is activated and sent question:action.${winner.skill_id} — it speaks "${result.winner.answer}" and sends the utterance's ovos.utterance.handled (README, Legacy common-query skills)`
+            : `${stage}: answered at ${end} ms; the handler speaks "${result.winner.answer}" (§9, §10)`,
+        );
         return { decidedBy: stage, skill_id: result.winner.skill_id, decidedAt: end, handler: null, handledAt: end, trail };
       }
       t = end;
       continue;
     }
     if (config.fallback.stages[stage] === undefined) continue;
-    const result = fallbackStage(config, stage, t, fallbackSkills, trail, turns);
+    const result = fallbackStage(config, stage, t, fallbackSkills, trail, marks);
     t = result.at;
     if (result.winner !== null) {
       const skill = fallbackSkills.find((s) => s.skill_id === result.winner)!;

@@ -7,7 +7,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { LocalBus } from '../bus/local-bus.js';
-import { createMessage, forward, reply, stringField, withContext, type JsonObject, type Message } from '../bus/message.js';
+import { createMessage, forward, isJsonObject, reply, stringField, withContext, type JsonObject, type Message } from '../bus/message.js';
 import { ManualClock } from '../clock/manual-clock.js';
 import { configWarnings } from '../config/config.js';
 import { legacyTopics } from '../dialect/legacy-dialect.js';
@@ -85,7 +85,7 @@ export async function runScenario(
   const cqId = config.commonQuery.pipelineId;
   if (accepted && config.pipeline.includes(cqId) && scenario.skills.some((s) => s.kind === 'common_query')) {
     for (let i = 0; i < WARM_UPS; i++) {
-      bus.publish(entry(scenario.utterance, { session_id: `warm-up-${i}`, pipeline: [cqId] }));
+      bus.publish(entry(config, scenario.utterance, { session_id: `warm-up-${i}`, pipeline: [cqId] }));
       await runUntil(clock.now() + 60_000);
     }
   }
@@ -97,7 +97,7 @@ export async function runScenario(
   });
   // Armed before the question is published: at the same ms, a connection closes before anything else happens.
   for (const player of players) player.armDisconnect();
-  bus.publish(entry(scenario.utterance, { session_id: SESSION }));
+  bus.publish(entry(config, scenario.utterance, { session_id: SESSION }));
   const horizon = t0 + (config.pipeline.length + 1) * config.orchestrator.matchTimeoutMs + config.orchestrator.handlerTimeoutMs + 1_000;
   await runUntil(horizon);
   system.close();
@@ -126,8 +126,9 @@ export async function runTimingSuite(config: Config, scenarios: readonly TimingS
   return { paths, configFindings, ok: paths.every((p) => p.ok) };
 }
 
-function entry(utterance: string, session: JsonObject): Message {
-  return createMessage('ovos.utterance.handle', { utterances: [utterance] }, { source: 'timing-harness', destination: 'orchestrator', session });
+/** The utterance as a client of the deployment sends it: the spec entry, or the OVOS voice loop's when only legacy is spoken. */
+function entry(config: Config, utterance: string, session: JsonObject): Message {
+  return createMessage(config.dialects.spec ? 'ovos.utterance.handle' : legacyTopics.recognizerUtterance, { utterances: [utterance] }, { source: 'timing-harness', destination: 'orchestrator', session });
 }
 
 /**
@@ -206,6 +207,43 @@ function playSkill(bus: LocalBus, clock: ManualClock, skill: SkillScript): { arm
     });
     return { armDisconnect };
   }
+  if (skill.dialect === 'legacy') {
+    // An ovos-workshop `@common_query` skill (test/support/cq-skills.ts plays the same on the unit harness): announces
+    // itself at start-up and to every discovery ping; to `question:query` it replies `searching: true`, then its answer
+    // or `searching: false` (times from the question); selected, it speaks and ends the utterance itself.
+    const announce = (from?: Message): void => {
+      const data = { skill_id: skill.skill_id, is_classic_cq: false };
+      send(from === undefined ? createMessage(legacyTopics.commonQueryPong, data, { skill_id: skill.skill_id, session: { session_id: 'default' } }) : reply(from, legacyTopics.commonQueryPong, data));
+    };
+    bus.subscribe((m) => {
+      if (m.type === legacyTopics.commonQueryPing && m.data['utterance'] === undefined) announce(m);
+      if (m.type === legacyTopics.questionQuery) {
+        const phrase = stringField(m.data, 'phrase') ?? '';
+        const respond = (data: JsonObject): void => send(withContext(reply(m, legacyTopics.questionQueryResponse, { phrase, skill_id: skill.skill_id, ...data }), { skill_id: skill.skill_id }));
+        const pong = skill.pong ?? 'claim';
+        if (pong === 'silent') return;
+        if (pong === 'decline') {
+          later(skill.pongAfterMs, () => respond({ searching: false }));
+          return;
+        }
+        later(skill.pongAfterMs, () => respond({ searching: true }));
+        const answer = skill.answer === undefined ? `${skill.skill_id} answer` : skill.answer;
+        const after = skill.answerAfterMs === 'never' ? 'never' : Math.max(skill.answerAfterMs ?? 0, skill.pongAfterMs ?? 0);
+        later(after, () => respond(answer === null ? { searching: false } : { answer, callback_data: { answer }, conf: skill.conf ?? 0.7 }));
+      }
+      if (m.type === legacyTopics.questionAction(skill.skill_id, false)) {
+        const as = (type: string, data: JsonObject = {}): Message => withContext(forward(m, type, data), { skill_id: skill.skill_id });
+        const callback = m.data['callback_data'];
+        const name = `${skill.skill_id}.handle_question_action`;
+        send(as('mycroft.skill.handler.start', { name }));
+        send(as('speak', { utterance: isJsonObject(callback) ? String(callback['answer']) : '', expect_response: false }));
+        send(as('mycroft.skill.handler.complete', { name }));
+        send(as(legacyTopics.utteranceHandled));
+      }
+    });
+    announce();
+    return { armDisconnect };
+  }
   bus.subscribe((m) => {
     const utterance = stringField(m.data, 'utterance');
     if (utterance === undefined) return;
@@ -236,7 +274,7 @@ function observe(wire: ReadonlyArray<{ at: number; message: Message }>, cqId: st
   if (matched !== undefined) {
     decidedBy = stringField(matched.message.data, 'pipeline_id') ?? null;
     skillId = stringField(matched.message.data, 'skill_id') ?? null;
-    if (decidedBy === cqId) {
+    if (decidedBy === cqId && skillId === cqId) {
       const spoken = wire.find((w) => w.message.type === 'ovos.utterance.speak');
       const text = spoken === undefined ? undefined : stringField(spoken.message.data, 'utterance');
       const cq = scenario.skills.find((s) => s.kind === 'common_query' && (s.answer === undefined ? `${s.skill_id} answer` : s.answer) === text);

@@ -37,17 +37,34 @@ export interface FallbackSkillScript {
 export interface CommonQuerySkillScript {
   readonly kind: 'common_query';
   readonly skill_id: string;
-  /** Its pong: `claim` (`can_answer: true`), `decline` (`can_answer: false`) or `silent`. Default claim. */
+  /**
+   * `spec` (default): an OVOS-COMMON-QUERY-1 skill. `legacy`: an unmodified ovos-workshop `@common_query` skill
+   * (ovos-wire-today.md; README "Legacy common-query skills"): it announces itself at start-up (so it is on the
+   * roster before it is asked), answers the contest's `question:query` with `searching: true` (its claim: no request
+   * follows) and then, unasked, its answer — or `searching: false` when it has none; when it wins, it is sent
+   * `question:action.<skill_id>` and speaks, signals its handler and sends the utterance's `ovos.utterance.handled`.
+   */
+  readonly dialect?: 'spec' | 'legacy';
+  /**
+   * Its pong: `claim` (`can_answer: true`; legacy: `searching: true`), `decline` (`can_answer: false`; legacy:
+   * `searching: false` alone) or `silent`. Default claim.
+   */
   readonly pong?: 'claim' | 'decline' | 'silent';
-  /** Time from the ping to its pong. Default 0. */
+  /** Time from the ping (legacy: the question) to its pong. Default 0. */
   readonly pongAfterMs?: number;
-  /** `latency_ms` declared in its pong (§6.2); omitted when undefined. */
+  /** `latency_ms` declared in its pong (§6.2); omitted when undefined. Not for legacy skills (they declare none). */
   readonly latencyMs?: number;
-  /** Its answer; null: a response without `answer` (it could not answer after all). Default "<skill_id> answer". */
+  /**
+   * Its answer; null: a response without `answer` (it could not answer after all; legacy: `searching: false`).
+   * Default "<skill_id> answer".
+   */
   readonly answer?: string | null;
-  /** `conf` of its answer. Default 0.7. */
+  /** `conf` of its answer. Default 0.7. A legacy skill's may exceed 1: it competes as 1 (README). */
   readonly conf?: number;
-  /** Time from its request to its response; `"never"`: it never responds. Default 0. */
+  /**
+   * Time from its request to its response; `"never"`: it never responds. Default 0. A legacy skill is sent no
+   * request: its answer's time counts from the question, and it never comes before its `searching: true`.
+   */
   readonly answerAfterMs?: number | 'never';
   /** See `Disconnect`. */
   readonly disconnectAtMs?: number;

@@ -11,7 +11,7 @@ const isDelay = (v: unknown): v is number | 'never' => v === 'never' || (typeof 
 const isMs = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0;
 
 const FALLBACK_KEYS = new Set(['kind', 'skill_id', 'priority', 'dialect', 'willing', 'pongAfterMs', 'handlerMs', 'disconnectAtMs']);
-const CQ_KEYS = new Set(['kind', 'skill_id', 'pong', 'pongAfterMs', 'latencyMs', 'answer', 'conf', 'answerAfterMs', 'disconnectAtMs']);
+const CQ_KEYS = new Set(['kind', 'skill_id', 'dialect', 'pong', 'pongAfterMs', 'latencyMs', 'answer', 'conf', 'answerAfterMs', 'disconnectAtMs']);
 
 function skill(entry: unknown, at: string): SkillScript {
   if (!isRecord(entry)) throw new SkillsFileError(`${at}: a skill is an object`);
@@ -49,15 +49,19 @@ function skill(entry: unknown, at: string): SkillScript {
   }
   if (entry['kind'] === 'common_query') {
     for (const key of Object.keys(entry)) if (!CQ_KEYS.has(key)) fail(key, `unknown field for a common-query skill (${[...CQ_KEYS].join(', ')})`);
+    const dialect = opt('dialect', (v): v is 'spec' | 'legacy' => v === 'spec' || v === 'legacy', '"spec" or "legacy"');
     const pong = opt('pong', (v): v is 'claim' | 'decline' | 'silent' => v === 'claim' || v === 'decline' || v === 'silent', '"claim", "decline" or "silent"');
     const pongAfterMs = opt('pongAfterMs', isMs, 'milliseconds ≥ 0');
     const latencyMs = opt('latencyMs', isMs, 'milliseconds ≥ 0');
     const answer = opt('answer', (v): v is string | null => v === null || (typeof v === 'string' && v.trim() !== ''), 'a non-blank string, or null for no answer');
-    const conf = opt('conf', (v): v is number => typeof v === 'number' && v >= 0 && v <= 1, 'a number in [0, 1]');
+    if (dialect === 'legacy' && latencyMs !== undefined) fail('latencyMs', 'a legacy skill declares no latency_ms');
+    // A classic skill's conf runs past 1 (its level plus bonuses); it competes as 1.
+    const conf = dialect === 'legacy' ? opt('conf', (v): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0, 'a number ≥ 0') : opt('conf', (v): v is number => typeof v === 'number' && v >= 0 && v <= 1, 'a number in [0, 1]');
     const answerAfterMs = opt('answerAfterMs', isDelay, 'milliseconds ≥ 0 or "never"');
     return {
       kind: 'common_query',
       skill_id: id,
+      ...(dialect === undefined ? {} : { dialect }),
       ...(pong === undefined ? {} : { pong }),
       ...(pongAfterMs === undefined ? {} : { pongAfterMs }),
       ...(latencyMs === undefined ? {} : { latencyMs }),

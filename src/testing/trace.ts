@@ -124,9 +124,9 @@ export function traceToScenario(config: Config, trace: Trace): ReconstructedScen
       skills.push(script);
     }
   }
+  const seen = new Set<string>();
   const cqPing = first((m) => m.type === 'ovos.common_query.ping');
   if (cqPing !== undefined) {
-    const seen = new Set<string>();
     for (const pong of trace.messages.filter((m) => m.type === 'ovos.common_query.pong')) {
       const skillId = stringField(pong.data, 'skill_id');
       if (skillId === undefined || seen.has(skillId)) continue;
@@ -148,10 +148,36 @@ export function traceToScenario(config: Config, trace: Trace): ReconstructedScen
       skills.push(script);
     }
     notes.push('common-query skills that stayed silent are not on the wire, so not in the replay (they cannot change a decision)');
-    notes.push('the replay learns the roster first (warm-up questions); a daemon that had not heard from these skills yet closed its poll at the claim bound, so its decision may come later than the replay\'s');
   }
-  if (trace.messages.some((m) => m.type === legacyTopics.questionQueryResponse)) {
-    notes.push('legacy common-query skills are in the trace: the timing harness does not replay them yet');
+  // Legacy skills (README "Legacy common-query skills"): their replies to the contest's `question:query`, times
+  // from the question — `searching: true` (the claim), then the answer or `searching: false`.
+  const question = first((m) => m.type === legacyTopics.questionQuery);
+  if (question !== undefined) {
+    const replies = trace.messages.filter((m) => m.type === legacyTopics.questionQueryResponse);
+    for (const skillId of new Set(replies.flatMap((m) => stringField(m.data, 'skill_id') ?? []))) {
+      if (seen.has(skillId)) continue;
+      seen.add(skillId);
+      const mine = replies.filter((m) => stringField(m.data, 'skill_id') === skillId);
+      const claim = mine.find((m) => m.data['searching'] === true);
+      const after = (m: TraceEntry): number => ms(m.at - question.at);
+      if (claim === undefined) {
+        skills.push({ kind: 'common_query', skill_id: skillId, dialect: 'legacy', pong: 'decline', pongAfterMs: after(mine[0]!) });
+        continue;
+      }
+      const answer = mine.find((m) => m !== claim && (typeof m.data['answer'] === 'string' || m.data['searching'] === false));
+      let script: CommonQuerySkillScript = { kind: 'common_query', skill_id: skillId, dialect: 'legacy', pong: 'claim', pongAfterMs: after(claim) };
+      if (answer === undefined) script = { ...script, answerAfterMs: 'never' };
+      else {
+        const text = stringField(answer.data, 'answer');
+        const conf = answer.data['conf'];
+        script = { ...script, answerAfterMs: after(answer), answer: text ?? null, ...(typeof conf === 'number' && text !== undefined ? { conf } : {}) };
+      }
+      skills.push(script);
+    }
+    notes.push('legacy common-query skills that never replied are not on the wire, so not in the replay: on the daemon they hold the poll open until the claim bound');
+  }
+  if (cqPing !== undefined || question !== undefined) {
+    notes.push('the replay learns the roster first (warm-up questions); a daemon that had not heard from these skills yet closed its poll at the claim bound, so its decision may come later than the replay\'s');
   }
   const matched = first((m) => m.type === 'ovos.intent.matched');
   const unmatched = first((m) => m.type === 'ovos.intent.unmatched');
@@ -159,7 +185,8 @@ export function traceToScenario(config: Config, trace: Trace): ReconstructedScen
   if (matched !== undefined) {
     const decidedBy = stringField(matched.data, 'pipeline_id') ?? null;
     let skillId = stringField(matched.data, 'skill_id') ?? null;
-    if (decidedBy === config.commonQuery.pipelineId) {
+    // A legacy winner is named by the match itself; the plugin's own dispatch names the pipeline: what it spoke says who.
+    if (decidedBy === config.commonQuery.pipelineId && skillId === config.commonQuery.pipelineId) {
       const spoken = stringField(first((m) => m.type === 'ovos.utterance.speak')?.data ?? {}, 'utterance');
       skillId = skills.find((s) => s.kind === 'common_query' && s.answer === spoken)?.skill_id ?? null;
     }

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { forward, reply, withContext } from '../../src/bus/message.js';
+import { forward, reply, withContext, type JsonObject } from '../../src/bus/message.js';
 import { parse, say } from '../../src/cli/say.js';
 import { replayTraceCommand } from '../../src/cli/replay-trace.js';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.js';
@@ -60,11 +60,12 @@ describe('trace replay (say --trace → replay-trace)', () => {
     expect(result.replay.failures).toEqual([]);
     const wiki = result.scenario.skills.find((s) => s.skill_id === 'wiki');
     expect(wiki).toMatchObject({ kind: 'common_query', pong: 'claim', latencyMs: 300, answer: 'Light is fast.', conf: 0.8 });
-    // The times read back are the real ones: 10 ms and 60 ms plus the bus's few ms.
+    // The times read back are the real ones: 10 ms and 60 ms give or take the bus's few ms (the recording client
+    // hears the ping a little after the skill does, so a delay can read a few ms short).
     expect(wiki?.kind === 'common_query' ? [wiki.pongAfterMs, wiki.answerAfterMs] : []).toEqual([expect.any(Number), expect.any(Number)]);
     if (wiki?.kind === 'common_query') {
-      expect(wiki.pongAfterMs).toBeGreaterThanOrEqual(9);
-      expect(wiki.answerAfterMs).toBeGreaterThanOrEqual(59);
+      expect(wiki.pongAfterMs).toBeGreaterThanOrEqual(5);
+      expect(wiki.answerAfterMs).toBeGreaterThanOrEqual(55);
     }
   });
 
@@ -116,10 +117,47 @@ describe('trace replay (say --trace → replay-trace)', () => {
     ]);
     const yes = result.scenario.skills[1]!;
     if (yes.kind === 'fallback') {
-      expect(yes.pongAfterMs).toBeGreaterThanOrEqual(29);
-      expect(yes.handlerMs).toBeGreaterThanOrEqual(39);
+      expect(yes.pongAfterMs).toBeGreaterThanOrEqual(25);
+      expect(yes.handlerMs).toBeGreaterThanOrEqual(35);
     }
     expect(result.notes.join('\n')).not.toMatch(/legacy/);
+    expect(result.reproduced).toBe(true);
+    expect(result.replay.failures).toEqual([]);
+  });
+
+  it('an unmodified ovos-workshop @common_query skill (legacy dialect): read back from its question:query replies — searching, then its answer, timed from the question — and replayed to the same decision', async () => {
+    const started = await startDaemon(configWith({ bus: { port: 0 }, exampleSkills: false, log: { level: 'silent' } }), silentLogger());
+    cleanups.push(() => started.close());
+    const skills = await Probe.connect(started.url);
+    cleanups.push(() => skills.close());
+    const later = (ms: number, fn: () => void): void => void setTimeout(fn, ms);
+    // As ovos-workshop does: announces itself, answers question:query with searching: true then its answer (by
+    // reply), and, selected, speaks and ends the utterance itself.
+    skills.send({ type: 'ovos.common_query.pong', data: { skill_id: 'wk.wiki', is_classic_cq: false }, context: { skill_id: 'wk.wiki', session: { session_id: 'default' } } });
+    skills.frames.subscribe(({ message: m }) => {
+      if (m === undefined) return;
+      const respond = (data: JsonObject): void => skills.send(withContext(reply(m, 'question:query.response', { phrase: m.data['phrase']!, skill_id: 'wk.wiki', ...data }), { skill_id: 'wk.wiki' }));
+      if (m.type === 'question:query') {
+        later(5, () => respond({ searching: true }));
+        later(60, () => respond({ answer: 'Light is fast.', callback_data: { answer: 'Light is fast.' }, conf: 0.8 }));
+      }
+      if (m.type === 'question:action.wk.wiki') {
+        for (const [type, data] of [['mycroft.skill.handler.start', {}], ['speak', { utterance: 'Light is fast.' }], ['mycroft.skill.handler.complete', {}], ['ovos.utterance.handled', {}]] as const) {
+          skills.send(withContext(forward(m, type, data), { skill_id: 'wk.wiki' }));
+        }
+      }
+    });
+    await skills.barrier();
+    const file = join(mkdtempSync(join(tmpdir(), 'trace-')), 'trace.json');
+    expect(await say(parse(['what is the speed of light', '--bus', started.url, '--session', 'kitchen', '--trace', file]), () => undefined)).toBe(0);
+    const result = await replayTrace(DEFAULT_CONFIG, parseTrace(readFileSync(file, 'utf8')));
+    expect(result.recorded).toMatchObject({ decidedBy: 'common_query', skill_id: 'wk.wiki' });
+    const wiki = result.scenario.skills.find((s) => s.skill_id === 'wk.wiki');
+    expect(wiki).toMatchObject({ kind: 'common_query', dialect: 'legacy', pong: 'claim', answer: 'Light is fast.', conf: 0.8 });
+    if (wiki?.kind === 'common_query') {
+      expect(wiki.pongAfterMs).toBeGreaterThanOrEqual(1);
+      expect(wiki.answerAfterMs).toBeGreaterThanOrEqual(55);
+    }
     expect(result.reproduced).toBe(true);
     expect(result.replay.failures).toEqual([]);
   });

@@ -95,6 +95,14 @@ describe('test-timing command line', () => {
     expect(lines).toContain('ok   what is the speed of light → common_query wiki at 3040 ms, handled at 3040 ms');
   });
 
+  it('the README\'s deployment of today\'s OVOS skills (legacy and spec mixed): every path agrees; fallback-unknown decides at its turn, not when it answered', async () => {
+    const lines: string[] = [];
+    expect(await testTiming(['--skills', 'test/testing/sample-legacy-skills.json', '--no-mycroft-conf'], (line) => lines.push(line))).toBe(0);
+    expect(lines.at(-1)).toBe('101 paths, 0 failed');
+    expect(lines).toContain('ok   what is the speed of light → common_query skill-ovos-wikipedia.openvoiceos at 900 ms, handled at 900 ms');
+    expect(lines).toContain('ok   do a barrel roll → fallback_low skill-ovos-fallback-unknown.openvoiceos at 60 ms, handled at 180 ms');
+  });
+
   it('a missing skills file exits 2 with a message, not a stack trace', async () => {
     const bad: string[] = [];
     expect(await testTiming(['--skills', 'test/testing/missing.json', '--no-mycroft-conf'], (line) => bad.push(line))).toBe(2);
