@@ -22,14 +22,20 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** A daemon and skills in their own websocket client: fb.no (10) declines after 20 ms, fb.yes (60) willing after 30 ms
- * with a 40 ms handler; wiki claims after 10 ms (latency_ms 300) and answers 0.8 after 60 ms. */
-async function recordedRun(utterance: string): Promise<{ file: string; lines: string[] }> {
+/** A daemon with no skills of its own, and one websocket client for the test's skills. */
+async function daemonWithSkillClient() {
   const started = await startDaemon(configWith({ bus: { port: 0 }, exampleSkills: false, log: { level: 'silent' } }), silentLogger());
   cleanups.push(() => started.close());
   const skills = await Probe.connect(started.url);
   cleanups.push(() => skills.close());
   const later = (ms: number, fn: () => void): void => void setTimeout(fn, ms);
+  return { started, skills, later };
+}
+
+/** A daemon and skills in their own websocket client: fb.no (10) declines after 20 ms, fb.yes (60) willing after 30 ms
+ * with a 40 ms handler; wiki claims after 10 ms (latency_ms 300) and answers 0.8 after 60 ms. */
+async function recordedRun(utterance: string): Promise<{ file: string; lines: string[] }> {
+  const { started, skills, later } = await daemonWithSkillClient();
   for (const [id, priority] of [['fb.no', 10], ['fb.yes', 60]] as const) {
     skills.send({ type: 'ovos.fallback.register', data: { skill_id: id, priority }, context: { skill_id: id, session: { session_id: 'default' } } });
   }
@@ -84,11 +90,7 @@ describe('trace replay (say --trace → replay-trace)', () => {
   });
 
   it('unmodified ovos-workshop fallback skills (legacy dialect): read back as legacy skills — pong delay after their stage\'s broadcast, handler until .response — and replayed to the same decision', async () => {
-    const started = await startDaemon(configWith({ bus: { port: 0 }, exampleSkills: false, log: { level: 'silent' } }), silentLogger());
-    cleanups.push(() => started.close());
-    const skills = await Probe.connect(started.url);
-    cleanups.push(() => skills.close());
-    const later = (ms: number, fn: () => void): void => void setTimeout(fn, ms);
+    const { started, skills, later } = await daemonWithSkillClient();
     // As ovos-workshop's FallbackSkill: registers without context.skill_id, answers every broadcast by reply, and on its
     // request sends .start, then .response {result: true} and the utterance's ovos.utterance.handled.
     const roster = { 'wk.no': { priority: 10, willing: false, pongMs: 20 }, 'wk.yes': { priority: 60, willing: true, pongMs: 30 } } as const;
@@ -126,11 +128,7 @@ describe('trace replay (say --trace → replay-trace)', () => {
   });
 
   it('an unmodified ovos-workshop @common_query skill (legacy dialect): read back from its question:query replies — searching, then its answer, timed from the question — and replayed to the same decision', async () => {
-    const started = await startDaemon(configWith({ bus: { port: 0 }, exampleSkills: false, log: { level: 'silent' } }), silentLogger());
-    cleanups.push(() => started.close());
-    const skills = await Probe.connect(started.url);
-    cleanups.push(() => skills.close());
-    const later = (ms: number, fn: () => void): void => void setTimeout(fn, ms);
+    const { started, skills, later } = await daemonWithSkillClient();
     // As ovos-workshop does: announces itself, answers question:query with searching: true then its answer (by
     // reply), and, selected, speaks and ends the utterance itself.
     skills.send({ type: 'ovos.common_query.pong', data: { skill_id: 'wk.wiki', is_classic_cq: false }, context: { skill_id: 'wk.wiki', session: { session_id: 'default' } } });
