@@ -23,7 +23,8 @@
  *
  * A claim may be `unasked` (the legacy dialect's `searching: true`: the question was the request, the answer follows
  * by itself): such a claimant is sent no request, and its answer is kept even when it comes before the poll closes —
- * if every claimant has then answered, or one answer is a fast win, the contest ends as the poll closes. The round
+ * if every claimant has then answered, or one answer is a fast win, the contest ends as the poll closes (a fast win
+ * as soon as `match` has joined: at once when it joins during the poll). The round
  * trip after such an answer (the settle, below) counts from the poll's close, when the other claimants are asked —
  * the machine reads no clock, and only `match` joining tells it the time (then it counts from the answer's arrival).
  *
@@ -132,6 +133,8 @@ export interface CommonQueryOutput {
   readonly lang: string;
   readonly claimants: readonly Claimant[];
   readonly polled: readonly string[];
+  /** Skills whose connection closed during the contest (a response of one that must speak itself cannot win). */
+  readonly gone: readonly string[];
   readonly responses: readonly CandidateResponse[];
   readonly closedBy: ClosedBy;
 }
@@ -328,6 +331,9 @@ export const commonQueryMachine = setup({
           { guard: 'firstPong', actions: 'recordPong' },
           { actions: 'reportPongIgnored' },
         ],
+        // §8 step 3 under the live session: `match` joining with a fast win already in hand (an unasked answer kept
+        // during the poll) ends the contest at once, as it does during the collection.
+        JOIN: [{ guard: 'fastWinOnJoin', target: 'done', actions: ['join', { type: 'closeBy', params: { by: 'fast_win' } }] }, { actions: 'join' }],
         // An unasked claimant's answer may come before the poll closes: kept (a fast win ends the contest, §8 step 3).
         RESPONSE: [
           { guard: and(['pendingUnasked', 'fastWinWith']), target: 'done', actions: ['addResponse', { type: 'closeBy', params: { by: 'fast_win' } }] },
@@ -424,6 +430,7 @@ export const commonQueryMachine = setup({
     lang: context.lang,
     claimants: context.claimants,
     polled: context.polled,
+    gone: context.gone,
     responses: context.responses,
     closedBy: context.closedBy ?? 'ceiling',
   }),

@@ -37,12 +37,14 @@ const marksOf = (config: Config, roster: readonly SkillScript[], utterance: stri
  */
 const requestOffset = (config: Config, skill: CommonQuerySkillScript, roster: readonly SkillScript[], utterance: string): number | null => {
   if (skill.dialect !== 'legacy') return 0;
-  const poll = marksOf(config, roster, utterance).poll;
+  // The poll as it closes without this skill's own answer (a fast win of its own would end it early).
+  const silenced = roster.map((s) => (s === skill ? { ...skill, answerAfterMs: 'never' as const } : s));
+  const poll = marksOf(config, silenced, utterance).poll;
   return poll === undefined ? null : poll.close - poll.start;
 };
 
 /** A collection-window boundary of one claimant: T after its request, its answer moved to T ± 1 of it. */
-const answerAt = (config: Config, s: CommonQuerySkillScript, roster: readonly SkillScript[], utterance: string, T: number) => {
+const answerBoundary = (config: Config, s: CommonQuerySkillScript, roster: readonly SkillScript[], utterance: string, T: number) => {
   const offset = requestOffset(config, s, roster, utterance);
   return offset === null ? null : { T, at: (ms: number): SkillScript => ({ ...s, answerAfterMs: ms + offset }) };
 };
@@ -107,7 +109,7 @@ export const DELAY_BOUNDARIES: Readonly<Record<string, DelayBoundary>> = {
     clause: 'OVOS-COMMON-QUERY-1 §7.2 initial collection window',
     place: (config, skill, roster, utterance) => {
       const s = cqOnly(skill);
-      return s === null || (s.pong ?? 'claim') !== 'claim' ? null : answerAt(config, s, roster, utterance, initialWindowOf(config.commonQuery, claimantsOf(roster)));
+      return s === null || (s.pong ?? 'claim') !== 'claim' ? null : answerBoundary(config, s, roster, utterance, initialWindowOf(config.commonQuery, claimantsOf(roster)));
     },
   },
   settle: {
@@ -129,7 +131,7 @@ export const DELAY_BOUNDARIES: Readonly<Record<string, DelayBoundary>> = {
         return c.answerAfterMs !== 'never' && offset !== null && (c.answerAfterMs ?? 0) - offset <= ms;
       };
       if (T < 1 || others.some((c) => survives(c) && answersBy(c, T + 1)) || others.every((c) => answersBy(c, T + 1))) return null;
-      return answerAt(config, s, roster, utterance, T);
+      return answerBoundary(config, s, roster, utterance, T);
     },
   },
   collectionCeiling: {
@@ -137,7 +139,7 @@ export const DELAY_BOUNDARIES: Readonly<Record<string, DelayBoundary>> = {
     clause: 'OVOS-COMMON-QUERY-1 §7.2 collection ceiling',
     place: (config, skill, roster, utterance) => {
       const s = cqOnly(skill);
-      return s === null || (s.pong ?? 'claim') !== 'claim' ? null : answerAt(config, s, roster, utterance, config.commonQuery.collectionCeilingMs);
+      return s === null || (s.pong ?? 'claim') !== 'claim' ? null : answerBoundary(config, s, roster, utterance, config.commonQuery.collectionCeilingMs);
     },
   },
 };

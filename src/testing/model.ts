@@ -214,25 +214,33 @@ function commonQueryContest(config: Config, c0: number, join: number, skills: re
     for (const r of alive) if (best === null || r.conf > best.conf) best = r;
     return best;
   };
+  // A legacy skill speaks its answer itself: gone by the decision, its answer cannot win (README "Dead skills").
+  const dispatchable = (r: Response, at: number): boolean => {
+    const skill = present.find((s) => s.skill_id === r.skill_id);
+    return skill === undefined || !isLegacy(skill) || goneAt(skill) > at;
+  };
   const decided = (why: string, at: number, inHand: readonly Response[]): { winner: Response | null; at: number } => {
-    const winner = select(inHand);
+    const winner = select(inHand.filter((r) => dispatchable(r, at)));
     trail.push(`collection: closed at ${at} ms — ${why} (§7.2); winner ${winner === null ? 'none' : `${winner.skill_id} (${winner.conf})`} (§8)`);
     return { winner, at };
   };
   // What the contest hears, in order: disconnects (a closed connection counts as heard from — README "Common-query
   // poll"), pongs (none at or after the skill's disconnect), then legacy answers (after their claim); at one ms in
   // that order.
-  type PollEvent = { readonly at: number; readonly skill: CommonQuerySkillScript; readonly kind: 'gone' | 'pong' | 'answer' };
-  const rank = { gone: 0, pong: 1, answer: 2 } as const;
-  const events: PollEvent[] = [
+  // The join (`match` with the live session) comes last at its ms.
+  type Heard = { readonly at: number; readonly skill: CommonQuerySkillScript; readonly kind: 'gone' | 'pong' | 'answer' };
+  type PollEvent = Heard | { readonly at: number; readonly kind: 'join' };
+  const rank = { gone: 0, pong: 1, answer: 2, join: 3 } as const;
+  /** Disconnects and pongs: what decides whether a skill is still outstanding. */
+  const replies: Heard[] = [
     ...present.filter((s) => goneAt(s) < Infinity).map((s) => ({ at: goneAt(s), skill: s, kind: 'gone' as const })),
     ...present
       .filter((s) => pongOf(s) !== 'silent' && c0 + (s.pongAfterMs ?? 0) < goneAt(s))
       .map((s) => ({ at: c0 + (s.pongAfterMs ?? 0), skill: s, kind: 'pong' as const })),
   ];
-  const replies = [...events];
-  for (const s of present) if (isLegacy(s) && pongOf(s) === 'claim' && answerAt(s, c0) < goneAt(s)) events.push({ at: answerAt(s, c0), skill: s, kind: 'answer' });
-  events.sort((a, b) => a.at - b.at || rank[a.kind] - rank[b.kind]);
+  const polling: PollEvent[] = [...replies, { at: join, kind: 'join' }];
+  for (const s of present) if (isLegacy(s) && pongOf(s) === 'claim' && answerAt(s, c0) < goneAt(s)) polling.push({ at: answerAt(s, c0), skill: s, kind: 'answer' });
+  polling.sort((a, b) => a.at - b.at || rank[a.kind] - rank[b.kind]);
   const heard = new Set<string>();
   const departed = new Set<string>();
   const claims: CommonQuerySkillScript[] = [];
@@ -245,9 +253,17 @@ function commonQueryContest(config: Config, c0: number, join: number, skills: re
   // Before the claim bound: a message before it, a disconnect at it or before (its timer was armed first).
   const beforeBound = (e: PollEvent): boolean => (e.kind === 'gone' ? e.at <= bound : e.at < bound);
   let closeAt: number | null = null;
-  for (const e of events) {
+  for (const e of polling) {
     if (e.kind === 'gone' ? e.at > ceiling : e.at >= ceiling) break;
     if (!beforeBound(e) && !answeringOutstandingAt(bound)) break;
+    if (e.kind === 'join') {
+      // README "Fast win": judged once `match` has joined — at once, the poll still open.
+      if (early.some(fast)) {
+        marks.poll = { start: c0, close: e.at };
+        return decided('fast win in hand when match joined (§8 step 3)', e.at, early);
+      }
+      continue;
+    }
     if (e.kind === 'answer') {
       const r = responseOf(e.skill, e.at);
       early.push(r);
@@ -390,7 +406,8 @@ function evaluate(config: Config, scenario: TimingScenario, gateAccepts: boolean
             ? `${stage}: answered at ${end} ms; ${winner.skill_id} is activated and sent question:action.${winner.skill_id} — it speaks "${result.winner.answer}" and sends the utterance's ovos.utterance.handled (README, Legacy common-query skills)`
             : `${stage}: answered at ${end} ms; the handler speaks "${result.winner.answer}" (§9, §10)`,
         );
-        return { decidedBy: stage, skill_id: result.winner.skill_id, decidedAt: end, handler: null, handledAt: end, trail };
+        // A legacy winner runs its own handler (at once here: the skills file gives it no length).
+        return { decidedBy: stage, skill_id: result.winner.skill_id, decidedAt: end, handler: winner !== undefined && isLegacy(winner) ? 'complete' : null, handledAt: end, trail };
       }
       t = end;
       continue;

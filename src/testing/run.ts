@@ -209,14 +209,15 @@ function playSkill(bus: LocalBus, clock: ManualClock, skill: SkillScript): { arm
   }
   if (skill.dialect === 'legacy') {
     // An ovos-workshop `@common_query` skill (test/support/cq-skills.ts plays the same on the unit harness): announces
-    // itself at start-up and to every discovery ping; to `question:query` it replies `searching: true`, then its answer
+    // itself at start-up and to every ping; to `question:query` it replies `searching: true`, then its answer
     // or `searching: false` (times from the question); selected, it speaks and ends the utterance itself.
     const announce = (from?: Message): void => {
       const data = { skill_id: skill.skill_id, is_classic_cq: false };
       send(from === undefined ? createMessage(legacyTopics.commonQueryPong, data, { skill_id: skill.skill_id, session: { session_id: 'default' } }) : reply(from, legacyTopics.commonQueryPong, data));
     };
     bus.subscribe((m) => {
-      if (m.type === legacyTopics.commonQueryPing && m.data['utterance'] === undefined) announce(m);
+      // ovos-workshop answers every ovos.common_query.ping with its id — the spec contest's ping too.
+      if (m.type === legacyTopics.commonQueryPing) announce(m);
       if (m.type === legacyTopics.questionQuery) {
         const phrase = stringField(m.data, 'phrase') ?? '';
         const respond = (data: JsonObject): void => send(withContext(reply(m, legacyTopics.questionQueryResponse, { phrase, skill_id: skill.skill_id, ...data }), { skill_id: skill.skill_id }));
@@ -283,12 +284,13 @@ function observe(wire: ReadonlyArray<{ at: number; message: Message }>, cqId: st
   } else if (unmatched !== undefined) {
     decidedBy = 'unmatched';
   }
-  const fallbackWin = matched !== undefined && decidedBy !== cqId;
+  // A winner that is a bus skill — any fallback skill, a legacy common-query skill — runs its own handler.
+  const skillWin = matched !== undefined && stringField(matched.message.data, 'skill_id') !== cqId;
   return {
     decidedBy,
     skill_id: skillId,
     decidedAt: (matched ?? unmatched)?.at ?? null,
-    handler: !fallbackWin ? null : complete !== undefined ? 'complete' : error === undefined ? null : String(error.message.data['exception']).startsWith('SkillDisconnected') ? 'disconnected' : 'timeout',
+    handler: !skillWin ? null : complete !== undefined ? 'complete' : error === undefined ? null : String(error.message.data['exception']).startsWith('SkillDisconnected') ? 'disconnected' : 'timeout',
     handledAt: handled[0]?.at ?? null,
     handledCount: handled.length,
   };

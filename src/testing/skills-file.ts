@@ -9,6 +9,7 @@ export class SkillsFileError extends Error {}
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isDelay = (v: unknown): v is number | 'never' => v === 'never' || (typeof v === 'number' && Number.isFinite(v) && v >= 0);
 const isMs = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0;
+const isDialect = (v: unknown): v is 'spec' | 'legacy' => v === 'spec' || v === 'legacy';
 
 const FALLBACK_KEYS = new Set(['kind', 'skill_id', 'priority', 'dialect', 'willing', 'pongAfterMs', 'handlerMs', 'disconnectAtMs']);
 const CQ_KEYS = new Set(['kind', 'skill_id', 'dialect', 'pong', 'pongAfterMs', 'latencyMs', 'answer', 'conf', 'answerAfterMs', 'disconnectAtMs']);
@@ -32,7 +33,7 @@ function skill(entry: unknown, at: string): SkillScript {
     for (const key of Object.keys(entry)) if (!FALLBACK_KEYS.has(key)) fail(key, `unknown field for a fallback skill (${[...FALLBACK_KEYS].join(', ')})`);
     const priority = entry['priority'];
     if (typeof priority !== 'number' || !Number.isInteger(priority) || priority < 0 || priority > 100) fail('priority', 'an integer 0–100');
-    const dialect = opt('dialect', (v): v is 'spec' | 'legacy' => v === 'spec' || v === 'legacy', '"spec" or "legacy"');
+    const dialect = opt('dialect', isDialect, '"spec" or "legacy"');
     const willing = opt('willing', (v): v is boolean => typeof v === 'boolean', 'true or false');
     const pongAfterMs = opt('pongAfterMs', isDelay, 'milliseconds ≥ 0 or "never"');
     const handlerMs = opt('handlerMs', isDelay, 'milliseconds ≥ 0 or "never"');
@@ -49,7 +50,7 @@ function skill(entry: unknown, at: string): SkillScript {
   }
   if (entry['kind'] === 'common_query') {
     for (const key of Object.keys(entry)) if (!CQ_KEYS.has(key)) fail(key, `unknown field for a common-query skill (${[...CQ_KEYS].join(', ')})`);
-    const dialect = opt('dialect', (v): v is 'spec' | 'legacy' => v === 'spec' || v === 'legacy', '"spec" or "legacy"');
+    const dialect = opt('dialect', isDialect, '"spec" or "legacy"');
     const pong = opt('pong', (v): v is 'claim' | 'decline' | 'silent' => v === 'claim' || v === 'decline' || v === 'silent', '"claim", "decline" or "silent"');
     const pongAfterMs = opt('pongAfterMs', isMs, 'milliseconds ≥ 0');
     const latencyMs = opt('latencyMs', isMs, 'milliseconds ≥ 0');

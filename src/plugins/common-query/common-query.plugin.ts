@@ -246,8 +246,12 @@ export class CommonQueryPlugin implements PipelineStage {
     const result = await contest.until(request.signal);
     if (result.status !== 'done') return null;
 
-    // §8 against the live session, then §9.
-    const selection = await selectWithReranker(utterance, request.lang, result.output.responses, policy, this.#reranker);
+    // §8 against the live session, then §9. A legacy skill speaks its answer itself: one whose connection closed
+    // during the contest cannot, so its answer does not compete (README "Dead skills": a gone claimant counts as
+    // declining) — the plugin speaks a spec skill's answer, whoever has gone.
+    const { gone } = result.output;
+    const candidates = gone.length === 0 ? result.output.responses : result.output.responses.filter((r) => r.reply === undefined || !gone.includes(r.skill_id));
+    const selection = await selectWithReranker(utterance, request.lang, candidates, policy, this.#reranker);
     if (selection.rerankerError !== undefined) contest.logger.warn({ reason: 'reranker_failed', detail: selection.rerankerError }, 'reranker ignored');
     const winner = selection.winner;
     contest.logger.info(
