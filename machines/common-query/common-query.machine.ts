@@ -133,8 +133,6 @@ export interface CommonQueryOutput {
   readonly lang: string;
   readonly claimants: readonly Claimant[];
   readonly polled: readonly string[];
-  /** Skills whose connection closed during the contest (a response of one that must speak itself cannot win). */
-  readonly gone: readonly string[];
   readonly responses: readonly CandidateResponse[];
   readonly closedBy: ClosedBy;
 }
@@ -430,7 +428,6 @@ export const commonQueryMachine = setup({
     lang: context.lang,
     claimants: context.claimants,
     polled: context.polled,
-    gone: context.gone,
     responses: context.responses,
     closedBy: context.closedBy ?? 'ceiling',
   }),

@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import WebSocket from 'ws';
 import { decodeFrame, encodeMessage, isJsonObject, type Message } from '../bus/message.js';
+import { legacyTopics } from '../dialect/legacy-dialect.js';
 import { TRACE_FORMAT, traceEntry, type Trace, type TraceEntry } from '../testing/trace.js';
 import { isMain } from './entry.js';
 
@@ -86,7 +87,7 @@ function summary(message: Message): string {
       return pick('skill_id', 'answer', 'conf');
     case message.type === 'ovos.intent.matched':
       return pick('skill_id', 'intent_name', 'pipeline_id', 'slots');
-    case message.type === 'ovos.utterance.speak':
+    case message.type === 'ovos.utterance.speak' || message.type === legacyTopics.speak:
       return pick('utterance');
     case message.type.startsWith('ovos.intent.handler'):
       return pick('skill_id', 'intent_name', 'exception');
@@ -154,7 +155,8 @@ export async function say(options: SayOptions, out: (text: string) => void): Pro
       const at = performance.now() - started;
       recorded.push(traceEntry(at, message));
       out(`${at.toFixed(1).padStart(8)} ms  ${message.type.padEnd(42)} ${summary(message)}\n`);
-      if (message.type === 'ovos.utterance.speak' && typeof message.data['utterance'] === 'string') spoken = message.data['utterance'];
+      // What the plugin speaks, or a legacy winner itself (ovos-workshop's `speak`).
+      if ((message.type === 'ovos.utterance.speak' || message.type === legacyTopics.speak) && typeof message.data['utterance'] === 'string') spoken = message.data['utterance'];
       if (message.type === 'ovos.utterance.handled') {
         handled = true;
         clearTimeout(timer);

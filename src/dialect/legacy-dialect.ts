@@ -54,6 +54,8 @@ export const legacyTopics = {
   questionAction: (skillId: string, classic: boolean): string => (classic ? 'question:action' : `question:action.${skillId}`),
   /** Sent before a legacy skill's dispatch, as ovos-core does: the skill becomes active (converse). */
   activate: (skillId: string): string => `${skillId}.activate`,
+  /** What an ovos-workshop skill says (a legacy common-query winner speaks its own answer on it). */
+  speak: 'speak',
   /** ovos-core's: stops a fallback handler that ran past its timeout (ovos-workshop's killable event listens). */
   fallbackForceTimeout: 'ovos.skills.fallback.force_timeout',
 } as const;

@@ -214,10 +214,11 @@ function commonQueryContest(config: Config, c0: number, join: number, skills: re
     for (const r of alive) if (best === null || r.conf > best.conf) best = r;
     return best;
   };
-  // A legacy skill speaks its answer itself: gone by the decision, its answer cannot win (README "Dead skills").
+  // A legacy skill speaks its answer itself: gone by the time `match` selects (the contest's end, or the join when
+  // that is later), its answer cannot win (README "Legacy common-query skills").
   const dispatchable = (r: Response, at: number): boolean => {
     const skill = present.find((s) => s.skill_id === r.skill_id);
-    return skill === undefined || !isLegacy(skill) || goneAt(skill) > at;
+    return skill === undefined || !isLegacy(skill) || goneAt(skill) > Math.max(at, join);
   };
   const decided = (why: string, at: number, inHand: readonly Response[]): { winner: Response | null; at: number } => {
     const winner = select(inHand.filter((r) => dispatchable(r, at)));

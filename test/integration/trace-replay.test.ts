@@ -147,7 +147,10 @@ describe('trace replay (say --trace → replay-trace)', () => {
     });
     await skills.barrier();
     const file = join(mkdtempSync(join(tmpdir(), 'trace-')), 'trace.json');
-    expect(await say(parse(['what is the speed of light', '--bus', started.url, '--session', 'kitchen', '--trace', file]), () => undefined)).toBe(0);
+    const printed: string[] = [];
+    expect(await say(parse(['what is the speed of light', '--bus', started.url, '--session', 'kitchen', '--trace', file]), (text) => printed.push(text))).toBe(0);
+    // `say` shows what the legacy winner said itself (ovos-workshop's `speak`).
+    expect(printed.join('')).toContain('spoken: Light is fast.');
     const result = await replayTrace(DEFAULT_CONFIG, parseTrace(readFileSync(file, 'utf8')));
     expect(result.recorded).toMatchObject({ decidedBy: 'common_query', skill_id: 'wk.wiki' });
     const wiki = result.scenario.skills.find((s) => s.skill_id === 'wk.wiki');

@@ -187,7 +187,7 @@ describe('OVOS-COMMON-QUERY-1 §6.3 claim bound (nobody known to be outstanding)
     c.at(CLAIM);
     expect(c.done()).toBe(true);
     expect(c.doneAt()).toBe(CLAIM);
-    expect(c.output()).toEqual({ utterance: Q, lang: 'en-US', claimants: [], polled: [], gone: [], responses: [], closedBy: 'no_claimant' });
+    expect(c.output()).toEqual({ utterance: Q, lang: 'en-US', claimants: [], polled: [], responses: [], closedBy: 'no_claimant' });
     expect(c.requests).toEqual([]);
     expect(c.clock.pending).toBe(0);
   });
@@ -271,7 +271,7 @@ describe('OVOS-COMMON-QUERY-1 §6.3 early close on the roster (every known skill
     expect(c.done()).toBe(false);
     c.at(CLAIM);
     expect(c.done()).toBe(true);
-    expect(c.output()).toEqual({ utterance: Q, lang: 'en-US', claimants: [], polled: ['a'], gone: [], responses: [], closedBy: 'no_claimant' });
+    expect(c.output()).toEqual({ utterance: Q, lang: 'en-US', claimants: [], polled: ['a'], responses: [], closedBy: 'no_claimant' });
     expect(c.requests).toEqual([]);
     expect(c.clock.pending).toBe(0);
   });
@@ -352,7 +352,7 @@ describe('OVOS-COMMON-QUERY-1 §6.3 skills known to answer every poll, and the p
     expect(c.done()).toBe(false);
     c.at(POLL);
     expect(c.doneAt()).toBe(POLL);
-    expect(c.output()).toEqual({ utterance: Q, lang: 'en-US', claimants: [], polled: [], gone: [], responses: [], closedBy: 'no_claimant' });
+    expect(c.output()).toEqual({ utterance: Q, lang: 'en-US', claimants: [], polled: [], responses: [], closedBy: 'no_claimant' });
     expect(c.clock.pending).toBe(0);
   });
 
@@ -386,7 +386,7 @@ describe('OVOS-COMMON-QUERY-1 §6.2 claims', () => {
     expect(c.pongIgnored).toEqual([]);
     expect(c.claimantIds()).toEqual([]);
     c.at(CLAIM);
-    expect(c.output()).toEqual({ utterance: Q, lang: 'en-US', claimants: [], polled: ['a'], gone: [], responses: [], closedBy: 'no_claimant' });
+    expect(c.output()).toEqual({ utterance: Q, lang: 'en-US', claimants: [], polled: ['a'], responses: [], closedBy: 'no_claimant' });
     expect(c.requests).toEqual([]);
   });
 
@@ -1388,20 +1388,6 @@ describe('OVOS-COMMON-QUERY-1 §6.3 / §7.2 edges of GONE, unasked claims and th
     expect(c.done()).toBe(false);
     c.at(CLAIM);
     expect(c.requests.map((r) => r.at)).toEqual([CLAIM]);
-  });
-
-  it('the output names the skills gone during the contest (a legacy answer of one cannot be dispatched)', () => {
-    const c = contest({ knownSkills: [], answeringSkills: [] });
-    c.at(5);
-    unaskedClaim(c, 'legacy');
-    c.pong('spec', true);
-    c.at(10);
-    c.respond('legacy', 'legacy answer', 0.8);
-    gone(c, 'legacy');
-    c.at(CLAIM);
-    c.respond('spec', 'spec answer', 0.6);
-    expect(c.output()).toMatchObject({ closedBy: 'all_answered', gone: ['legacy'] });
-    expect(c.output()?.responses.map((r) => r.skill_id)).toEqual(['legacy', 'spec']);
   });
 
   it('§7.2 an answer without conf is kept as a candidate without one (it cannot survive selection)', () => {

@@ -83,6 +83,14 @@ describe('timing harness: legacy common-query skills (ovos-wire-today.md; OVOS-C
     ]);
     expect(report.paths[0]!.expected).toMatchObject({ decidedBy: 'common_query', skill_id: 'spec.s', decidedAt: 205 });
     expect(report.paths[0]!.timeline.some((line) => line.includes('question:action.wk.a'))).toBe(false);
+    // The contest may be over before `match` reads it (early start, fallback_high still asking): a legacy winner
+    // that left in between is left out too.
+    const early = await suite([
+      { kind: 'fallback', skill_id: 'fb', priority: 10, pongAfterMs: 200, willing: false },
+      { kind: 'common_query', skill_id: 'wk.a', dialect: 'legacy', pongAfterMs: 2, answerAfterMs: 20, conf: 0.8, disconnectAtMs: 100 },
+      { kind: 'common_query', skill_id: 'spec.s', pongAfterMs: 5, answerAfterMs: 10, conf: 0.6 },
+    ]);
+    expect(early.paths[0]!.expected).toMatchObject({ skill_id: 'spec.s', decidedAt: 200 });
   });
 
   it('§7.2 initial window of a legacy claimant at T−1 / T / T+1: its answer (timed from the question) around the window\'s end, then one round trip', async () => {

@@ -89,6 +89,8 @@ export class CommonQueryPlugin implements PipelineStage {
   /** session_id → the one early-start entry of that session (§5.2). */
   readonly #cache = new Map<string, CacheEntry>();
   readonly #roster = new Map<string, RosterEntry>();
+  /** Skills that left the roster with their connection and have not been heard from since (oldest first, bounded). */
+  readonly #departed = new Set<string>();
   /** Live contests: told when a skill becomes unreachable. */
   readonly #contests = new Set<Contest<Machine>>();
   /** Live contest id → what it has learnt beyond its machine. */
@@ -145,6 +147,10 @@ export class CommonQueryPlugin implements PipelineStage {
         for (const skill_id of spoke) if (skills.includes(skill_id) || via?.get(skill_id) === connection) contest.send({ type: 'GONE', skill_id });
       }
       const left = skills.filter((skill) => this.#roster.delete(skill));
+      for (const skill of left) {
+        this.#departed.add(skill);
+        if (this.#departed.size > MAX_ROSTER) this.#departed.delete(this.#departed.values().next().value!);
+      }
       if (left.length > 0) supervisor.logger.info({ reason: 'connection_closed', skills: left }, 'common-query skills left the roster');
     });
   }
@@ -190,6 +196,7 @@ export class CommonQueryPlugin implements PipelineStage {
 
   /** A skill was heard from: a pong (`saysNo` when it was `can_answer: false`) or a legacy discovery (`classic` set). */
   #heard(skillId: string, { saysNo, classic }: { readonly saysNo: boolean; readonly classic?: boolean }): void {
+    this.#departed.delete(skillId);
     const known = this.#roster.get(skillId);
     if (known === undefined) {
       if (this.#roster.size >= MAX_ROSTER) return;
@@ -246,11 +253,10 @@ export class CommonQueryPlugin implements PipelineStage {
     const result = await contest.until(request.signal);
     if (result.status !== 'done') return null;
 
-    // §8 against the live session, then §9. A legacy skill speaks its answer itself: one whose connection closed
-    // during the contest cannot, so its answer does not compete (README "Dead skills": a gone claimant counts as
-    // declining) — the plugin speaks a spec skill's answer, whoever has gone.
-    const { gone } = result.output;
-    const candidates = gone.length === 0 ? result.output.responses : result.output.responses.filter((r) => r.reply === undefined || !gone.includes(r.skill_id));
+    // §8 against the live session, then §9. A legacy skill speaks its answer itself: one that has left (its connection
+    // closed, and it has not announced itself again) cannot, so its answer does not compete (README "Legacy
+    // common-query skills") — the plugin speaks a spec skill's answer, whoever has gone.
+    const candidates = this.#departed.size === 0 ? result.output.responses : result.output.responses.filter((r) => r.reply === undefined || !this.#departed.has(r.skill_id));
     const selection = await selectWithReranker(utterance, request.lang, candidates, policy, this.#reranker);
     if (selection.rerankerError !== undefined) contest.logger.warn({ reason: 'reranker_failed', detail: selection.rerankerError }, 'reranker ignored');
     const winner = selection.winner;
