@@ -327,3 +327,53 @@ describe('ovos-workshop skills: bad, late and foreign replies never confuse a co
     expectOneHandledEach(h);
   });
 });
+
+describe('README "Legacy common-query skills": a legacy skill that has left cannot win — until it announces itself again', () => {
+  /** A workshop skill over connection `via`: announces itself, answers every question:query with searching, then 0.8. */
+  function workshopOver(h: Harness, via: string): () => void {
+    let live = true;
+    const send = (message: Message): void => {
+      if (live) h.bus.publish(message, via);
+    };
+    send(createMessage('ovos.common_query.pong', { skill_id: 'wk', is_classic_cq: false }, { skill_id: 'wk', session: { session_id: 'default' } }));
+    h.bus.subscribe((m) => {
+      if (m.type === 'question:query') {
+        const phrase = String(m.data['phrase']);
+        const respond = (data: JsonObject): void => send({ type: 'question:query.response', data: { phrase, skill_id: 'wk', ...data }, context: { ...m.context, skill_id: 'wk' } });
+        respond({ searching: true });
+        h.clock.setTimeout(() => respond({ answer: 'workshop answer', callback_data: { answer: 'workshop answer' }, conf: 0.8 }), 20);
+      }
+      if (m.type === 'question:action.wk') {
+        for (const type of ['speak', 'ovos.utterance.handled']) send({ type, data: type === 'speak' ? { utterance: 'workshop answer' } : {}, context: { ...m.context, skill_id: 'wk' } });
+      }
+    });
+    return () => {
+      live = false;
+      h.bus.closeConnection(via);
+    };
+  }
+
+  it('answered, then its connection closed before match selects: the spec answer is spoken; reconnected and announced, it wins again', async () => {
+    const h = createHarness(withConfig((c) => ({ ...c, pipeline: ['fallback_high', 'common_query', 'fallback_low'], dialects: { spec: true, legacy: true } })));
+    const disconnect = workshopOver(h, 'w1');
+    cqSkill(h, 'spec', { answer: 'spec answer', conf: 0.6 });
+    // fallback_high's only skill declines after 100 ms: the contest (early start) is over long before match reads it.
+    h.bus.subscribe((m) => {
+      if (m.type === 'slow.fallback.ping') h.clock.setTimeout(() => h.bus.publish({ type: 'slow.fallback.pong', data: { skill_id: 'slow', can_handle: false }, context: { ...m.context } }, 'fb'), 100);
+    });
+    h.bus.publish(createMessage('ovos.fallback.register', { skill_id: 'slow', priority: 10 }, { skill_id: 'slow', session: { session_id: 'default' } }), 'fb');
+    await h.settle();
+    h.utter(SPEED);
+    await h.advance(50);
+    disconnect(); // it answered at 20 ms; gone at 50 ms, before match selects at 100 ms
+    await h.advance(200);
+    expect(spoken(h)).toEqual(['spec answer']);
+    workshopOver(h, 'w2'); // back, over another connection
+    await h.settle();
+    h.utter(SPEED);
+    await h.advance(300);
+    expect(h.of('ovos.utterance.speak').map((m) => m.data['utterance'])).toEqual(['spec answer']); // the plugin spoke once, the first time
+    expect(h.of('speak').map((m) => m.data['utterance'])).toEqual(['workshop answer']); // the skill itself, the second time
+    expectOneHandledEach(h);
+  });
+});
