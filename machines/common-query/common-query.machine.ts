@@ -282,8 +282,6 @@ export const commonQueryMachine = setup({
       const event = eventOf(received, 'RESPONSE');
       return context.claimants.some((c) => c.skill_id === event.skill_id && c.unasked === true) && !responded(context, event.skill_id);
     },
-    /** A fast win under the live policy is already in hand. */
-    fastWinInHand: ({ context }) => context.policy !== null && fastWinner(context.responses, context.policy) !== null,
     pendingClaimant: ({ context, event }) => {
       const skillId = eventOf(event, 'RESPONSE').skill_id;
       return isClaimant(context, skillId) && !responded(context, skillId);
@@ -367,9 +365,9 @@ export const commonQueryMachine = setup({
     closingPoll: {
       always: [
         // Every claimant answered unasked during the poll, or went away before it could be asked: nothing to collect
-        // (§7.2: a gone claimant counts as declining). A fast win already in hand ends it too (§8 step 3).
+        // (§7.2: a gone claimant counts as declining). (A fast win never waits for this: the poll ends at the RESPONSE
+        // or JOIN that makes it, §8 step 3.)
         { guard: 'claimantsAllSettled', target: 'done', actions: { type: 'closeBy', params: { by: 'all_answered' } } },
-        { guard: 'fastWinInHand', target: 'done', actions: { type: 'closeBy', params: { by: 'fast_win' } } },
         { guard: 'hasClaimants', target: 'collecting' },
         { target: 'done', actions: { type: 'closeBy', params: { by: 'no_claimant' } } },
       ],
