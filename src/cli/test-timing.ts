@@ -47,7 +47,7 @@ export async function testTiming(argv: readonly string[], out: (line: string) =>
     throw error;
   }
   const utterances = file.utterances ?? [DEFAULT_UTTERANCE];
-  const report = await runTimingSuite(config, utterances.map((utterance) => ({ name: utterance, utterance, skills: file.skills })));
+  const report = await runTimingSuite(config, utterances.map((utterance) => ({ name: utterance, utterance, skills: file.skills, ...(file.sessions === undefined ? {} : { sessions: file.sessions }) })));
   for (const finding of report.configFindings) out(`config: ${finding}`);
   for (const path of report.paths) {
     const e = path.expected;

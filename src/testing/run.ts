@@ -89,27 +89,39 @@ export async function runScenario(
       await runUntil(clock.now() + 60_000);
     }
   }
-  const wire: Array<{ at: number; message: Message }> = [];
+  // The question in each session, at the same ms; each session's wire apart.
+  const sessions = Array.from({ length: scenario.sessions ?? 1 }, (_, i) => (i === 0 ? SESSION : `${SESSION}-${i + 1}`));
+  const wires = new Map(sessions.map((id) => [id, [] as Array<{ at: number; message: Message }>]));
   const t0 = clock.now();
   bus.subscribe((message) => {
     const session = message.context['session'];
-    if (typeof session === 'object' && session !== null && !Array.isArray(session) && session['session_id'] === SESSION) wire.push({ at: clock.now() - t0, message });
+    const id = typeof session === 'object' && session !== null && !Array.isArray(session) ? session['session_id'] : undefined;
+    if (typeof id === 'string') wires.get(id)?.push({ at: clock.now() - t0, message });
   });
   // Armed before the question is published: at the same ms, a connection closes before anything else happens.
   for (const player of players) player.armDisconnect();
-  bus.publish(entry(config, scenario.utterance, { session_id: SESSION }));
+  for (const id of sessions) bus.publish(entry(config, scenario.utterance, { session_id: id }));
   const horizon = t0 + (config.pipeline.length + 1) * config.orchestrator.matchTimeoutMs + config.orchestrator.handlerTimeoutMs + 1_000;
   await runUntil(horizon);
   system.close();
-  const observed = observe(wire, cqId, scenario);
-  const failures = compare(expected, observed, meta);
+  // Every session must come out as the model says the question does alone: one session's replies, timeouts and
+  // handled never decide another's (TimingScenario.sessions).
+  const several = sessions.length > 1;
+  const results = sessions.map((id) => {
+    const wire = wires.get(id)!;
+    const observed = observe(wire, cqId, scenario);
+    const failures = compare(expected, observed, meta).map((failure) => (several ? `session ${id}: ${failure}` : failure));
+    const timeline = wire.map(({ at, message }) => `+${at}${several ? ` [${id}]` : ''} ${message.type}${detail(message)}`);
+    return { observed, failures, timeline };
+  });
+  const failures = results.flatMap((r) => r.failures);
   return {
     ...meta,
     expected,
-    observed,
+    observed: results[0]!.observed,
     ok: failures.length === 0,
     failures,
-    timeline: wire.map(({ at, message }) => `+${at} ${message.type}${detail(message)}`),
+    timeline: results.flatMap((r) => r.timeline),
   };
 }
 
@@ -167,7 +179,8 @@ function playSkill(bus: LocalBus, clock: ManualClock, skill: SkillScript): { arm
     // by reply, and on its request sends .start, then .response and the utterance's ovos.utterance.handled.
     const prefix = `ovos.skills.fallback.${skill.skill_id}`;
     const fallback_handler = `${skill.skill_id}.handle_fallback`;
-    let running: { readonly request: Message; readonly cancel: () => void } | null = null;
+    // Its handlers in flight (one per request: two sessions can each have one running).
+    const running = new Map<Message, () => void>();
     send(createMessage(legacyTopics.fallbackRegister, { skill_id: skill.skill_id, priority: skill.priority }, { session: { session_id: 'default' } }));
     bus.subscribe((m) => {
       if (m.type === legacyTopics.fallbackPing) {
@@ -178,20 +191,21 @@ function playSkill(bus: LocalBus, clock: ManualClock, skill: SkillScript): { arm
         // deadline at T fires before a message a skill sends at T), so what is due at that ms is delivered first.
         const cancel = later(skill.handlerMs, () => {
           void bus.idle().then(() => {
-            if (running?.request !== m) return;
-            running = null;
+            if (!running.delete(m)) return;
             send(forward(m, `${prefix}.response`, { result: true, fallback_handler }));
             send(forward(m, legacyTopics.utteranceHandled));
           });
         });
-        running = { request: m, cancel };
-      } else if (m.type === legacyTopics.fallbackForceTimeout && m.data['skill_id'] === skill.skill_id && running !== null) {
-        // ovos-workshop's killable_event: the handler is killed; it answers .response and .killed, and no handled.
-        const { request, cancel } = running;
-        running = null;
-        cancel();
-        send(forward(request, `${prefix}.response`, { result: false, fallback_handler }));
-        send(forward(request, `${prefix}.killed`, { error: 'timed out' }));
+        running.set(m, cancel);
+      } else if (m.type === legacyTopics.fallbackForceTimeout && m.data['skill_id'] === skill.skill_id) {
+        // ovos-workshop's killable_event: every running handler of the skill (each listens for its skill_id) is killed;
+        // each answers .response and .killed, and no handled.
+        for (const [request, cancel] of [...running]) {
+          running.delete(request);
+          cancel();
+          send(forward(request, `${prefix}.response`, { result: false, fallback_handler }));
+          send(forward(request, `${prefix}.killed`, { error: 'timed out' }));
+        }
       }
     });
     return { armDisconnect };

@@ -85,6 +85,13 @@ export interface TimingScenario {
   /** The utterance. Whether it is a question is the gate's verdict (§4), taken as given by the timing model. */
   readonly utterance: string;
   readonly skills: readonly SkillScript[];
+  /**
+   * In how many sessions the question is asked at the same ms (default 1). Every skill answers every session's
+   * ping and request by its one script, so each session must come out exactly as it would alone: contests are keyed
+   * by session (OVOS-COMMON-QUERY-1 §6.3, §7.1; OVOS-FALLBACK-1 §6.1, replies derived with the session), and one
+   * session's pongs, answers, timeouts and handled never decide another's.
+   */
+  readonly sessions?: number;
 }
 
 /** The file a deployer hands `test-timing --skills FILE`: a roster, and optionally the questions to ask it. */
@@ -92,4 +99,6 @@ export interface SkillsFile {
   readonly skills: readonly SkillScript[];
   /** Default: one question, "what is the speed of light". */
   readonly utterances?: readonly string[];
+  /** Each question asked in this many sessions at once (1–16; default 1): see `TimingScenario.sessions`. */
+  readonly sessions?: number;
 }

@@ -11,6 +11,8 @@ const isDelay = (v: unknown): v is number | 'never' => v === 'never' || (typeof 
 const isMs = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0;
 const isDialect = (v: unknown): v is 'spec' | 'legacy' => v === 'spec' || v === 'legacy';
 
+const MAX_SESSIONS = 16;
+const FILE_KEYS = new Set(['skills', 'utterances', 'sessions']);
 const FALLBACK_KEYS = new Set(['kind', 'skill_id', 'priority', 'dialect', 'willing', 'pongAfterMs', 'handlerMs', 'disconnectAtMs']);
 const CQ_KEYS = new Set(['kind', 'skill_id', 'dialect', 'pong', 'pongAfterMs', 'latencyMs', 'answer', 'conf', 'answerAfterMs', 'disconnectAtMs']);
 
@@ -83,7 +85,7 @@ export function parseSkillsFile(text: string): SkillsFile {
   } catch (error) {
     throw new SkillsFileError(`not JSON: ${error instanceof Error ? error.message : String(error)}`);
   }
-  if (!isRecord(data) || !Array.isArray(data['skills'])) throw new SkillsFileError('expected {"skills": [...], "utterances"?: [...]}');
+  if (!isRecord(data) || !Array.isArray(data['skills'])) throw new SkillsFileError('expected {"skills": [...], "utterances"?: [...], "sessions"?: n}');
   const skills = data['skills'].map((entry, i) => skill(entry, `skills[${i}]`));
   const ids = new Set<string>();
   for (const s of skills) {
@@ -94,5 +96,10 @@ export function parseSkillsFile(text: string): SkillsFile {
   if (utterances !== undefined && (!Array.isArray(utterances) || utterances.length === 0 || !utterances.every((u) => typeof u === 'string' && u.trim() !== ''))) {
     throw new SkillsFileError('utterances: a non-empty list of non-blank strings');
   }
-  return { skills, ...(utterances === undefined ? {} : { utterances: utterances as string[] }) };
+  const sessions = data['sessions'];
+  if (sessions !== undefined && (typeof sessions !== 'number' || !Number.isInteger(sessions) || sessions < 1 || sessions > MAX_SESSIONS)) {
+    throw new SkillsFileError(`sessions: an integer 1–${MAX_SESSIONS} (the question asked in that many sessions at once)`);
+  }
+  for (const key of Object.keys(data)) if (!FILE_KEYS.has(key)) throw new SkillsFileError(`${key}: unknown field (${[...FILE_KEYS].join(', ')})`);
+  return { skills, ...(utterances === undefined ? {} : { utterances: utterances as string[] }), ...(sessions === undefined ? {} : { sessions }) };
 }

@@ -115,7 +115,9 @@ describe('test-timing command line', () => {
     ['{"skills": [{"kind": "common_query", "skill_id": "b", "latency": 5}]}', 'skills[0] (b).latency: unknown field for a common-query skill'],
     ['{"skills": [{"kind": "chat", "skill_id": "c"}]}', 'skills[0] (c).kind: "fallback" or "common_query"'],
     ['{"skills": [{"kind": "fallback", "skill_id": "a", "priority": 1}, {"kind": "fallback", "skill_id": "a", "priority": 2}]}', 'skills: a appears twice'],
-    ['[]', 'expected {"skills": [...], "utterances"?: [...]}'],
+    ['[]', 'expected {"skills": [...], "utterances"?: [...], "sessions"?: n}'],
+    ['{"skills": [], "sessions": 0}', 'sessions: an integer 1–16'],
+    ['{"skills": [], "session": 2}', 'session: unknown field (skills, utterances, sessions)'],
     ['{"skills": [], "utterances": [""]}', 'utterances: a non-empty list of non-blank strings'],
   ])('skills file %s → %s', (text, message) => {
     expect(() => parseSkillsFile(text)).toThrow(SkillsFileError);
