@@ -40,8 +40,11 @@ export interface Expected {
   readonly skill_id: string | null;
   /** ms after the utterance: `ovos.intent.matched` or `ovos.intent.unmatched`. */
   readonly decidedAt: number;
-  /** A fallback winner's handler: complete, error at the handler timeout, or error when its connection closed. */
-  readonly handler: 'complete' | 'timeout' | 'disconnected' | null;
+  /**
+   * A fallback winner's handler: complete, failed (its own error), error at the handler timeout, or error when its
+   * connection closed.
+   */
+  readonly handler: 'complete' | 'error' | 'timeout' | 'disconnected' | null;
   /** ms after the utterance: the one `ovos.utterance.handled`. */
   readonly handledAt: number;
   /** Why, step by step, each with its clause. */
@@ -427,6 +430,12 @@ function evaluate(config: Config, scenario: TimingScenario, gateAccepts: boolean
         return { decidedBy: stage, skill_id: skill.skill_id, decidedAt: t, handler: 'disconnected', handledAt: gone, trail };
       }
       const timedOut = completes === Infinity;
+      if (!timedOut && skill.handlerFails === true) {
+        trail.push(
+          `${skill.skill_id}: handler fails at ${completes} ms — ${skill.dialect === 'legacy' ? '.response {result: false}, no handled of its own: ' : 'mycroft.skill.handler.error: '}ovos.intent.handler.error and our ovos.utterance.handled at once (OVOS-PIPELINE-1 §6, §8)`,
+        );
+        return { decidedBy: stage, skill_id: skill.skill_id, decidedAt: t, handler: 'error', handledAt: completes, trail };
+      }
       trail.push(
         timedOut
           ? `${skill.skill_id}: handler runs past the handler timeout — ovos.intent.handler.error at ${t + H} ms (OVOS-PIPELINE-1 §8)${skill.dialect === 'legacy' ? ', ovos.skills.fallback.force_timeout, our ovos.utterance.handled' : ''}`

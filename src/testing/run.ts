@@ -22,7 +22,7 @@ export interface Observed {
   readonly decidedBy: string | null;
   readonly skill_id: string | null;
   readonly decidedAt: number | null;
-  readonly handler: 'complete' | 'timeout' | 'disconnected' | null;
+  readonly handler: 'complete' | 'error' | 'timeout' | 'disconnected' | null;
   readonly handledAt: number | null;
   readonly handledCount: number;
 }
@@ -192,6 +192,10 @@ function playSkill(bus: LocalBus, clock: ManualClock, skill: SkillScript): { arm
         const cancel = later(skill.handlerMs, () => {
           void bus.idle().then(() => {
             if (!running.delete(m)) return;
+            if (skill.handlerFails === true) {
+              send(forward(m, `${prefix}.response`, { result: false, fallback_handler: null }));
+              return;
+            }
             send(forward(m, `${prefix}.response`, { result: true, fallback_handler }));
             send(forward(m, legacyTopics.utteranceHandled));
           });
@@ -216,7 +220,8 @@ function playSkill(bus: LocalBus, clock: ManualClock, skill: SkillScript): { arm
       if (m.type === `${skill.skill_id}.fallback.ping`) {
         later(skill.pongAfterMs, () => send(reply(m, `${skill.skill_id}.fallback.pong`, { skill_id: skill.skill_id, can_handle: skill.willing ?? true })));
       } else if (m.type === `${skill.skill_id}:fallback`) {
-        later(skill.handlerMs, () => send(withContext(reply(m, 'mycroft.skill.handler.complete'), { skill_id: skill.skill_id })));
+        const end = skill.handlerFails === true ? reply(m, 'mycroft.skill.handler.error', { exception: `${skill.skill_id}: scripted failure` }) : reply(m, 'mycroft.skill.handler.complete');
+        later(skill.handlerMs, () => send(withContext(end, { skill_id: skill.skill_id })));
       }
     });
     return { armDisconnect };
@@ -304,10 +309,16 @@ function observe(wire: ReadonlyArray<{ at: number; message: Message }>, cqId: st
     decidedBy,
     skill_id: skillId,
     decidedAt: (matched ?? unmatched)?.at ?? null,
-    handler: !skillWin ? null : complete !== undefined ? 'complete' : error === undefined ? null : String(error.message.data['exception']).startsWith('SkillDisconnected') ? 'disconnected' : 'timeout',
+    handler: !skillWin ? null : complete !== undefined ? 'complete' : error === undefined ? null : handlerEnd(String(error.message.data['exception'])),
     handledAt: handled[0]?.at ?? null,
     handledCount: handled.length,
   };
+}
+
+/** What ended a handler, read from the exception of ovos.intent.handler.error (the utterance machine's wording). */
+function handlerEnd(exception: string): 'disconnected' | 'timeout' | 'error' {
+  if (exception.startsWith('SkillDisconnected')) return 'disconnected';
+  return exception.startsWith('TimeoutError') ? 'timeout' : 'error';
 }
 
 function compare(expected: Expected, observed: Observed, meta: Pick<PathResult, 'boundary' | 'clause'>): string[] {

@@ -29,6 +29,12 @@ export interface FallbackSkillScript {
    * `ovos.utterance.handled`); `"never"`: it never completes. Default 0.
    */
   readonly handlerMs?: number | 'never';
+  /**
+   * Its handler fails at `handlerMs` instead of completing: `mycroft.skill.handler.error` (legacy: `.response
+   * {result: false}` and no `ovos.utterance.handled` of its own, as ovos-workshop does when its handler returns
+   * false or raises). Default false.
+   */
+  readonly handlerFails?: boolean;
   /** See `Disconnect`. */
   readonly disconnectAtMs?: number;
 }

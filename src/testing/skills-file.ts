@@ -13,7 +13,7 @@ const isDialect = (v: unknown): v is 'spec' | 'legacy' => v === 'spec' || v === 
 
 const MAX_SESSIONS = 16;
 const FILE_KEYS = new Set(['skills', 'utterances', 'sessions']);
-const FALLBACK_KEYS = new Set(['kind', 'skill_id', 'priority', 'dialect', 'willing', 'pongAfterMs', 'handlerMs', 'disconnectAtMs']);
+const FALLBACK_KEYS = new Set(['kind', 'skill_id', 'priority', 'dialect', 'willing', 'pongAfterMs', 'handlerMs', 'handlerFails', 'disconnectAtMs']);
 const CQ_KEYS = new Set(['kind', 'skill_id', 'dialect', 'pong', 'pongAfterMs', 'latencyMs', 'answer', 'conf', 'answerAfterMs', 'disconnectAtMs']);
 
 function skill(entry: unknown, at: string): SkillScript {
@@ -39,6 +39,7 @@ function skill(entry: unknown, at: string): SkillScript {
     const willing = opt('willing', (v): v is boolean => typeof v === 'boolean', 'true or false');
     const pongAfterMs = opt('pongAfterMs', isDelay, 'milliseconds ≥ 0 or "never"');
     const handlerMs = opt('handlerMs', isDelay, 'milliseconds ≥ 0 or "never"');
+    const handlerFails = opt('handlerFails', (v): v is boolean => typeof v === 'boolean', 'true or false');
     return {
       kind: 'fallback',
       skill_id: id,
@@ -47,6 +48,7 @@ function skill(entry: unknown, at: string): SkillScript {
       ...(willing === undefined ? {} : { willing }),
       ...(pongAfterMs === undefined ? {} : { pongAfterMs }),
       ...(handlerMs === undefined ? {} : { handlerMs }),
+      ...(handlerFails === undefined ? {} : { handlerFails }),
       ...disconnect,
     };
   }

@@ -103,9 +103,15 @@ export function traceToScenario(config: Config, trace: Trace): ReconstructedScen
         // changes no decision either way).
         const pong = first((m) => m.type === legacyTopics.fallbackPong && stringField(m.data, 'skill_id') === skillId && stringField(m.context, 'contest_id') === contestId);
         const request = first((m) => m.type === legacyTopics.fallbackRequest(skillId));
-        const response = first((m) => m.type === `ovos.skills.fallback.${skillId}.response` && m.data['result'] === true);
+        // Its handler's end: `.response {result: true}`; `{result: false}` without `.killed` is a failure (killed by
+        // force_timeout, it ran past the handler timeout: never ended on its own).
+        const response = first((m) => m.type === `ovos.skills.fallback.${skillId}.response`);
+        const killed = first((m) => m.type === `ovos.skills.fallback.${skillId}.killed`);
         script = { ...script, dialect: 'legacy', ...(pong === undefined ? { pongAfterMs: 'never' } : { pongAfterMs: ms(pong.at - broadcast.at), willing: pong.data['can_handle'] === true }) };
-        if (request !== undefined) script = { ...script, handlerMs: response === undefined ? 'never' : ms(response.at - request.at) };
+        if (request !== undefined) {
+          const ended = response !== undefined && killed === undefined ? response : undefined;
+          script = { ...script, handlerMs: ended === undefined ? 'never' : ms(ended.at - request.at), ...(ended !== undefined && ended.data['result'] !== true ? { handlerFails: true } : {}) };
+        }
         skills.push(script);
         continue;
       }
@@ -120,7 +126,9 @@ export function traceToScenario(config: Config, trace: Trace): ReconstructedScen
       } else {
         script = { ...script, pongAfterMs: ms(pong.at - ping.at), willing: pong.data['can_handle'] === true };
       }
-      if (dispatch !== undefined) script = { ...script, handlerMs: done === undefined ? 'never' : ms(done.at - dispatch.at) };
+      if (dispatch !== undefined) {
+        script = { ...script, handlerMs: done === undefined ? 'never' : ms(done.at - dispatch.at), ...(done?.type === 'mycroft.skill.handler.error' ? { handlerFails: true } : {}) };
+      }
       skills.push(script);
     }
   }

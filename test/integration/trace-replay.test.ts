@@ -127,6 +127,38 @@ describe('trace replay (say --trace → replay-trace)', () => {
     expect(result.replay.failures).toEqual([]);
   });
 
+  it('failing handlers are read back as failures, not as handlers that never end: a workshop skill\'s .response {result: false} and a spec skill\'s mycroft.skill.handler.error replay to the same decision and handler end', async () => {
+    const { started, skills, later } = await daemonWithSkillClient();
+    skills.send({ type: 'ovos.skills.fallback.register', data: { skill_id: 'wk.broken', priority: 10 }, context: { session: { session_id: 'default' } } });
+    skills.send({ type: 'ovos.fallback.register', data: { skill_id: 'fb.broken', priority: 60 }, context: { skill_id: 'fb.broken', session: { session_id: 'default' } } });
+    let asked = 0;
+    skills.frames.subscribe(({ message: m }) => {
+      if (m === undefined) return;
+      // The first question goes to the workshop skill; the second finds it unwilling and goes to the spec skill.
+      if (m.type === 'ovos.skills.fallback.ping') later(20, () => skills.send(withContext(reply(m, 'ovos.skills.fallback.pong', { skill_id: 'wk.broken', can_handle: asked++ === 0 }), { skill_id: 'wk.broken' })));
+      if (m.type === 'ovos.skills.fallback.wk.broken.request') {
+        skills.send(forward(m, 'ovos.skills.fallback.wk.broken.start'));
+        later(40, () => skills.send(forward(m, 'ovos.skills.fallback.wk.broken.response', { result: false, fallback_handler: null })));
+      }
+      if (m.type === 'fb.broken.fallback.ping') later(20, () => skills.send(reply(m, 'fb.broken.fallback.pong', { skill_id: 'fb.broken', can_handle: true })));
+      if (m.type === 'fb.broken:fallback') later(40, () => skills.send(withContext(reply(m, 'mycroft.skill.handler.error', { exception: 'ValueError: boom' }), { skill_id: 'fb.broken' })));
+    });
+    await skills.barrier();
+    const dir = mkdtempSync(join(tmpdir(), 'trace-'));
+    for (const [name, winner] of [['legacy', 'wk.broken'], ['spec', 'fb.broken']] as const) {
+      const file = join(dir, `${name}.json`);
+      expect(await say(parse(['do a barrel roll', '--bus', started.url, '--session', `kitchen-${name}`, '--trace', file]), () => undefined)).toBe(0);
+      const result = await replayTrace(DEFAULT_CONFIG, parseTrace(readFileSync(file, 'utf8')));
+      expect(result.recorded.skill_id).toBe(winner);
+      const script = result.scenario.skills.find((s) => s.skill_id === winner)!;
+      expect(script).toMatchObject({ kind: 'fallback', handlerFails: true });
+      if (script.kind === 'fallback') expect(script.handlerMs).toBeGreaterThanOrEqual(35);
+      expect(result.reproduced).toBe(true);
+      expect(result.replay.observed.handler).toBe('error');
+      expect(result.replay.failures).toEqual([]);
+    }
+  });
+
   it('an unmodified ovos-workshop @common_query skill (legacy dialect): read back from its question:query replies — searching, then its answer, timed from the question — and replayed to the same decision', async () => {
     const { started, skills, later } = await daemonWithSkillClient();
     // As ovos-workshop does: announces itself, answers question:query with searching: true then its answer (by
