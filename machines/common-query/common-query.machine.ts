@@ -23,8 +23,9 @@
  *
  * A claim may be `unasked` (the legacy dialect's `searching: true`: the question was the request, the answer follows
  * by itself): such a claimant is sent no request, and its answer is kept even when it comes before the poll closes —
- * if every claimant has then answered, or one answer is a fast win, the contest ends as the poll closes (a fast win
- * as soon as `match` has joined: at once when it joins during the poll). The round
+ * if every claimant has then answered, the contest ends as the poll closes; a fast win ends it at once — at the answer
+ * when `match` has joined, else when it joins (`fastWinner` judges each answer alone, so no fast win is ever found
+ * only at the poll's close). The round
  * trip after such an answer (the settle, below) counts from the poll's close, when the other claimants are asked —
  * the machine reads no clock, and only `match` joining tells it the time (then it counts from the answer's arrival).
  *

@@ -10,6 +10,7 @@ import { LocalBus } from '../bus/local-bus.js';
 import { createMessage, forward, isJsonObject, reply, stringField, withContext, type JsonObject, type Message } from '../bus/message.js';
 import { ManualClock } from '../clock/manual-clock.js';
 import { configWarnings } from '../config/config.js';
+import { sessionIdOf } from '../bus/session.js';
 import { legacyTopics } from '../dialect/legacy-dialect.js';
 import type { Config } from '../config/defaults.js';
 import { createContestSystem } from '../system.js';
@@ -33,11 +34,13 @@ export interface PathResult {
   readonly boundary: Variant['boundary'];
   readonly clause: string;
   readonly expected: Expected;
+  /** What the first session's wire showed (`failures` covers every session). */
   readonly observed: Observed;
   readonly ok: boolean;
   /** What differs, naming the boundary and the clause; empty when ok. */
   readonly failures: readonly string[];
-  /** The session's wire, one line per message: `+<ms> <type> <detail>`. */
+  /** Each session's wire, one line per message: `+<ms> <type> <detail>` (with ` [<session_id>]` after the ms when the
+   * question was asked in several sessions). */
   readonly timeline: readonly string[];
 }
 
@@ -90,13 +93,14 @@ export async function runScenario(
     }
   }
   // The question in each session, at the same ms; each session's wire apart.
-  const sessions = Array.from({ length: scenario.sessions ?? 1 }, (_, i) => (i === 0 ? SESSION : `${SESSION}-${i + 1}`));
+  const count = scenario.sessions ?? 1;
+  if (!Number.isInteger(count) || count < 1) throw new RangeError(`sessions: a whole number ≥ 1 (got ${count})`);
+  const sessions = Array.from({ length: count }, (_, i) => (i === 0 ? SESSION : `${SESSION}-${i + 1}`));
   const wires = new Map(sessions.map((id) => [id, [] as Array<{ at: number; message: Message }>]));
   const t0 = clock.now();
   bus.subscribe((message) => {
-    const session = message.context['session'];
-    const id = typeof session === 'object' && session !== null && !Array.isArray(session) ? session['session_id'] : undefined;
-    if (typeof id === 'string') wires.get(id)?.push({ at: clock.now() - t0, message });
+    const id = sessionIdOf(message);
+    if (id !== undefined) wires.get(id)?.push({ at: clock.now() - t0, message });
   });
   // Armed before the question is published: at the same ms, a connection closes before anything else happens.
   for (const player of players) player.armDisconnect();
@@ -148,7 +152,7 @@ function entry(config: Config, utterance: string, session: JsonObject): Message 
  * at its script's times; `armDisconnect` closes its connection `disconnectAtMs` after now (the question), after which
  * it sends nothing.
  */
-function playSkill(bus: LocalBus, clock: ManualClock, skill: SkillScript): { armDisconnect(): void } {
+export function playSkill(bus: LocalBus, clock: ManualClock, skill: SkillScript): { armDisconnect(): void } {
   const connection = `skill:${skill.skill_id}`;
   let dead = false;
   const send = (message: Message): void => {
@@ -193,7 +197,7 @@ function playSkill(bus: LocalBus, clock: ManualClock, skill: SkillScript): { arm
           void bus.idle().then(() => {
             if (!running.delete(m)) return;
             if (skill.handlerFails === true) {
-              send(forward(m, `${prefix}.response`, { result: false, fallback_handler: null }));
+              send(forward(m, `${prefix}.response`, { result: false, fallback_handler }));
               return;
             }
             send(forward(m, `${prefix}.response`, { result: true, fallback_handler }));
@@ -202,9 +206,10 @@ function playSkill(bus: LocalBus, clock: ManualClock, skill: SkillScript): { arm
         });
         running.set(m, cancel);
       } else if (m.type === legacyTopics.fallbackForceTimeout && m.data['skill_id'] === skill.skill_id) {
-        // ovos-workshop's killable_event: every running handler of the skill (each listens for its skill_id) is killed;
-        // each answers .response and .killed, and no handled.
+        // ovos-workshop's killable_event: a running handler of the skill is killed by a force_timeout of its own
+        // session only ("dont kill events from other sessions"); it answers .response and .killed, and no handled.
         for (const [request, cancel] of [...running]) {
+          if (sessionIdOf(request) !== sessionIdOf(m)) continue;
           running.delete(request);
           cancel();
           send(forward(request, `${prefix}.response`, { result: false, fallback_handler }));
@@ -317,8 +322,8 @@ function observe(wire: ReadonlyArray<{ at: number; message: Message }>, cqId: st
 
 /** What ended a handler, read from the exception of ovos.intent.handler.error (the utterance machine's wording). */
 function handlerEnd(exception: string): 'disconnected' | 'timeout' | 'error' {
-  if (exception.startsWith('SkillDisconnected')) return 'disconnected';
-  return exception.startsWith('TimeoutError') ? 'timeout' : 'error';
+  if (exception.startsWith('SkillDisconnected: the bus connection of')) return 'disconnected';
+  return exception.startsWith('TimeoutError: handler did not complete within') ? 'timeout' : 'error';
 }
 
 function compare(expected: Expected, observed: Observed, meta: Pick<PathResult, 'boundary' | 'clause'>): string[] {

@@ -103,13 +103,15 @@ export function traceToScenario(config: Config, trace: Trace): ReconstructedScen
         // changes no decision either way).
         const pong = first((m) => m.type === legacyTopics.fallbackPong && stringField(m.data, 'skill_id') === skillId && stringField(m.context, 'contest_id') === contestId);
         const request = first((m) => m.type === legacyTopics.fallbackRequest(skillId));
-        // Its handler's end: `.response {result: true}`; `{result: false}` without `.killed` is a failure (killed by
-        // force_timeout, it ran past the handler timeout: never ended on its own).
+        // Its handler's end: `.response {result: true}`; `{result: false}` is a failure — unless the handler was killed
+        // (a `.killed`, or the `.response` came after our force_timeout to it): it ran past the handler timeout and
+        // never ended on its own.
         const response = first((m) => m.type === `ovos.skills.fallback.${skillId}.response`);
         const killed = first((m) => m.type === `ovos.skills.fallback.${skillId}.killed`);
+        const forced = first((m) => m.type === legacyTopics.fallbackForceTimeout && stringField(m.data, 'skill_id') === skillId);
         script = { ...script, dialect: 'legacy', ...(pong === undefined ? { pongAfterMs: 'never' } : { pongAfterMs: ms(pong.at - broadcast.at), willing: pong.data['can_handle'] === true }) };
         if (request !== undefined) {
-          const ended = response !== undefined && killed === undefined ? response : undefined;
+          const ended = response !== undefined && killed === undefined && (forced === undefined || response.at < forced.at) ? response : undefined;
           script = { ...script, handlerMs: ended === undefined ? 'never' : ms(ended.at - request.at), ...(ended !== undefined && ended.data['result'] !== true ? { handlerFails: true } : {}) };
         }
         skills.push(script);

@@ -81,6 +81,14 @@ function refusingHandled(h: Harness): { refuse(): void } {
   return { refuse: () => (refusing = true) };
 }
 
+/** A harness whose one fallback skill never answers its ping: every utterance stays in match until stopped. */
+async function withSilentSkill(): Promise<Harness> {
+  const h = createHarness(CONFIG);
+  fallbackSkill(h, 'a', 10, { decide: () => 'silent' });
+  await h.settle();
+  return h;
+}
+
 /** A stage of an embedder's own: `match` returns `result`; `extra` adds hooks (handle, dispatchFor). */
 function ownStage(h: Harness, pipelineId: string, result: Match, extra: Partial<PipelineStage> = {}): void {
   h.system.orchestrator.register({ pipelineId, match: async () => result, intents: () => [], ...extra });
@@ -170,9 +178,7 @@ describe('graceful shutdown (OVOS-PIPELINE-1 §6: exactly one handled, also whil
 
 describe('OVOS-PIPELINE-1 §6: an utterance that ends early still gets its handled, and says why', () => {
   it('PIPELINE-1 §6: an utterance stopped mid-match (bus down) is warned with the stop reason, in its session, before its handled {error}', async () => {
-    const h = createHarness(CONFIG);
-    fallbackSkill(h, 'a', 10, { decide: () => 'silent' });
-    await h.settle();
+    const h = await withSilentSkill();
     h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
     await h.settle();
     h.system.supervisor.stopAll('bus_down:test');
@@ -186,10 +192,8 @@ describe('OVOS-PIPELINE-1 §6: an utterance that ends early still gets its handl
   });
 
   it('PIPELINE-1 §6: on a bus that refuses the handled of a stopped utterance, the failure is logged at error (publish_failed) and its record still resolves', async () => {
-    const h = createHarness(CONFIG);
+    const h = await withSilentSkill();
     const bus = refusingHandled(h);
-    fallbackSkill(h, 'a', 10, { decide: () => 'silent' });
-    await h.settle();
     const record = h.system.orchestrator.handle(entry({ session: session('s1'), utterance_id: 'u1' }), ['hello']);
     await h.settle();
     bus.refuse();
@@ -202,9 +206,7 @@ describe('OVOS-PIPELINE-1 §6: an utterance that ends early still gets its handl
 
 describe('OVOS-PIPELINE-1 §6: refused entries and the embedding API', () => {
   it('PIPELINE-1 §6: an invalid entry reusing an utterance_id that is in flight in another session still gets its own handled', async () => {
-    const h = createHarness(CONFIG);
-    fallbackSkill(h, 'a', 10, { decide: () => 'silent' });
-    await h.settle();
+    const h = await withSilentSkill();
     h.utter('hello', { session: session('s1'), utteranceId: 'same' });
     await h.settle();
     h.bus.publish(entry({ session: session('s2'), utterance_id: 'same' }, []));
@@ -215,9 +217,7 @@ describe('OVOS-PIPELINE-1 §6: refused entries and the embedding API', () => {
   });
 
   it('SESSION-1 §2.5 + PIPELINE-1 §6: a malformed carrier naming an utterance_id nobody has in flight gets its handled while another utterance is in flight', async () => {
-    const h = createHarness(CONFIG);
-    fallbackSkill(h, 'a', 10, { decide: () => 'silent' });
-    await h.settle();
+    const h = await withSilentSkill();
     h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
     await h.settle();
     h.bus.publish(entry({ session: 'x', utterance_id: 'other' }));
@@ -250,9 +250,7 @@ describe('OVOS-PIPELINE-1 §6: refused entries and the embedding API', () => {
   });
 
   it('Orchestrator.handle of an utterance_id already in flight in the session returns null, logged as a drop (warn "message dropped", duplicate_utterance_id)', async () => {
-    const h = createHarness(CONFIG);
-    fallbackSkill(h, 'a', 10, { decide: () => 'silent' });
-    await h.settle();
+    const h = await withSilentSkill();
     h.utter('hello', { session: session('s1'), utteranceId: 'dup' });
     await h.settle();
     expect(h.system.orchestrator.handle(entry({ session: session('s1'), utterance_id: 'dup' }), ['hello'])).toBeNull();

@@ -7,10 +7,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.js';
-import { parseSkillsFile, runScenario, runTimingSuite, SkillsFileError, type SkillScript } from '../../src/testing/index.js';
+import { legacyTopics } from '../../src/dialect/legacy-dialect.js';
+import { parseSkillsFile, runScenario, runTimingSuite, SkillsFileError, traceToScenario, TRACE_FORMAT, type SkillScript, type Trace, type TraceEntry } from '../../src/testing/index.js';
 
 const COMMAND = 'do a barrel roll'; // the gate rejects it: fallback stages only
 const H = DEFAULT_CONFIG.orchestrator.handlerTimeoutMs;
+
+const entry = (at: number, type: string, data: TraceEntry['data'] = {}, context: TraceEntry['context'] = {}): TraceEntry => ({ at, type, data, context: { session: { session_id: 'kitchen' }, ...context } });
 
 async function decide(skills: readonly SkillScript[]) {
   const result = await runScenario(DEFAULT_CONFIG, { name: 'fails', utterance: COMMAND, skills });
@@ -47,6 +50,31 @@ describe('failing fallback handlers (OVOS-PIPELINE-1 §6, §8)', () => {
       ['timeout', 15 + H],
       ['timeout', 15 + H],
     ]);
+  });
+
+  it.each([
+    ['.response {result: false} before any force_timeout: a failure at that ms', [] as TraceEntry[], { handlerMs: 120, handlerFails: true }],
+    ['.response {result: false} after our force_timeout, no .killed (the kill\'s own reply): a handler that never ended', [entry(11 + H, legacyTopics.fallbackForceTimeout, { skill_id: 'wk.slow' })], { handlerMs: 'never' }],
+    ['.response {result: false} with .killed: a handler that never ended', [entry(130, 'ovos.skills.fallback.wk.slow.killed', { error: 'timed out' })], { handlerMs: 'never' }],
+  ])('trace replay of a workshop handler — %s', (_name, extra, expected) => {
+    const range = DEFAULT_CONFIG.fallback.stages['fallback_high']!;
+    const endAt = extra.length > 0 && extra[0]!.type === legacyTopics.fallbackForceTimeout ? 12 + H : 131;
+    const trace: Trace = {
+      format: TRACE_FORMAT,
+      utterance: COMMAND,
+      session_id: 'kitchen',
+      pools: { fallback_high: ['wk.slow'] },
+      messages: [
+        entry(0, legacyTopics.fallbackPing, { range: [range[0], range[1]] }, { contest_id: 'c1' }),
+        entry(10, legacyTopics.fallbackPong, { skill_id: 'wk.slow', can_handle: true }, { contest_id: 'c1' }),
+        entry(11, legacyTopics.fallbackRequest('wk.slow')),
+        ...extra,
+        entry(endAt, 'ovos.skills.fallback.wk.slow.response', { result: false }),
+      ].sort((a, b) => a.at - b.at),
+    };
+    const skill = traceToScenario(DEFAULT_CONFIG, trace).scenario.skills[0]!;
+    expect(skill).toMatchObject({ skill_id: 'wk.slow', dialect: 'legacy', ...expected });
+    if (!('handlerFails' in expected)) expect(skill).not.toHaveProperty('handlerFails');
   });
 
   it('the skills file takes handlerFails and names a bad one', () => {

@@ -10,7 +10,12 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { testTiming } from '../../src/cli/test-timing.js';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.js';
+import { createMessage, type Message } from '../../src/bus/message.js';
+import { LocalBus } from '../../src/bus/local-bus.js';
+import { ManualClock } from '../../src/clock/manual-clock.js';
+import { legacyTopics } from '../../src/dialect/legacy-dialect.js';
 import { parseSkillsFile, runScenario, runTimingSuite, type SkillScript, type TimingScenario } from '../../src/testing/index.js';
+import { playSkill } from '../../src/testing/run.js';
 import { withConfig } from '../support/harness.js';
 
 const QUESTION = 'what is the speed of light';
@@ -37,7 +42,7 @@ describe('two sessions at once (OVOS-COMMON-QUERY-1 §6.3, §7.1; OVOS-FALLBACK-
     for (const path of report.paths) for (const session of ['timing', 'timing-2', 'timing-3']) expect(handledIn(path.timeline, session), `${path.name} ${session}`).toHaveLength(1);
   });
 
-  it('a legacy fallback handler killed at the handler timeout in two sessions: each session ends its own at that ms (ovos-workshop kills every running handler of the skill)', async () => {
+  it('a legacy fallback handler killed at the handler timeout in two sessions: each session ends its own at that ms (each session\'s force_timeout kills its own handler)', async () => {
     const config = withConfig((c) => ({ ...c, orchestrator: { ...c.orchestrator, handlerTimeoutMs: 1_000 } }));
     const skills: SkillScript[] = [{ kind: 'fallback', skill_id: 'slowpoke', priority: 10, dialect: 'legacy', pongAfterMs: 10, handlerMs: 5_000 }];
     const result = await runScenario(config, { name: 'killed', utterance: COMMAND, skills, sessions: 2 });
@@ -45,6 +50,38 @@ describe('two sessions at once (OVOS-COMMON-QUERY-1 §6.3, §7.1; OVOS-FALLBACK-
     expect(result.expected).toMatchObject({ decidedBy: 'fallback_high', skill_id: 'slowpoke', decidedAt: 10, handler: 'timeout', handledAt: 1_010 });
     expect(handledIn(result.timeline, 'timing')).toEqual(['+1010 [timing] ovos.utterance.handled']);
     expect(handledIn(result.timeline, 'timing-2')).toEqual(['+1010 [timing-2] ovos.utterance.handled']);
+  });
+
+  it("the workshop player kills on a force_timeout of the handler's own session only, as ovos-workshop's killable_event does: another session's handler runs on to its end", async () => {
+    const bus = new LocalBus();
+    const clock = new ManualClock();
+    playSkill(bus, clock, { kind: 'fallback', skill_id: 'wk.slow', priority: 10, dialect: 'legacy', handlerMs: 5_000 });
+    const seen: Message[] = [];
+    bus.subscribe((m) => {
+      if (m.type.startsWith('ovos.skills.fallback.wk.slow.') || m.type === 'ovos.utterance.handled') seen.push(m);
+    });
+    const inSession = (type: string, session_id: string, data: Record<string, string> = {}) =>
+      createMessage(type, data, { session: { session_id }, utterance_id: `u-${session_id}` });
+    bus.publish(inSession(legacyTopics.fallbackRequest('wk.slow'), 's1'), 'daemon');
+    bus.publish(inSession(legacyTopics.fallbackRequest('wk.slow'), 's2'), 'daemon');
+    await bus.idle();
+    bus.publish(inSession(legacyTopics.fallbackForceTimeout, 's1', { skill_id: 'wk.slow' }), 'daemon');
+    await bus.idle();
+    clock.advance(5_000);
+    for (let i = 0; i < 5; i++) await bus.idle();
+    const ends = seen.filter((m) => !m.type.endsWith('.start') && !m.type.endsWith('.request')).map((m) => [m.context['utterance_id'], m.type, m.data['result'] ?? null]);
+    expect(ends).toEqual([
+      ['u-s1', 'ovos.skills.fallback.wk.slow.response', false],
+      ['u-s1', 'ovos.skills.fallback.wk.slow.killed', null],
+      ['u-s2', 'ovos.skills.fallback.wk.slow.response', true],
+      ['u-s2', 'ovos.utterance.handled', null],
+    ]);
+  });
+
+  it('sessions must be a whole number ≥ 1: the API says so instead of failing on an empty result', async () => {
+    const scenario = (sessions: number): TimingScenario => ({ name: 'n', utterance: COMMAND, skills: [], sessions });
+    await expect(runScenario(DEFAULT_CONFIG, scenario(0))).rejects.toThrow(new RangeError('sessions: a whole number ≥ 1 (got 0)'));
+    await expect(runScenario(DEFAULT_CONFIG, scenario(1.5))).rejects.toThrow(RangeError);
   });
 
   it('each session is compared, not only the first: a system off the model fails in both, each failure naming its session', async () => {

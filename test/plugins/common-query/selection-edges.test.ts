@@ -4,7 +4,7 @@
  * message naming what was wrong, the conf ranking deciding instead.
  */
 import { describe, expect, it } from 'vitest';
-import { selectWithReranker, survivors, type CandidateResponse, type Reranker, type SelectionPolicy } from '../../../src/plugins/common-query/selection.js';
+import { fastWinner, selectWithReranker, survivors, type CandidateResponse, type Reranker, type SelectionPolicy } from '../../../src/plugins/common-query/selection.js';
 
 const POLICY: SelectionPolicy = { minConfidence: 0.5, fastWinConfidence: 0.9, blacklistedSkills: [] };
 const arrived = (...list: Array<{ skill_id: string; answer?: string; conf?: number }>): CandidateResponse[] =>
@@ -60,5 +60,35 @@ describe('§8 step 4: a reranker returning something unusable is ignored with a 
   it('a usable first entry wins even when it is not the conf leader (reranked: true)', async () => {
     const outcome = await selectWithReranker('q', 'en', responses, POLICY, (_u, _l, list) => [...list].reverse());
     expect(outcome).toEqual({ winner: expect.objectContaining({ skill_id: 'ddg' }), reranked: true });
+  });
+});
+
+describe('§8 step 3: a fast win is a property of one answer alone', () => {
+  // The common-query machine relies on this: it checks each answer for a fast win as it arrives (and all of them when
+  // `match` joins), so no fast win can first appear when the poll closes.
+  it('fastWinner over a list is non-null exactly when it is for one of its answers alone (2,000 seeded lists and policies)', () => {
+    let seed = 7;
+    const next = (): number => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648;
+    const pick = <T>(values: readonly T[]): T => values[Math.floor(next() * values.length)]!;
+    const ids = ['a', 'b', 'c'];
+    let fastWins = 0;
+    for (let round = 0; round < 2_000; round++) {
+      const policy: SelectionPolicy = {
+        minConfidence: pick([0, 0.5, 0.8]),
+        fastWinConfidence: pick([null, 0.7, 0.9, 1]),
+        blacklistedSkills: pick([[], ['a'], ['b', 'c']]),
+      };
+      const list = arrived(
+        ...Array.from({ length: Math.floor(next() * 4) }, () => ({
+          skill_id: pick(ids),
+          ...(next() < 0.9 ? { answer: pick(['A', ' ', 'B']) } : {}),
+          ...(next() < 0.9 ? { conf: pick([0.4, 0.7, 0.9, 0.95, 1, Number.NaN]) } : {}),
+        })),
+      );
+      const whole = fastWinner(list, policy) !== null;
+      if (whole) fastWins++;
+      expect(whole).toBe(list.some((response) => fastWinner([response], policy) !== null));
+    }
+    expect(fastWins).toBeGreaterThan(100); // the property was exercised on both sides
   });
 });
