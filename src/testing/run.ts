@@ -26,6 +26,8 @@ export interface Observed {
   readonly handler: 'complete' | 'error' | 'timeout' | 'disconnected' | null;
   readonly handledAt: number | null;
   readonly handledCount: number;
+  /** Classic CommonQuerySkills other than the winner that sent an `ovos.utterance.handled` (see `classic`). */
+  readonly strayClassicHandled: readonly string[];
 }
 
 export interface PathResult {
@@ -234,9 +236,13 @@ export function playSkill(bus: LocalBus, clock: ManualClock, skill: SkillScript)
   if (skill.dialect === 'legacy') {
     // An ovos-workshop `@common_query` skill (test/support/cq-skills.ts plays the same on the unit harness): announces
     // itself at start-up and to every ping; to `question:query` it replies `searching: true`, then its answer
-    // or `searching: false` (times from the question); selected, it speaks and ends the utterance itself.
+    // or `searching: false` (times from the question); selected, it speaks and ends the utterance itself. A classic
+    // `CommonQuerySkill` answers with `handles_speech: true` and runs its wrapped handler on every bare
+    // `question:action` (common_query_skill.py: the handler returns early unless the action names it; the wrapper's
+    // start, complete and, as an intent handler, `ovos.utterance.handled` go out regardless).
+    const classic = skill.classic === true;
     const announce = (from?: Message): void => {
-      const data = { skill_id: skill.skill_id, is_classic_cq: false };
+      const data = { skill_id: skill.skill_id, is_classic_cq: classic };
       send(from === undefined ? createMessage(legacyTopics.commonQueryPong, data, { skill_id: skill.skill_id, session: { session_id: 'default' } }) : reply(from, legacyTopics.commonQueryPong, data));
     };
     bus.subscribe((m) => {
@@ -254,16 +260,17 @@ export function playSkill(bus: LocalBus, clock: ManualClock, skill: SkillScript)
         later(skill.pongAfterMs, () => respond({ searching: true }));
         const answer = skill.answer === undefined ? `${skill.skill_id} answer` : skill.answer;
         const after = skill.answerAfterMs === 'never' ? 'never' : Math.max(skill.answerAfterMs ?? 0, skill.pongAfterMs ?? 0);
-        later(after, () => respond(answer === null ? { searching: false } : { answer, callback_data: { answer }, conf: skill.conf ?? 0.7 }));
+        const answered: JsonObject = { answer, callback_data: { answer }, conf: skill.conf ?? 0.7, ...(classic ? { handles_speech: true } : {}) };
+        later(after, () => respond(answer === null ? { searching: false } : answered));
       }
-      if (m.type === legacyTopics.questionAction(skill.skill_id, false)) {
+      if (m.type === legacyTopics.questionAction(skill.skill_id, classic)) {
         const as = (type: string, data: JsonObject = {}): Message => withContext(forward(m, type, data), { skill_id: skill.skill_id });
         const callback = m.data['callback_data'];
-        const name = `${skill.skill_id}.handle_question_action`;
+        const name = `${skill.skill_id}.${classic ? '__handle_query_action' : 'handle_question_action'}`;
         send(as('mycroft.skill.handler.start', { name }));
-        send(as('speak', { utterance: isJsonObject(callback) ? String(callback['answer']) : '', expect_response: false }));
+        if (!classic || m.data['skill_id'] === skill.skill_id) send(as('speak', { utterance: isJsonObject(callback) ? String(callback['answer']) : '', expect_response: false }));
         send(as('mycroft.skill.handler.complete', { name }));
-        send(as(legacyTopics.utteranceHandled));
+        send(as(legacyTopics.utteranceHandled, classic ? { name } : {}));
       }
     });
     announce();
@@ -317,6 +324,11 @@ function observe(wire: ReadonlyArray<{ at: number; message: Message }>, cqId: st
     handler: !skillWin ? null : complete !== undefined ? 'complete' : error === undefined ? null : handlerEnd(String(error.message.data['exception'])),
     handledAt: handled[0]?.at ?? null,
     handledCount: handled.length,
+    strayClassicHandled: handled.flatMap((w) => {
+      const sender = stringField(w.message.context, 'skill_id');
+      const classic = scenario.skills.some((s) => s.kind === 'common_query' && s.classic === true && s.skill_id === sender);
+      return classic && sender !== skillId && sender !== undefined ? [sender] : [];
+    }),
   };
 }
 
@@ -337,7 +349,10 @@ function compare(expected: Expected, observed: Observed, meta: Pick<PathResult, 
   check('decided at (ms)', expected.decidedAt, observed.decidedAt);
   check('handler', expected.handler, observed.handler);
   check('handled at (ms)', expected.handledAt, observed.handledAt);
-  if (observed.handledCount !== 1) failures.push(`ovos.utterance.handled sent ${observed.handledCount} times, expected exactly once (OVOS-PIPELINE-1 §6)${where}`);
+  if (observed.handledCount !== 1) {
+    const stray = observed.strayClassicHandled.length === 0 ? '' : `; ${observed.strayClassicHandled.length} of them from classic CommonQuerySkill ${observed.strayClassicHandled.join(', ')}, which ends every bare question:action it hears, the winner's too (ovos-workshop; the daemon cannot prevent it — make it an @common_query skill)`;
+    failures.push(`ovos.utterance.handled sent ${observed.handledCount} times, expected exactly once (OVOS-PIPELINE-1 §6)${stray}${where}`);
+  }
   return failures;
 }
 

@@ -52,6 +52,14 @@ export interface CommonQuerySkillScript {
    */
   readonly dialect?: 'spec' | 'legacy';
   /**
+   * Legacy only: a classic ovos-workshop `CommonQuerySkill` (deprecated, still installed) instead of an `@common_query`
+   * skill. It announces itself `is_classic_cq: true`, its answer says `handles_speech: true`, and it is dispatched the
+   * bare `question:action` naming the winner — which every classic skill hears: ovos-workshop runs each one's handler
+   * wrapper, so a classic skill that did not win still sends `mycroft.skill.handler.start` / `.complete` and an
+   * `ovos.utterance.handled` of its own (a second handled on the wire no daemon can prevent; the harness reports it).
+   */
+  readonly classic?: boolean;
+  /**
    * Its pong: `claim` (`can_answer: true`; legacy: `searching: true`), `decline` (`can_answer: false`; legacy:
    * `searching: false` alone) or `silent`. Default claim.
    */

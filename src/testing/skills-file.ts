@@ -14,7 +14,7 @@ const isDialect = (v: unknown): v is 'spec' | 'legacy' => v === 'spec' || v === 
 const MAX_SESSIONS = 16;
 const FILE_KEYS = new Set(['skills', 'utterances', 'sessions']);
 const FALLBACK_KEYS = new Set(['kind', 'skill_id', 'priority', 'dialect', 'willing', 'pongAfterMs', 'handlerMs', 'handlerFails', 'disconnectAtMs']);
-const CQ_KEYS = new Set(['kind', 'skill_id', 'dialect', 'pong', 'pongAfterMs', 'latencyMs', 'answer', 'conf', 'answerAfterMs', 'disconnectAtMs']);
+const CQ_KEYS = new Set(['kind', 'skill_id', 'dialect', 'classic', 'pong', 'pongAfterMs', 'latencyMs', 'answer', 'conf', 'answerAfterMs', 'disconnectAtMs']);
 
 function skill(entry: unknown, at: string): SkillScript {
   if (!isRecord(entry)) throw new SkillsFileError(`${at}: a skill is an object`);
@@ -60,6 +60,8 @@ function skill(entry: unknown, at: string): SkillScript {
     const latencyMs = opt('latencyMs', isMs, 'milliseconds ≥ 0');
     const answer = opt('answer', (v): v is string | null => v === null || (typeof v === 'string' && v.trim() !== ''), 'a non-blank string, or null for no answer');
     if (dialect === 'legacy' && latencyMs !== undefined) fail('latencyMs', 'a legacy skill declares no latency_ms');
+    const classic = opt('classic', (v): v is boolean => typeof v === 'boolean', 'true or false');
+    if (classic === true && dialect !== 'legacy') fail('classic', 'a classic CommonQuerySkill is a legacy skill: add "dialect": "legacy"');
     // A classic skill's conf runs past 1 (its level plus bonuses); it competes as 1.
     const conf = dialect === 'legacy' ? opt('conf', (v): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0, 'a number ≥ 0') : opt('conf', (v): v is number => typeof v === 'number' && v >= 0 && v <= 1, 'a number in [0, 1]');
     const answerAfterMs = opt('answerAfterMs', isDelay, 'milliseconds ≥ 0 or "never"');
@@ -67,6 +69,7 @@ function skill(entry: unknown, at: string): SkillScript {
       kind: 'common_query',
       skill_id: id,
       ...(dialect === undefined ? {} : { dialect }),
+      ...(classic === undefined ? {} : { classic }),
       ...(pong === undefined ? {} : { pong }),
       ...(pongAfterMs === undefined ? {} : { pongAfterMs }),
       ...(latencyMs === undefined ? {} : { latencyMs }),

@@ -181,6 +181,8 @@ export function traceToScenario(config: Config, trace: Trace): ReconstructedScen
         const text = stringField(answer.data, 'answer');
         const conf = answer.data['conf'];
         script = { ...script, answerAfterMs: after(answer), answer: text ?? null, ...(typeof conf === 'number' && text !== undefined ? { conf } : {}) };
+        // A classic CommonQuerySkill says so in its answer (`handles_speech: true`; ovos-workshop common_query_skill.py).
+        if (answer.data['handles_speech'] === true) script = { ...script, classic: true };
       }
       skills.push(script);
     }

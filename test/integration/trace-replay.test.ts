@@ -159,19 +159,22 @@ describe('trace replay (say --trace → replay-trace)', () => {
     }
   });
 
-  it('an unmodified ovos-workshop @common_query skill (legacy dialect): read back from its question:query replies — searching, then its answer, timed from the question — and replayed to the same decision', async () => {
+  it.each([
+    ['an unmodified ovos-workshop @common_query skill', false],
+    ['a classic ovos-workshop CommonQuerySkill (its answer says handles_speech, it is sent the bare question:action)', true],
+  ] as const)('%s (legacy dialect): read back from its question:query replies — searching, then its answer, timed from the question — and replayed to the same decision', async (_kind, classic) => {
     const { started, skills, later } = await daemonWithSkillClient();
     // As ovos-workshop does: announces itself, answers question:query with searching: true then its answer (by
     // reply), and, selected, speaks and ends the utterance itself.
-    skills.send({ type: 'ovos.common_query.pong', data: { skill_id: 'wk.wiki', is_classic_cq: false }, context: { skill_id: 'wk.wiki', session: { session_id: 'default' } } });
+    skills.send({ type: 'ovos.common_query.pong', data: { skill_id: 'wk.wiki', is_classic_cq: classic }, context: { skill_id: 'wk.wiki', session: { session_id: 'default' } } });
     skills.frames.subscribe(({ message: m }) => {
       if (m === undefined) return;
       const respond = (data: JsonObject): void => skills.send(withContext(reply(m, 'question:query.response', { phrase: m.data['phrase']!, skill_id: 'wk.wiki', ...data }), { skill_id: 'wk.wiki' }));
       if (m.type === 'question:query') {
         later(5, () => respond({ searching: true }));
-        later(60, () => respond({ answer: 'Light is fast.', callback_data: { answer: 'Light is fast.' }, conf: 0.8 }));
+        later(60, () => respond({ answer: 'Light is fast.', callback_data: { answer: 'Light is fast.' }, conf: 0.8, ...(classic ? { handles_speech: true } : {}) }));
       }
-      if (m.type === 'question:action.wk.wiki') {
+      if (classic ? m.type === 'question:action' && m.data['skill_id'] === 'wk.wiki' : m.type === 'question:action.wk.wiki') {
         for (const [type, data] of [['mycroft.skill.handler.start', {}], ['speak', { utterance: 'Light is fast.' }], ['mycroft.skill.handler.complete', {}], ['ovos.utterance.handled', {}]] as const) {
           skills.send(withContext(forward(m, type, data), { skill_id: 'wk.wiki' }));
         }
@@ -187,6 +190,7 @@ describe('trace replay (say --trace → replay-trace)', () => {
     expect(result.recorded).toMatchObject({ decidedBy: 'common_query', skill_id: 'wk.wiki' });
     const wiki = result.scenario.skills.find((s) => s.skill_id === 'wk.wiki');
     expect(wiki).toMatchObject({ kind: 'common_query', dialect: 'legacy', pong: 'claim', answer: 'Light is fast.', conf: 0.8 });
+    expect(wiki?.kind === 'common_query' && wiki.classic === true).toBe(classic);
     if (wiki?.kind === 'common_query') {
       expect(wiki.pongAfterMs).toBeGreaterThanOrEqual(1);
       expect(wiki.answerAfterMs).toBeGreaterThanOrEqual(55);
