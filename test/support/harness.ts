@@ -9,6 +9,7 @@ import { DEFAULT_CONFIG, type Config } from '../../src/config/defaults.js';
 import type { Reranker } from '../../src/plugins/common-query/selection.js';
 import { createContestSystem, type ContestSystem } from '../../src/system.js';
 import { createRecordedSystem, InspectorRecorder, type RecorderOptions } from '../../src/inspect/recorder.js';
+import type { RegistryStore } from '../../src/plugins/fallback/registry-store.js';
 import { pino } from 'pino';
 import { Writable } from 'node:stream';
 
@@ -40,9 +41,16 @@ const MAX_ADVANCE_STEPS = 100_000;
 
 export function createHarness(
   config: Config = DEFAULT_CONFIG,
-  options: { reranker?: Reranker; recorder?: Omit<RecorderOptions, 'clock'> } = {},
+  options: {
+    reranker?: Reranker;
+    recorder?: Omit<RecorderOptions, 'clock'>;
+    /** A bus of the test's own (one that reports status changes, say); a fresh LocalBus otherwise. */
+    bus?: LocalBus;
+    /** The fallback registry file, opened on the harness's clock (a daemon restart: a second harness on the same file). */
+    registryStore?: (clock: ManualClock) => RegistryStore;
+  } = {},
 ): Harness {
-  const bus = new LocalBus();
+  const bus = options.bus ?? new LocalBus();
   const clock = new ManualClock();
   const wire: Message[] = [];
   const logs: Array<Record<string, unknown>> = [];
@@ -54,7 +62,14 @@ export function createHarness(
     },
   });
   const logger = pino({ level: 'debug' }, sink);
-  const systemOptions = { bus, clock, config, logger, ...(options.reranker ? { reranker: options.reranker } : {}) };
+  const systemOptions = {
+    bus,
+    clock,
+    config,
+    logger,
+    ...(options.reranker ? { reranker: options.reranker } : {}),
+    ...(options.registryStore ? { registryStore: options.registryStore(clock) } : {}),
+  };
   const recorder = options.recorder === undefined ? undefined : new InspectorRecorder({ clock, ...options.recorder });
   const system = recorder === undefined ? createContestSystem(systemOptions) : createRecordedSystem(recorder, systemOptions).system;
   const settle = async (): Promise<void> => {
