@@ -77,8 +77,8 @@ interface YesNoGrammar {
   readonly auxiliaries: readonly string[];
   /** Words that can begin the inverted subject: pronouns, determiners, quantifiers. */
   readonly subjects: readonly string[];
-  /** Auxiliary → words it cannot take as an inverted subject; the pair can only be an imperative (rule 7a). */
-  readonly imperative: Readonly<Record<string, readonly string[]>>;
+  /** Auxiliary → words it cannot take as an inverted subject (rule 7a); a Map: a word never reads Object.prototype. */
+  readonly imperative: ReadonlyMap<string, readonly string[]>;
 }
 
 /** Non-agreeing followers of "do"/"have": third-person singular, which would need "does"/"has". */
@@ -96,7 +96,7 @@ export const YES_NO: Readonly<Record<string, YesNoGrammar>> = {
       'my', 'your', 'his', 'her', 'its', 'our', 'their', 'any', 'some', 'all', 'every', 'each', 'no', 'one',
       'anyone', 'anybody', 'someone', 'somebody', 'everyone', 'everybody', 'anything', 'something', 'people',
     ],
-    imperative: { do: EN_SINGULAR, have: EN_SINGULAR },
+    imperative: new Map([['do', EN_SINGULAR], ['have', EN_SINGULAR]]),
   },
   de: {
     auxiliaries: [
@@ -108,7 +108,7 @@ export const YES_NO: Readonly<Record<string, YesNoGrammar>> = {
       'der', 'die', 'das', 'den', 'dem', 'des', 'ein', 'eine', 'einen', 'es', 'er', 'sie', 'du', 'ihr', 'wir',
       'ich', 'man', 'mein', 'meine', 'dein', 'deine', 'dieser', 'diese', 'dieses', 'jemand',
     ],
-    imperative: {},
+    imperative: new Map(),
   },
 };
 
@@ -364,7 +364,7 @@ function asks(text: Words, lexicon: Lexicon): boolean {
 /** Rule 7a: auxiliary + a word it cannot take as its subject, i.e. the imperative "do a barrel roll". */
 function imperativeAuxiliary(text: Words, grammar: YesNoGrammar | undefined): boolean {
   const [first, second] = text;
-  return first !== undefined && second !== undefined && grammar?.imperative[first]?.includes(second) === true;
+  return first !== undefined && second !== undefined && grammar?.imperative.get(first)?.includes(second) === true;
 }
 
 /** Rule 6c: is what follows a request frame a command? */

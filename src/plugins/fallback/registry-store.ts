@@ -78,13 +78,20 @@ export class RegistryStore {
     }
     const cutoff = store.#now() - options.forgetAfterMs;
     let forgotten = 0;
+    let invalid = 0;
     for (const entry of entries) {
-      if (!isStored(entry)) continue;
+      if (!isStored(entry)) {
+        invalid++;
+        continue;
+      }
       if (entry.last_seen < cutoff) {
         forgotten++;
         continue;
       }
       store.#entries.set(keyOf(entry.session_id, entry.skill_id), entry);
+    }
+    if (invalid > 0) {
+      options.logger.warn({ reason: 'registry_entry_invalid', invalid, file }, 'fallback registry entries malformed: not restored');
     }
     if (forgotten > 0) {
       options.logger.info({ reason: 'registry_forgotten', forgotten, file }, 'fallback registrations not seen for too long were forgotten');

@@ -138,3 +138,50 @@ describe('question gate edges: a question phrase anywhere (rule 8)', () => {
     expect(classifyQuestion('my alarm is set for when', 'en', gate())).toEqual(ACCEPT_UNSURE);
   });
 });
+
+/** The default gate whose `lang` vocabulary is `lists` (a deployment's own), the other languages default. */
+function withVocabulary(lang: string, lists: { question: string[]; command: string[] }): GateConfig {
+  return gate({ vocabulary: { ...structuredClone(GATE.vocabulary), [lang]: lists } });
+}
+
+const DE = GATE.vocabulary['de'];
+if (DE === undefined) throw new Error('the default gate vocabulary has no German');
+const ACCEPT_MARK: GateVerdict = { accept: true, reason: 'question_mark' };
+
+describe('question gate edges: the question mark (rule 3)', () => {
+  it.each<[string, string, string, GateVerdict]>([
+    ['§4.2 rule 3: an opening "¿" makes a question of what would be a command ("¿pon música")', '¿pon música', 'es', ACCEPT_MARK],
+    ['§4.2 rule 3: a question mark inside the sentence is no final one ("really? turn off the lights" is a command)', 'really? turn off the lights', 'en', REJECT_COMMAND],
+    ['§4.2 rule 3: a closing quote after the final question mark is ignored (\'play music?"\')', 'play music?"', 'en', ACCEPT_MARK],
+    ['§4.2 rule 3: so is a closing bracket ("(play music?)")', '(play music?)', 'en', ACCEPT_MARK],
+  ])('%s', (_rule, utterance, lang, expected) => {
+    expect(classifyQuestion(utterance, lang, gate())).toEqual(expected);
+  });
+});
+
+describe('question gate edges: a deployment vocabulary around the request frames (rule 6c)', () => {
+  it('§4.2 rule 6c: a command phrase the request frame contains is no opening command ("let\'s …" with "let" listed as a command)', () => {
+    const vocabulary = withEnglish({ question: [...EN_QUESTION], command: [...EN_COMMAND, 'let'] });
+    expect(classifyQuestion("let's see who wrote hamlet", 'en', vocabulary)).toEqual(ACCEPT_UNSURE);
+    expect(classifyQuestion('let the cat in', 'en', vocabulary)).toEqual(REJECT_COMMAND);
+  });
+
+  it('§4.2 rule 6c (de): a three-letter command word has its infinitive too ("ruf" → "anrufen")', () => {
+    const vocabulary = withVocabulary('de', { question: [...DE.question], command: ['ruf'] });
+    expect(classifyQuestion('kannst du mich morgen anrufen', 'de', vocabulary)).toEqual(REJECT_COMMAND);
+  });
+
+  it('§4.2 rule 6c (de): a command word shorter than three letters is no infinitive ending ("an" does not make "planen" a command)', () => {
+    const vocabulary = withVocabulary('de', { question: [...DE.question], command: [...DE.command, 'an'] });
+    expect(classifyQuestion('kannst du mir eine route planen', 'de', vocabulary)).toEqual(ACCEPT_QUESTION);
+    expect(classifyQuestion('radio an', 'de', vocabulary)).toEqual(REJECT_COMMAND);
+  });
+});
+
+describe('question gate edges: any word is only a word (rules 6c, 7a)', () => {
+  it('§4.2 rules 6c, 7a: "constructor" after a request frame or an auxiliary is a word like any other, not an Object.prototype key (it threw)', () => {
+    expect(classifyQuestion('can you constructor chain in python', 'en', gate())).toEqual(ACCEPT_QUESTION);
+    expect(classifyQuestion('do constructor calls cost much', 'en', gate())).toEqual(ACCEPT_UNSURE);
+    expect(classifyQuestion('kannst du constructor verketten', 'de', gate())).toEqual(ACCEPT_QUESTION);
+  });
+});

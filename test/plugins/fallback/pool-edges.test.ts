@@ -30,3 +30,48 @@ describe('OVOS-FALLBACK-1 §5 step 1: the pool order never depends on registrati
     expect(buildPool({ available, blacklistedSkills: [], preference: ['ghost', 'a'] })).toEqual([{ skill_id: 'a', priority: 10 }]);
   });
 });
+
+/** A small seeded generator, so every run checks the same registries. */
+function seeded(seed: number): (below: number) => number {
+  let state = seed;
+  return (below) => {
+    state = (state * 1_103_515_245 + 12_345) % 2_147_483_648;
+    return Math.floor((state / 2_147_483_648) * below);
+  };
+}
+
+function shuffled<T>(list: readonly T[], next: (below: number) => number): T[] {
+  const out = [...list];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = next(i + 1);
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
+describe('OVOS-FALLBACK-1 §4, §5 step 1 (property): the preference leads, the rest follows priority ascending, ties by skill_id', () => {
+  it('300 seeded registries of up to 60 skills, few priorities, preferences with repeats and unregistered names', () => {
+    const next = seeded(2_024);
+    for (let round = 0; round < 300; round++) {
+      const count = 1 + next(60);
+      // Few distinct priorities, so ties are the rule; ids share prefixes so the tie-break compares real strings.
+      const skills: Array<[string, number]> = Array.from({ length: count }, (_, i) => [`skill.${next(3)}.${i}`, 10 * next(4)]);
+      const preference = Array.from({ length: next(6) }, () => (next(4) === 0 ? `ghost.${next(3)}` : skills[next(count)]![0]));
+      const pool = buildPool({ available: new Map(skills), blacklistedSkills: [], preference });
+
+      // Every registered skill exactly once, nothing else (§5 step 3).
+      expect(ids(pool).sort()).toEqual(skills.map(([id]) => id).sort());
+      // The registered preference, first mention first, leads (§4).
+      const led = preference.filter((id, i) => skills.some(([s]) => s === id) && preference.indexOf(id) === i);
+      expect(ids(pool).slice(0, led.length)).toEqual(led);
+      // Every later neighbour pair is strictly ordered: lower priority first, an equal priority by skill_id (§5 step 1).
+      const rest = pool.slice(led.length);
+      for (let i = 1; i < rest.length; i++) {
+        const [a, b] = [rest[i - 1]!, rest[i]!];
+        expect(a.priority < b.priority || (a.priority === b.priority && a.skill_id < b.skill_id), `${a.skill_id}@${a.priority} before ${b.skill_id}@${b.priority}`).toBe(true);
+      }
+      // And registration order changes nothing.
+      expect(buildPool({ available: new Map(shuffled(skills, next)), blacklistedSkills: [], preference })).toEqual(pool);
+    }
+  });
+});

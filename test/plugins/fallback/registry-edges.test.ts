@@ -1,0 +1,211 @@
+/**
+ * Edges of the fallback registry, its file and its log lines, found by mutation testing (issue 9): what the registry
+ * holds at its bounds (OVOS-FALLBACK-1 §3.4), which restored registrations a pong binds, "default" first for
+ * inspection, and what the store keeps, writes and says across a restart (README "Restarts"). Each test was checked
+ * by hand against the mutant it was written for.
+ */
+import fs, { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { FallbackRegistry } from '../../../src/plugins/fallback/registry.js';
+import { REGISTRY_FORMAT, RegistryStore, type StoredRegistration } from '../../../src/plugins/fallback/registry-store.js';
+import { captureLogs } from '../../support/log-capture.js';
+
+const DAY_MS = 24 * 3_600_000;
+const FORGET_AFTER_MS = 30 * DAY_MS;
+
+/** A fresh folder's registry.json (absent until written). */
+function freshFile(): string {
+  return join(mkdtempSync(join(tmpdir(), 'ovos-registry-edges-')), 'registry.json');
+}
+
+function open(file: string, now: number) {
+  const { logger, logs } = captureLogs();
+  const store = RegistryStore.open(file, { logger, now: () => now, forgetAfterMs: FORGET_AFTER_MS });
+  return { store, lines: logs };
+}
+
+const stored = (skill_id: string, last_seen: number, extra: Partial<StoredRegistration> = {}): StoredRegistration => ({
+  session_id: 'default',
+  skill_id,
+  priority: 50,
+  legacy: false,
+  last_seen,
+  ...extra,
+});
+
+const withReason = (lines: ReadonlyArray<Record<string, unknown>>, reason: string) => lines.filter((l) => l['reason'] === reason);
+
+describe('FALLBACK-1 §3.4 registry bounds at their edges', () => {
+  it('FALLBACK-1 §3.4: "default" never counts against maxSessions — a registry full of sessions still takes "default" registrations', () => {
+    const registry = new FallbackRegistry({ maxSessions: 1 });
+    expect(registry.register('kitchen', 'a', 10)).toBe('registered');
+    expect(registry.register('car', 'a', 10)).toBe('registry_full');
+    expect(registry.register('default', 'b', 20)).toBe('registered');
+    expect([...registry.availableFor('car').keys()]).toEqual(['b']);
+  });
+
+  it('FALLBACK-1 §3.4: maxSkillsPerSession 1 — a new session takes its first skill and refuses a second', () => {
+    const registry = new FallbackRegistry({ maxSkillsPerSession: 1 });
+    expect(registry.register('kitchen', 'a', 10)).toBe('registered');
+    expect(registry.register('kitchen', 'b', 20)).toBe('registry_full');
+    expect([...registry.availableFor('kitchen').keys()]).toEqual(['a']);
+  });
+
+  it('FALLBACK-1 §3.4: maxSkillsPerSession 0 (library use; config asks ≥ 1) holds nothing: every registration is registry_full', () => {
+    const registry = new FallbackRegistry({ maxSkillsPerSession: 0 });
+    expect(registry.register('default', 'a', 10)).toBe('registry_full');
+    expect(registry.register('kitchen', 'a', 10)).toBe('registry_full');
+    expect(registry.entries()).toEqual([]);
+    expect(registry.sessionCount).toBe(0);
+  });
+});
+
+describe('FALLBACK-1 §3.4 restored registrations are bound to the connection their skill is heard on', () => {
+  it('bindUnbound binds only the unbound registrations of that skill, in every session, and counts them', () => {
+    const registry = new FallbackRegistry();
+    registry.register('default', 'a', 10); // restored: no connection yet
+    registry.register('kitchen', 'a', 10, 'c1'); // registered again over c1 since
+    registry.register('car', 'a', 10);
+    registry.register('bedroom', 'other', 10); // a session without the skill
+    registry.register('default', 'b', 10);
+    expect(registry.bindUnbound('a', 'c2')).toBe(2);
+    expect(registry.entry('default', 'a')?.connection).toBe('c2');
+    expect(registry.entry('car', 'a')?.connection).toBe('c2');
+    expect(registry.entry('kitchen', 'a')?.connection).toBe('c1');
+    expect(registry.entry('default', 'b')?.connection).toBeUndefined();
+    // c2 closing takes exactly what it was bound to; c1's registration stays.
+    expect(registry.removeConnection('c2')).toEqual([
+      { sessionId: 'default', skillId: 'a' },
+      { sessionId: 'car', skillId: 'a' },
+    ]);
+    expect(registry.bindUnbound('a', 'c3')).toBe(0);
+  });
+});
+
+describe('registry inspection', () => {
+  it('entries() lists "default" first, every other session after it in registration order', () => {
+    const registry = new FallbackRegistry();
+    registry.register('kitchen', 'k1', 10);
+    registry.register('car', 'c1', 20);
+    registry.register('default', 'd1', 30);
+    registry.register('kitchen', 'k2', 40);
+    registry.register('bedroom', 'b1', 50);
+    registry.register('default', 'd2', 60);
+    expect(registry.entries().map((e) => `${e.sessionId}/${e.skillId}`)).toEqual([
+      'default/d1',
+      'default/d2',
+      'kitchen/k1',
+      'kitchen/k2',
+      'car/c1',
+      'bedroom/b1',
+    ]);
+  });
+});
+
+describe('registry store: what a restart restores', () => {
+  it('FALLBACK-1 §3.1 restart: an entry with a field of the wrong type is not restored and is logged (registry_entry_invalid)', () => {
+    const file = freshFile();
+    const good = stored('good', 1_000);
+    writeFileSync(
+      file,
+      JSON.stringify({
+        format: REGISTRY_FORMAT,
+        entries: [
+          { ...stored('legacy.not.boolean', 1_000), legacy: 'no' },
+          { ...stored('last.seen.text', 1_000), last_seen: '1000' },
+          { ...stored('priority.text', 1_000), priority: '10' },
+          'a.skill',
+          null,
+          good,
+        ],
+      }),
+    );
+    const { store, lines } = open(file, 2_000);
+    expect(store.entries()).toEqual([good]);
+    expect(withReason(lines, 'registry_entry_invalid')).toMatchObject([{ invalid: 5, file }]);
+  });
+
+  it('a file with only good entries restores them all and logs no registry_entry_invalid', () => {
+    const file = freshFile();
+    const entries = [stored('a', 1_000), stored('b', 1_000, { session_id: 'kitchen', legacy: true })];
+    writeFileSync(file, JSON.stringify({ format: REGISTRY_FORMAT, entries }));
+    const { store, lines } = open(file, 2_000);
+    expect(store.entries()).toEqual(entries);
+    expect(withReason(lines, 'registry_entry_invalid')).toEqual([]);
+  });
+});
+
+describe('registry store: what it writes', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it('a pong with nothing to refresh (seen within the hour, or an unknown skill) leaves the file byte for byte', async () => {
+    const file = freshFile();
+    const text = JSON.stringify({ format: REGISTRY_FORMAT, entries: [stored('a', 1_000)] });
+    writeFileSync(file, text);
+    const { store } = open(file, 1_000 + 60_000);
+    store.seen('a');
+    store.seen('unknown.skill');
+    await store.flush();
+    expect(readFileSync(file, 'utf8')).toBe(text);
+  });
+
+  it('changes made in one turn are saved by one write: a failing disk costs one registry_write_failed line, not one per change', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ovos-registry-edges-'));
+    const file = join(dir, 'state', 'registry.json');
+    const { store, lines } = open(file, 1);
+    writeFileSync(join(dir, 'state'), ''); // its folder is now a file: every write fails
+    store.register('default', 'a', 10, false);
+    store.register('default', 'b', 20, false);
+    store.deregister('default', 'a');
+    await store.flush();
+    expect(withReason(lines, 'registry_write_failed')).toHaveLength(1);
+    expect(store.entries().map((e) => e.skill_id)).toEqual(['b']);
+  });
+
+  it('every save is fsynced before it replaces the file (README "Restarts": a crash leaves the old file or the new one)', async () => {
+    const fsync = vi.spyOn(fs, 'fsync');
+    const file = freshFile();
+    const { store } = open(file, 1);
+    store.register('default', 'a', 10, false);
+    await store.flush();
+    expect(fsync).toHaveBeenCalled();
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ entries: [{ skill_id: 'a' }] });
+  });
+});
+
+describe('registry store: its log lines speak to the operator', () => {
+  /** pino's levels: 30 info, 40 warn, 50 error. */
+  it.each<[string, number, (file: string) => Promise<ReadonlyArray<Record<string, unknown>>>]>([
+    ['registry_file_unreadable', 40, async (file) => {
+      writeFileSync(file, 'not json');
+      return open(file, 1).lines;
+    }],
+    ['registry_entry_invalid', 40, async (file) => {
+      writeFileSync(file, JSON.stringify({ format: REGISTRY_FORMAT, entries: [null] }));
+      return open(file, 1).lines;
+    }],
+    ['registry_forgotten', 30, async (file) => {
+      writeFileSync(file, JSON.stringify({ format: REGISTRY_FORMAT, entries: [stored('old', 1)] }));
+      const { store, lines } = open(file, 1 + FORGET_AFTER_MS + 1);
+      await store.flush();
+      return lines;
+    }],
+    ['registry_write_failed', 50, async (file) => {
+      const { store, lines } = open(join(file, 'registry.json'), 1); // its folder does not exist yet
+      writeFileSync(file, ''); // and now it is a file: the write fails
+      store.register('default', 'a', 10, false);
+      await store.flush();
+      return lines;
+    }],
+  ])('%s: one line at level %d with a message saying what happened to the fallback registry', async (reason, level, provoke) => {
+    const lines = await provoke(freshFile());
+    const [line, ...more] = withReason(lines, reason);
+    expect(more).toEqual([]);
+    expect(line).toMatchObject({ level });
+    expect(line?.['msg']).toMatch(/^fallback registr/);
+  });
+});
