@@ -26,8 +26,8 @@ export interface PoolEntry {
   readonly priority: number;
 }
 
-const byPriorityThenId = (a: PoolEntry, b: PoolEntry): number =>
-  a.priority - b.priority || (a.skill_id < b.skill_id ? -1 : a.skill_id > b.skill_id ? 1 : 0);
+/** §5 step 1: priority ascending, ties by skill_id — never equal: the entries come from one Map's keys. */
+const byPriorityThenId = (a: PoolEntry, b: PoolEntry): number => a.priority - b.priority || (a.skill_id < b.skill_id ? -1 : 1);
 
 export function buildPool(input: PoolInput): PoolEntry[] {
   // Own keys only: a skill named "constructor" must not read Object.prototype's.
