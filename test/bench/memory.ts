@@ -163,6 +163,7 @@ export async function benchMemory(): Promise<Section> {
     });
     checks.push(
       { name: 'common-query early-start cache empty', ok: system.commonQuery.cacheSize === 0, detail: `cacheSize = ${system.commonQuery.cacheSize}` },
+      { name: 'fallback plugin tracks no contest', ok: system.fallback.liveContests === 0, detail: `liveContests = ${system.fallback.liveContests}` },
       {
         name: `no leak: burst ${ROUNDS} leaves < 1 MiB more than burst 1`,
         ok: growthAfterFirst < 1024 * 1024,

@@ -356,6 +356,11 @@ export class FallbackPlugin {
     };
   }
 
+  /** Fallback contests this plugin still tracks (live ones only: a finished contest is let go; for tests and benchmarks). */
+  get liveContests(): number {
+    return this.#contests.size;
+  }
+
   /** PIPELINE-1 §10: what this stage could dispatch to for the session (its pool without session preferences). */
   #intents(sessionId: string, range: PriorityRange | undefined): IntentListing[] {
     return this.pool({ sessionId, blacklistedSkills: [] }, range).map((skill_id) => ({ intent_name: 'fallback', skill_id, lang: '*' }));

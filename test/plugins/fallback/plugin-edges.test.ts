@@ -424,3 +424,31 @@ describe('OVOS-FALLBACK-1 §6 / §8.2 the match', () => {
     expect(cut['msg']).toMatch(/never asked/);
   });
 });
+
+describe('nothing retained after a contest (issue 12: bounded memory)', () => {
+  it('FALLBACK-1 §6: the plugin lets go of every contest once it ends — decided, timed out, or cut by the match bound', async () => {
+    const bound = 2 * PING_TIMEOUT_MS;
+    const h = createHarness(withConfig((config) => ({ ...config, pipeline: ['fallback_low'], orchestrator: { ...config.orchestrator, matchTimeoutMs: bound } })));
+    specSkill(h, 'silent', 'silent', { connection: undefined });
+    specSkill(h, 'willing', true, { connection: undefined });
+    h.bus.publish(specRegister('silent', 80));
+    h.bus.publish(specRegister('willing', 90));
+    await h.settle();
+    h.utter('decided after a timeout', { session: session('s1') });
+    await h.advance(1);
+    expect(h.system.fallback.liveContests).toBe(1);
+    await h.advance(PING_TIMEOUT_MS);
+    expect(h.of('willing:fallback')).toHaveLength(1);
+    expect(h.system.fallback.liveContests).toBe(0);
+
+    specSkill(h, 'silent-2', 'silent', { connection: undefined });
+    h.bus.publish(specRegister('silent-2', 85));
+    await h.settle();
+    h.utter('cut by the bound', { session: session('s2') });
+    await h.advance(1);
+    expect(h.system.fallback.liveContests).toBe(1);
+    await h.advance(bound);
+    expect(withReason(h, 'match_bound_cut')).toHaveLength(1);
+    expect(h.system.fallback.liveContests).toBe(0);
+  });
+});
