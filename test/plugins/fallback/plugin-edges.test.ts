@@ -5,9 +5,6 @@
  * and the log lines a deployer reads (reason code, fields, a message that says what happened).
  * Harness: LocalBus (connections played by name) + ManualClock; no sleeps.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { BusStatus, Unsubscribe } from '../../../src/bus/bus.js';
 import { LocalBus } from '../../../src/bus/local-bus.js';
@@ -17,6 +14,7 @@ import { silentLogger } from '../../../src/log/logger.js';
 import type { FallbackSkillEvent } from '../../../src/plugins/fallback/fallback.plugin.js';
 import { RegistryStore } from '../../../src/plugins/fallback/registry-store.js';
 import { createHarness, withConfig, type Harness } from '../../support/harness.js';
+import { registryPlace } from '../../support/registry-file.js';
 
 const CONFIG = withConfig((config) => ({ ...config, pipeline: ['fallback_high', 'fallback_medium', 'fallback_low'] }));
 const PING_TIMEOUT_MS = CONFIG.fallback.pingTimeoutMs;
@@ -91,7 +89,7 @@ function boot(file: string, config: Config = CONFIG): { h: Harness; store: () =>
   return { h, store: () => opened! };
 }
 
-const registryFile = (): string => join(mkdtempSync(join(tmpdir(), 'ovos-plugin-edges-')), 'registry.json');
+const registryFile = (): string => registryPlace('ovos-plugin-edges-').file;
 
 describe('OVOS-FALLBACK-1 §3.1 registration in both dialects', () => {
   it('FALLBACK-1 §3.1 (ovos-wire-today): a legacy registration over the connection that made the spec one replaces it; from another connection it is refused (legacy_over_spec)', async () => {

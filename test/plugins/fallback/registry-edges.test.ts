@@ -9,31 +9,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FallbackRegistry } from '../../../src/plugins/fallback/registry.js';
-import { REGISTRY_FORMAT, RegistryStore, type StoredRegistration } from '../../../src/plugins/fallback/registry-store.js';
-import { captureLogs } from '../../support/log-capture.js';
+import { REGISTRY_FORMAT } from '../../../src/plugins/fallback/registry-store.js';
+import { DAY_MS, openStore, registryPlace, storedEntry } from '../../support/registry-file.js';
 
-const DAY_MS = 24 * 3_600_000;
 const FORGET_AFTER_MS = 30 * DAY_MS;
 
-/** A fresh folder's registry.json (absent until written). */
-function freshFile(): string {
-  return join(mkdtempSync(join(tmpdir(), 'ovos-registry-edges-')), 'registry.json');
-}
+const freshFile = (): string => registryPlace('ovos-registry-edges-').file;
 
-function open(file: string, now: number) {
-  const { logger, logs } = captureLogs();
-  const store = RegistryStore.open(file, { logger, now: () => now, forgetAfterMs: FORGET_AFTER_MS });
-  return { store, lines: logs };
-}
-
-const stored = (skill_id: string, last_seen: number, extra: Partial<StoredRegistration> = {}): StoredRegistration => ({
-  session_id: 'default',
-  skill_id,
-  priority: 50,
-  legacy: false,
-  last_seen,
-  ...extra,
-});
+const open = (file: string, now: number) => openStore(file, () => now, FORGET_AFTER_MS);
+const stored = storedEntry;
 
 const withReason = (lines: ReadonlyArray<Record<string, unknown>>, reason: string) => lines.filter((l) => l['reason'] === reason);
 

@@ -5,40 +5,23 @@
  * cannot be read or written never costs the daemon its start or its registry in memory.
  * The whole-daemon side (restore, bind on first pong, crash safety) is test/integration/restart.test.ts.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { REGISTRY_FORMAT, RegistryStore, type StoredRegistration } from '../../../src/plugins/fallback/registry-store.js';
-import { captureLogs } from '../../support/log-capture.js';
+import { REGISTRY_FORMAT, type StoredRegistration } from '../../../src/plugins/fallback/registry-store.js';
+import { DAY_MS, openStore, registryPlace, storedEntry } from '../../support/registry-file.js';
 
 const HOUR_MS = 3_600_000;
-const DAY_MS = 24 * HOUR_MS;
 
-function place(): { dir: string; file: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'ovos-registry-store-'));
-  return { dir, file: join(dir, 'registry.json') };
-}
+const place = (): { dir: string; file: string } => registryPlace('ovos-registry-store-');
 
 /** The file as the next daemon start reads it. */
 function onDisk(file: string): { format: unknown; entries: StoredRegistration[] } {
   return JSON.parse(readFileSync(file, 'utf8')) as { format: unknown; entries: StoredRegistration[] };
 }
 
-function open(file: string, now: { t: number }, forgetAfterMs = 30 * DAY_MS) {
-  const { logger, logs } = captureLogs();
-  const store = RegistryStore.open(file, { logger, now: () => now.t, forgetAfterMs });
-  return { store, lines: logs };
-}
-
-const entry = (skill_id: string, last_seen: number, extra: Partial<StoredRegistration> = {}): StoredRegistration => ({
-  session_id: 'default',
-  skill_id,
-  priority: 50,
-  legacy: false,
-  last_seen,
-  ...extra,
-});
+const open = (file: string, now: { t: number }, forgetAfterMs = 30 * DAY_MS) => openStore(file, () => now.t, forgetAfterMs);
+const entry = storedEntry;
 
 describe('registry store: FALLBACK-1 §3.1 / §3.2 kept across restarts', () => {
   it('an absent file is an empty registry, and nothing is written until something registers', async () => {
