@@ -6,8 +6,6 @@
  * Harness: LocalBus (connections played by name) + ManualClock; no sleeps.
  */
 import { describe, expect, it } from 'vitest';
-import type { BusStatus, Unsubscribe } from '../../../src/bus/bus.js';
-import { LocalBus } from '../../../src/bus/local-bus.js';
 import { createMessage, reply, type JsonObject, type Message } from '../../../src/bus/message.js';
 import type { Config } from '../../../src/config/defaults.js';
 import { silentLogger } from '../../../src/log/logger.js';
@@ -15,6 +13,7 @@ import type { FallbackSkillEvent } from '../../../src/plugins/fallback/fallback.
 import { RegistryStore } from '../../../src/plugins/fallback/registry-store.js';
 import { createHarness, withConfig, type Harness } from '../../support/harness.js';
 import { registryPlace } from '../../support/registry-file.js';
+import { StatusBus } from '../../support/status-bus.js';
 
 const CONFIG = withConfig((config) => ({ ...config, pipeline: ['fallback_high', 'fallback_medium', 'fallback_low'] }));
 const PING_TIMEOUT_MS = CONFIG.fallback.pingTimeoutMs;
@@ -318,22 +317,6 @@ describe('the registry file across a restart (README "Restarts"; FALLBACK-1 §3.
     expect(only(withReason(h, 'connection_closed').filter((l) => l['msg'] === 'fallback registrations removed'))).toMatchObject({ connection: 'c1', skills: ['r.skill'] });
   });
 });
-
-/** A bus that reports status changes when the test says so (as the client of an existing OVOS bus does). */
-class StatusBus extends LocalBus {
-  #statusListeners: Array<(status: BusStatus) => void> = [];
-
-  override onStatus(listener: (status: BusStatus) => void): Unsubscribe {
-    this.#statusListeners = [...this.#statusListeners, listener];
-    return () => {
-      this.#statusListeners = this.#statusListeners.filter((l) => l !== listener);
-    };
-  }
-
-  report(status: BusStatus): void {
-    for (const listener of this.#statusListeners) listener(status);
-  }
-}
 
 describe('joining an existing bus', () => {
   it('FALLBACK-1 §3.1: when the bus comes (back) up, connected skills are asked to register again (ovos.fallback.reregister); going down asks nothing', async () => {
