@@ -407,7 +407,7 @@ function evaluate(config: Config, scenario: TimingScenario, gateAccepts: boolean
         const winner = cqSkills.find((c) => c.skill_id === result.winner?.skill_id);
         trail.push(
           winner !== undefined && isLegacy(winner)
-            ? `${stage}: answered at ${end} ms; ${winner.skill_id} is activated and sent question:action.${winner.skill_id} — it speaks "${result.winner.answer}" and sends the utterance's ovos.utterance.handled (README, Legacy common-query skills)`
+            ? `${stage}: answered at ${end} ms; ${winner.skill_id} is activated and sent ${winner.classic === true ? `the bare question:action naming it (a classic CommonQuerySkill; every classic skill hears it)` : `question:action.${winner.skill_id}`} — it speaks "${result.winner.answer}" and sends the utterance's ovos.utterance.handled (README, Legacy common-query skills)`
             : `${stage}: answered at ${end} ms; the handler speaks "${result.winner.answer}" (§9, §10)`,
         );
         // A legacy winner runs its own handler (at once here: the skills file gives it no length).

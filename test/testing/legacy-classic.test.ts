@@ -37,6 +37,8 @@ describe('timing harness: classic CommonQuerySkills (ovos-wire-today.md; OVOS-CO
       '+200 ovos.utterance.handled',
     ]);
     expect(path.timeline.filter((line) => line.endsWith(' speak'))).toEqual(['+200 speak']);
+    // The model's reasoning, as --verbose prints it, says how a classic winner is reached.
+    expect(path.expected.trail.filter((line) => line.includes('cq.classic is activated and sent the bare question:action naming it'))).toHaveLength(1);
   });
 
   it('§6 exactly one handled: a second classic skill ends the winner\'s bare question:action too — the harness names it as the cause, and nothing else differs', async () => {
