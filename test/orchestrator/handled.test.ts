@@ -618,3 +618,119 @@ describe('ovos-wire-today: legacy fallback edges (review of the legacy slice)', 
     expect(h.logs.filter((l) => l['level'] === 40 && l['msg'] === 'message dropped')).toEqual([]);
   });
 });
+
+describe('OVOS-PIPELINE-1 §6 with ovos-workshop skills that leave the handled to core (ovos-core ≥ 2.3.0a1 installed): no grace once learnt', () => {
+  /** A FallbackSkill on `connection`: request → .start, .response {result: true}, then its handled when `sends()`. */
+  function workshopSkill(h: Harness, skillId: string, connection: string, sends: () => boolean): void {
+    h.bus.subscribe((m) => {
+      if (m.type === 'ovos.skills.fallback.ping') h.bus.publish(reply(m, 'ovos.skills.fallback.pong', { skill_id: skillId, can_handle: true }), connection);
+      else if (m.type === `ovos.skills.fallback.${skillId}.request`) {
+        h.bus.publish({ ...m, type: `ovos.skills.fallback.${skillId}.response`, data: { result: true, fallback_handler: 'X.handle_fallback' } }, connection);
+        if (sends()) h.bus.publish({ ...m, type: 'ovos.utterance.handled', data: {} }, connection);
+      }
+    });
+    h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: skillId, priority: 30 }, { session: session('default') }), connection);
+  }
+  /** A harness whose `skillId` on `connection` has been learnt silent: asked once (u1), the grace waited out. */
+  async function learntSilent(skillId: string, connection: string, sends: () => boolean = () => false): Promise<Harness> {
+    const h = createHarness(CONFIG);
+    workshopSkill(h, skillId, connection, sends);
+    await h.settle();
+    await ask(h, 'u1');
+    await h.advance(SKILL_HANDLED_GRACE_MS);
+    return h;
+  }
+  /** Asks in session s1 and lets every message settle (no time passes). */
+  const ask = async (h: Harness, utteranceId: string): Promise<void> => {
+    h.utter('hello', { session: session('s1'), utteranceId });
+    await h.settle();
+  };
+
+  it('PIPELINE-1 §6: the first utterance waits the grace for the skill\'s handled (skill_leaves_handled); the next ones get ours the moment .response arrives', async () => {
+    const h = createHarness(CONFIG);
+    workshopSkill(h, 'silent.fb', 'c1', () => false);
+    await h.settle();
+    await ask(h, 'u1');
+    expect(handledOf(h, 'u1')).toEqual([]);
+    await h.advance(SKILL_HANDLED_GRACE_MS);
+    expect(handledOf(h, 'u1')).toHaveLength(1);
+    expect(withReason(h, 'skill_leaves_handled')).toEqual([expect.objectContaining({ skill_id: 'silent.fb', utterance_id: 'u1' })]);
+
+    for (const id of ['u2', 'u3']) {
+      await ask(h, id);
+      expect(lifecycle(h, id).slice(-2)).toEqual(['ovos.intent.handler.complete', 'ovos.utterance.handled']);
+      expect(h.clock.pending).toBe(0); // no grace timer
+    }
+    await h.advance(SKILL_HANDLED_GRACE_MS + 10);
+    expect(h.of('ovos.utterance.handled')).toHaveLength(3);
+    expect(withReason(h, 'skill_leaves_handled')).toHaveLength(1);
+  });
+
+  it('PIPELINE-1 §6: a skill that sends its own handled is never learnt as silent: each utterance ends with its one handled', async () => {
+    const h = createHarness(CONFIG);
+    workshopSkill(h, 'polite.fb', 'c1', () => true);
+    await h.settle();
+    for (const id of ['u1', 'u2']) {
+      await ask(h, id);
+      await h.advance(SKILL_HANDLED_GRACE_MS + 10);
+      expect(handledOf(h, id)).toHaveLength(1);
+    }
+    expect(withReason(h, 'handled_by_skill')).toHaveLength(2);
+    expect(withReason(h, 'skill_leaves_handled')).toEqual([]);
+  });
+
+  it('PIPELINE-1 §6: what is learnt of one skill is not applied to another on the same connection', async () => {
+    const h = await learntSilent('silent.fb', 'c1');
+    // The silent skill goes; a polite one on the same connection takes its place.
+    h.bus.publish(createMessage('ovos.skills.fallback.deregister', { skill_id: 'silent.fb' }, { session: session('default') }), 'c1');
+    workshopSkill(h, 'polite.fb', 'c1', () => true);
+    await h.settle();
+    await ask(h, 'u2');
+    await h.advance(SKILL_HANDLED_GRACE_MS + 10);
+    expect(handledOf(h, 'u2')).toHaveLength(1);
+    expect(withReason(h, 'handled_by_skill')).toEqual([expect.objectContaining({ utterance_id: 'u2' })]);
+  });
+
+  it('PIPELINE-1 §6: a skill that comes back on a new connection (another process, maybe another ovos-workshop) gets the grace again', async () => {
+    const h = await learntSilent('flaky.fb', 'c1');
+    h.bus.closeConnection('c1');
+    await h.settle();
+    // Back, now with an ovos-workshop that sends its handled.
+    workshopSkill(h, 'flaky.fb', 'c2', () => true);
+    await h.settle();
+    await ask(h, 'u2');
+    await h.advance(SKILL_HANDLED_GRACE_MS + 10);
+    expect(handledOf(h, 'u2')).toHaveLength(1);
+    expect(withReason(h, 'handled_by_skill')).toEqual([expect.objectContaining({ utterance_id: 'u2' })]);
+    expect(withReason(h, 'skill_handled_after_ours')).toEqual([]);
+  });
+
+  it('PIPELINE-1 §6: a silent skill that comes back on a new connection, still silent, is learnt again (one grace, then none)', async () => {
+    const h = await learntSilent('flaky.fb', 'c1');
+    h.bus.closeConnection('c1');
+    await h.settle();
+    workshopSkill(h, 'flaky.fb', 'c2', () => false);
+    await h.settle();
+    await ask(h, 'u2');
+    expect(handledOf(h, 'u2')).toEqual([]);
+    await h.advance(SKILL_HANDLED_GRACE_MS);
+    expect(handledOf(h, 'u2')).toHaveLength(1);
+    await ask(h, 'u3');
+    expect(handledOf(h, 'u3')).toHaveLength(1);
+    expect(withReason(h, 'skill_leaves_handled').map((l) => l['utterance_id'])).toEqual(['u1', 'u2']);
+  });
+
+  it('PIPELINE-1 §6: a skill learnt as silent that sends a handled after all is warned once (skill_handled_after_ours) and gets the grace again', async () => {
+    let sends = false;
+    const h = await learntSilent('fickle.fb', 'c1', () => sends);
+    sends = true;
+    await ask(h, 'u2'); // ours went at once, then the skill's: the one doubled handled this costs
+    expect(handledOf(h, 'u2')).toHaveLength(2);
+    expect(withReason(h, 'skill_handled_after_ours')).toEqual([expect.objectContaining({ skill_id: 'fickle.fb', utterance_id: 'u2' })]);
+    await ask(h, 'u3');
+    await h.advance(SKILL_HANDLED_GRACE_MS + 10);
+    expect(handledOf(h, 'u3')).toHaveLength(1);
+    expect(withReason(h, 'handled_by_skill')).toEqual([expect.objectContaining({ utterance_id: 'u3' })]);
+    expect(withReason(h, 'skill_handled_after_ours')).toHaveLength(1);
+  });
+});

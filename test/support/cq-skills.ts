@@ -112,7 +112,7 @@ export function langSeenBySkill(message: Message): string | null {
  * the discovery pong `{skill_id, is_classic_cq}` when created and on every discovery ping, answers `question:query`
  * with `searching: true` then its answer (`answer`, `conf`, `callback_data`) or `searching: false`, and when it
  * wins runs its action on `question:action.<skill_id>` (classic: `question:action` naming it) as the workshop does:
- * handler start, `speak`, handler complete, its own `ovos.utterance.handled`.
+ * handler start, `speak`, handler complete, its own `ovos.utterance.handled` (unless `sendsHandled: false`).
  */
 export interface LegacyCqScript {
   /** A classic `CommonQuerySkill` (`is_classic_cq`, conf up to 2.0, bare `question:action`). */
@@ -132,6 +132,8 @@ export interface LegacyCqScript {
   readonly conf?: number;
   /** Rewrite the answer payload before it is sent (malformed-input tests). */
   readonly answerData?: (data: JsonObject) => JsonObject;
+  /** Sends its own `ovos.utterance.handled` after its action. Default true; false is the newest ovos-workshop next to ovos-core ≥ 2.3.0a1. */
+  readonly sendsHandled?: boolean;
 }
 
 type Delay = number | 'never' | ((index: number) => number | 'never');
@@ -184,7 +186,7 @@ export function legacyCqSkill(h: Harness, skillId: string, script: LegacyCqScrip
       h.bus.publish(as('mycroft.skill.handler.start', { name: 'CommonQuerySkill.__handle_question_action' }));
       h.bus.publish(as('speak', { utterance: isJsonObject(callback) ? String(callback['answer']) : '', expect_response: false }));
       h.bus.publish(as('mycroft.skill.handler.complete', { name: 'CommonQuerySkill.__handle_question_action' }));
-      h.bus.publish(as('ovos.utterance.handled', {}));
+      if (script.sendsHandled !== false) h.bus.publish(as('ovos.utterance.handled', {}));
     }
   });
   if (script.announce !== false) announce();

@@ -19,6 +19,7 @@ import { createMessage, type JsonObject, type Message } from '../../../src/bus/m
 import type { Config } from '../../../src/config/defaults.js';
 import { createHarness, fallbackSkill, withConfig, type Harness } from '../../support/harness.js';
 import { cqSkill, legacyCqSkill, sessionOf, timedWire } from '../../support/cq-skills.js';
+import { SKILL_HANDLED_GRACE_MS } from '../../../src/orchestrator/orchestrator.js';
 
 const PIPELINE = ['common_query', 'fallback_high', 'fallback_medium', 'fallback_low'];
 const CLAIM_BOUND = 125;
@@ -374,6 +375,31 @@ describe('README "Legacy common-query skills": a legacy skill that has left cann
     await h.advance(300);
     expect(h.of('ovos.utterance.speak').map((m) => m.data['utterance'])).toEqual(['spec answer']); // the plugin spoke once, the first time
     expect(h.of('speak').map((m) => m.data['utterance'])).toEqual(['workshop answer']); // the skill itself, the second time
+    expectOneHandledEach(h);
+  });
+});
+
+describe('PIPELINE-1 §6: a legacy common-query winner that leaves the handled to core (newest ovos-workshop next to ovos-core ≥ 2.3.0a1)', () => {
+  it('PIPELINE-1 §6: its first answer ends with our handled after the grace; its next ones the moment its handler completes — one handled each', async () => {
+    const h = createHarness(config());
+    legacyCqSkill(h, 'cq.modern', { answerAfterMs: 20, conf: 0.95, sendsHandled: false });
+    await h.settle();
+    const wire = timedWire(h);
+    const handledAfterComplete = (): number[] => {
+      const completes = wire.filter((w) => w.message.type === 'mycroft.skill.handler.complete').map((w) => w.at);
+      const handled = wire.filter((w) => w.message.type === 'ovos.utterance.handled').map((w) => w.at);
+      return handled.map((at, i) => at - completes[i]!);
+    };
+    h.utter(SPEED, { utteranceId: 'u1' });
+    await h.advance(20);
+    expect(h.of('ovos.utterance.handled')).toEqual([]);
+    await h.advance(SKILL_HANDLED_GRACE_MS);
+    h.utter(SPEED, { utteranceId: 'u2' });
+    await h.advance(20);
+    expect(handledAfterComplete()).toEqual([SKILL_HANDLED_GRACE_MS, 0]);
+    expect(spoken(h)).toEqual(['cq.modern answer', 'cq.modern answer']);
+    expect(h.logs.filter((l) => l['reason'] === 'skill_leaves_handled').map((l) => l['skill_id'])).toEqual(['cq.modern']);
+    await h.advance(SKILL_HANDLED_GRACE_MS + 10);
     expectOneHandledEach(h);
   });
 });
