@@ -48,6 +48,23 @@ async function skillConnection(url: string, skillId: string): Promise<Probe> {
   return probe;
 }
 
+/** An ovos-workshop FallbackSkill's connection: answers broadcast pings (willing) and its requests, as the workshop does. */
+async function workshopConnection(url: string, skillId: string): Promise<Probe> {
+  const probe = await Probe.connect(url);
+  cleanups.push(() => probe.close());
+  probe.frames.subscribe((frame) => {
+    const message = frame.message;
+    if (message === undefined) return;
+    if (message.type === 'ovos.skills.fallback.ping') probe.send(reply(message, 'ovos.skills.fallback.pong', { skill_id: skillId, can_handle: true }));
+    if (message.type === `ovos.skills.fallback.${skillId}.request`) {
+      probe.send({ ...message, type: 'speak', data: { utterance: `${skillId} here` } });
+      probe.send({ ...message, type: `ovos.skills.fallback.${skillId}.response`, data: { result: true, fallback_handler: 'X.handle_fallback' } });
+      probe.send({ ...message, type: 'ovos.utterance.handled', data: {} });
+    }
+  });
+  return probe;
+}
+
 const storedSkills = (file: string): string[] =>
   existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { entries: Array<{ skill_id: string }> }).entries.map((e) => e.skill_id).sort() : [];
 
@@ -95,6 +112,25 @@ describe('restart', () => {
     await expect.poll(() => d.system.fallback.registry.holds('back.skill'), { timeout: 10_000 }).toBe(false);
     await d.close();
     expect(storedSkills(file)).toEqual(['back.skill']);
+  });
+
+  it('ovos-wire-today: a legacy skill whose socket drops while the daemon runs is asked again over its new socket, without registering again', async () => {
+    const d = await daemon(join(mkdtempSync(join(tmpdir(), 'ovos-registry-')), 'r.json'));
+    const first = await workshopConnection(d.url, 'wiki.fb');
+    first.send(createMessage('ovos.skills.fallback.register', { skill_id: 'wiki.fb', priority: 10 }, {}));
+    await first.barrier();
+    expect(d.system.fallback.registry.entry('default', 'wiki.fb')?.connection).toEqual(expect.any(String));
+    await first.close();
+    await expect.poll(() => d.system.fallback.registry.entry('default', 'wiki.fb')?.connection, { timeout: 10_000 }).toBeUndefined();
+    // ovos-bus-client reconnects; ovos-workshop does not register again.
+    await workshopConnection(d.url, 'wiki.fb');
+    const user = await Probe.connect(d.url);
+    cleanups.push(() => user.close());
+    user.utter('what is a barrel roll', { utteranceId: 'after-reconnect' });
+    await user.handled('after-reconnect');
+    expect(user.of('after-reconnect').find((m) => m.type === 'ovos.intent.matched')?.data['skill_id']).toBe('wiki.fb');
+    expect(user.of('after-reconnect').filter((m) => m.type === 'ovos.utterance.handled')).toHaveLength(1);
+    expect(d.system.fallback.registry.entry('default', 'wiki.fb')?.connection).toEqual(expect.any(String));
   });
 
   it('crash-safe: the file is written as registrations happen (no clean stop needed), and an unreadable one is set aside with a warning', async () => {

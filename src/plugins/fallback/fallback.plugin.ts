@@ -123,31 +123,42 @@ export class FallbackPlugin {
       if (removed && !this.registry.holds(inbound.skill_id)) this.breaker.forget(inbound.skill_id);
       supervisor.logger.info({ skill_id: inbound.skill_id, session_id: sessionId, removed }, 'fallback skill deregistered');
     });
-    // Embedded bus: a closed connection takes every registration made over it, in every session, with it.
+    // Embedded bus: a closed connection takes every spec registration made over it, in every session, with it; a
+    // legacy one is kept unbound until its skill is heard from again (ovos-workshop never registers again by itself:
+    // its bus client reconnects, and its first pong binds it to the new connection).
     supervisor.onConnectionClosed((connection) => {
-      const removed = this.registry.removeConnection(connection);
-      if (removed.length === 0) return;
-      const skills = [...new Set(removed.map((entry) => entry.skillId))];
-      // §6.1: a skill that can no longer answer in a contest's session (the registration that put it in that pool
-      // went with the connection) is passed over now, not after its timeout. The same skill_id registered over
+      const released = this.registry.releaseConnection(connection);
+      if (released.length === 0) return;
+      const skills = [...new Set(released.map((entry) => entry.skillId))];
+      // §6.1: a skill that can no longer answer in a contest's session (the registration that put it in that pool was
+      // made over this connection) is passed over now, not after its timeout. The same skill_id registered over
       // another connection, for another session, is another instance and stays.
       for (const contest of this.#contests) {
-        const available = this.registry.availableFor(contest.info.sessionId);
-        for (const skill_id of skills) if (!available.has(skill_id)) contest.send({ type: 'GONE', skill_id });
+        for (const skill_id of skills) if (this.registry.effectiveEntry(contest.info.sessionId, skill_id)?.connection === undefined) contest.send({ type: 'GONE', skill_id });
       }
-      const sessions = [...new Set(removed.map((entry) => entry.sessionId))];
       for (const skill of skills) if (!this.registry.holds(skill)) this.breaker.forget(skill);
-      supervisor.logger.info({ reason: 'connection_closed', connection, skills, sessions }, 'fallback registrations removed');
+      const removed = released.filter((entry) => !entry.kept);
+      const kept = released.filter((entry) => entry.kept);
+      const sessionsOf = (entries: typeof released): string[] => [...new Set(entries.map((entry) => entry.sessionId))];
+      const skillsOf = (entries: typeof released): string[] => [...new Set(entries.map((entry) => entry.skillId))];
+      if (removed.length > 0) supervisor.logger.info({ reason: 'connection_closed', connection, skills: skillsOf(removed), sessions: sessionsOf(removed) }, 'fallback registrations removed');
+      if (kept.length > 0) {
+        supervisor.logger.info(
+          { reason: 'connection_closed', connection, skills: skillsOf(kept), sessions: sessionsOf(kept) },
+          'legacy fallback registrations kept, unbound until each skill is heard from again',
+        );
+      }
     });
-    // Circuit breaker: any pong — willing or not, late or unsolicited — shows the skill is alive. A skill restored
-    // from the store is bound to the connection it is first heard on.
+    // Circuit breaker: any pong — willing or not, late or unsolicited — shows the skill is alive. An unbound
+    // registration (restored from the store, or legacy and its connection closed) is bound to the connection its
+    // skill is first heard on.
     supervisor.on('fallback.pong', (inbound, message) => {
       this.#report(this.breaker.alive(inbound.skill_id));
       if (!this.registry.holds(inbound.skill_id)) return;
       options.store?.seen(inbound.skill_id);
       const connection = supervisor.connectionOf(message);
       if (connection !== undefined && this.registry.bindUnbound(inbound.skill_id, connection) > 0) {
-        supervisor.logger.info({ skill_id: inbound.skill_id, connection }, 'restored fallback skill heard from: bound to its connection');
+        supervisor.logger.info({ skill_id: inbound.skill_id, connection }, 'unbound fallback skill heard from: bound to its connection');
       }
     });
     // After a restart: every registration the daemon had, unbound until each skill is heard from (legacy skills never

@@ -3,8 +3,9 @@
  * by the registering message's session_id; "default" entries are available to every session, a session's own
  * entries extend (and, for the same skill, override) them for that session only.
  *
- * Each entry remembers the client connection it was registered over (undefined in-process or on a foreign bus), so
- * a closed connection takes its registrations with it and a connection-bound deregistration can be checked.
+ * Each entry remembers the client connection it was registered over (undefined in-process, on a foreign bus, or for a
+ * legacy registration whose connection closed), so a closed connection takes its spec registrations with it and a
+ * connection-bound deregistration can be checked.
  * Session ids come off the bus, so the registry is bounded: at most `maxSkillsPerSession` skills per session and
  * at most `maxSessions` sessions other than "default" holding registrations.
  */
@@ -71,23 +72,27 @@ export class FallbackRegistry {
   }
 
   /**
-   * Remove every registration, in every session, made over `connection`. A skill that registered again over
-   * another connection since keeps that newer registration.
+   * `connection` closed. Spec registrations made over it, in every session, are removed (the skill SDK registers
+   * again when it reconnects). Legacy ones are kept, unbound, as after a restart: ovos-workshop never registers again
+   * by itself, so its first pong over a new connection binds them again (`bindUnbound`). A skill that registered
+   * again over another connection since keeps that newer registration.
    */
-  removeConnection(connection: string): Array<{ readonly sessionId: string; readonly skillId: string }> {
-    const removed: Array<{ sessionId: string; skillId: string }> = [];
+  releaseConnection(connection: string): Array<{ readonly sessionId: string; readonly skillId: string; readonly kept: boolean }> {
+    const released: Array<{ sessionId: string; skillId: string; kept: boolean }> = [];
     for (const [sessionId, skills] of this.#bySession) {
       for (const [skillId, entry] of skills) {
-        if (entry.connection === connection) removed.push({ sessionId, skillId });
+        if (entry.connection !== connection) continue;
+        released.push({ sessionId, skillId, kept: entry.legacy });
+        if (entry.legacy) skills.set(skillId, { ...entry, connection: undefined });
       }
     }
-    for (const { sessionId, skillId } of removed) this.deregister(sessionId, skillId);
-    return removed;
+    for (const { sessionId, skillId, kept } of released) if (!kept) this.deregister(sessionId, skillId);
+    return released;
   }
 
   /**
-   * Registrations of `skillId` made over no known connection (restored after a restart) now belong to
-   * `connection`, the one the skill was just heard on: when it closes, they go with it.
+   * Registrations of `skillId` made over no known connection (restored after a restart, or legacy ones whose
+   * connection closed) now belong to `connection`, the one the skill was just heard on.
    */
   bindUnbound(skillId: string, connection: string): number {
     let bound = 0;

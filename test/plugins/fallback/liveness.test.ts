@@ -250,3 +250,103 @@ describe('FALLBACK-1 §6.1 a skill whose connection closes during a contest', ()
     expect(h.of('ovos.utterance.handled')).toHaveLength(1);
   });
 });
+
+describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connection drops and comes back is asked again', () => {
+  /**
+   * An ovos-workshop FallbackSkill: registers once (at its start-up) over `connection`, answers every broadcast ping
+   * over the connection it is on now (`on.connection`, changed by its bus client's reconnect; null while it is down).
+   */
+  function workshopSkill(h: Harness, skillId: string, priority: number, connection: string): { on: { connection: string | null }; requests: Message[] } {
+    const on: { connection: string | null } = { connection };
+    const requests: Message[] = [];
+    h.bus.subscribe((m) => {
+      if (on.connection === null) return;
+      if (m.type === 'ovos.skills.fallback.ping') h.bus.publish(reply(m, 'ovos.skills.fallback.pong', { skill_id: skillId, can_handle: true }), on.connection);
+      else if (m.type === `ovos.skills.fallback.${skillId}.request`) {
+        requests.push(m);
+        h.bus.publish({ ...m, type: `ovos.skills.fallback.${skillId}.response`, data: { result: true, fallback_handler: 'X.handle_fallback' } }, on.connection);
+        h.bus.publish({ ...m, type: 'ovos.utterance.handled', data: {} }, on.connection);
+      }
+    });
+    h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: skillId, priority }, { session: session('default') }), connection);
+    return { on, requests };
+  }
+  const winners = (h: Harness): unknown[] => h.of('ovos.intent.matched').map((m) => m.data['skill_id']);
+
+  it('FALLBACK-1 §3.1 + ovos-wire-today: after a reconnect the skill, which never registers again, answers the next utterance and wins it', async () => {
+    const h = createHarness(CONFIG);
+    const skill = workshopSkill(h, 'wiki.fb', 10, 'c1');
+    fallbackSkill(h, 'catch.all', 90);
+    await h.settle();
+    h.bus.closeConnection('c1');
+    skill.on.connection = 'c2'; // ovos-bus-client reconnects at once
+    await h.settle();
+    expect(withReason(h, 'connection_closed').find((l) => l['msg'] === 'legacy fallback registrations kept, unbound until each skill is heard from again')).toMatchObject({ skills: ['wiki.fb'], sessions: ['default'] });
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true });
+
+    h.utter('what is a barrel roll', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(5);
+    expect(winners(h)).toEqual(['wiki.fb']);
+    expect(skill.requests).toHaveLength(1);
+    expect(h.of('ovos.utterance.handled')).toHaveLength(1);
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')?.connection).toBe('c2');
+    // Bound again: when c2 closes, it is unbound again — never lost.
+    h.bus.closeConnection('c2');
+    await h.settle();
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true });
+  });
+
+  it('FALLBACK-1 §6.1: a legacy skill whose connection closes mid-contest is passed over at once in that contest; it is kept for the next ones', async () => {
+    const h = createHarness(CONFIG);
+    const skill = workshopSkill(h, 'wiki.fb', 10, 'c1');
+    skill.on.connection = null; // hung: it will not answer this ping
+    fallbackSkill(h, 'catch.all', 90);
+    await h.settle();
+    h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(5);
+    expect(winners(h)).toEqual([]);
+    h.bus.closeConnection('c1');
+    await h.advance(1);
+    expect(winners(h)).toEqual(['catch.all']);
+    expect(withReason(h, 'ping_timeout')).toEqual([]);
+    skill.on.connection = 'c2';
+    h.utter('hello again', { session: session('s1'), utteranceId: 'u2' });
+    await h.advance(5);
+    expect(winners(h)).toEqual(['catch.all', 'wiki.fb']);
+    expect(h.of('ovos.utterance.handled')).toHaveLength(2);
+  });
+
+  it('FALLBACK-1 §6.1: a legacy skill that never comes back costs a ping timeout at its turn, three times, then the circuit breaker suspends it', async () => {
+    const h = createHarness(CONFIG);
+    const skill = workshopSkill(h, 'gone.fb', 10, 'c1');
+    fallbackSkill(h, 'catch.all', 90);
+    await h.settle();
+    skill.on.connection = null;
+    h.bus.closeConnection('c1');
+    await h.settle();
+    const suspendAfter = CONFIG.fallback.suspendAfterTimeouts;
+    for (let i = 0; i < suspendAfter; i++) {
+      h.utter('hello', { session: session('s1'), utteranceId: `u${i}` });
+      await h.advance(PING_TIMEOUT_MS - 1);
+      expect(winners(h)).toHaveLength(i);
+      await h.advance(1);
+      expect(winners(h)).toHaveLength(i + 1);
+    }
+    expect(withReason(h, 'skill_suspended')).toEqual([expect.objectContaining({ skill_id: 'gone.fb' })]);
+    h.utter('hello', { session: session('s1'), utteranceId: 'u-after' });
+    await h.advance(1);
+    expect(winners(h)).toEqual(Array(suspendAfter + 1).fill('catch.all'));
+  });
+
+  it('FALLBACK-1 §3.4: a spec skill\'s registration still goes with its connection (the SDK registers again when it reconnects)', async () => {
+    const h = createHarness(CONFIG);
+    connectedSkill(h, 'spec.fb', 10, 'c1', { verdict: true });
+    workshopSkill(h, 'legacy.fb', 20, 'c1');
+    await h.settle();
+    h.bus.closeConnection('c1');
+    await h.settle();
+    expect(h.system.fallback.registry.entry('default', 'spec.fb')).toBeUndefined();
+    expect(h.system.fallback.registry.entry('default', 'legacy.fb')).toMatchObject({ connection: undefined, legacy: true });
+    expect(withReason(h, 'connection_closed').find((l) => l['msg'] === 'fallback registrations removed')).toMatchObject({ skills: ['spec.fb'] });
+  });
+});

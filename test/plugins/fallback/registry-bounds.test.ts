@@ -18,31 +18,49 @@ describe('FALLBACK-1 §3.4 registrations remember their connection', () => {
     expect(registry.entry('kitchen', 'a')).toBeUndefined();
   });
 
-  it('FALLBACK-1 §3.4: removeConnection removes that connection’s registrations in every session, and nothing else', () => {
+  it('FALLBACK-1 §3.4: releaseConnection removes that connection’s spec registrations in every session, and nothing else', () => {
     const registry = new FallbackRegistry();
     registry.register('default', 'a', 10, 'c1');
     registry.register('kitchen', 'a', 90, 'c1');
     registry.register('car', 'k', 30, 'c1');
     registry.register('default', 'b', 20, 'c2');
     registry.register('default', 'local', 30);
-    expect(registry.removeConnection('c1')).toEqual([
-      { sessionId: 'default', skillId: 'a' },
-      { sessionId: 'kitchen', skillId: 'a' },
-      { sessionId: 'car', skillId: 'k' },
+    expect(registry.releaseConnection('c1')).toEqual([
+      { sessionId: 'default', skillId: 'a', kept: false },
+      { sessionId: 'kitchen', skillId: 'a', kept: false },
+      { sessionId: 'car', skillId: 'k', kept: false },
     ]);
     expect(ids(registry, 'kitchen')).toEqual(['b', 'local']);
     expect(ids(registry, 'car')).toEqual(['b', 'local']);
     expect(registry.sessionCount).toBe(0);
     expect(registry.holds('a')).toBe(false);
     expect(registry.holds('b')).toBe(true);
-    expect(registry.removeConnection('c1')).toEqual([]);
+    expect(registry.releaseConnection('c1')).toEqual([]);
+  });
+
+  it('ovos-wire-today (legacy skills never register again): releaseConnection keeps a legacy registration, unbound, until bindUnbound', () => {
+    const registry = new FallbackRegistry();
+    registry.register('default', 'legacy.a', 10, 'c1', true);
+    registry.register('kitchen', 'legacy.a', 20, 'c1', true);
+    registry.register('default', 'spec.b', 30, 'c1');
+    expect(registry.releaseConnection('c1')).toEqual([
+      { sessionId: 'default', skillId: 'legacy.a', kept: true },
+      { sessionId: 'default', skillId: 'spec.b', kept: false },
+      { sessionId: 'kitchen', skillId: 'legacy.a', kept: true },
+    ]);
+    expect(registry.entry('default', 'legacy.a')).toEqual({ priority: 10, connection: undefined, legacy: true });
+    expect(registry.entry('kitchen', 'legacy.a')).toEqual({ priority: 20, connection: undefined, legacy: true });
+    expect(registry.holds('spec.b')).toBe(false);
+    expect(registry.releaseConnection('c1')).toEqual([]);
+    expect(registry.bindUnbound('legacy.a', 'c2')).toBe(2);
+    expect(registry.entry('kitchen', 'legacy.a')?.connection).toBe('c2');
   });
 
   it('FALLBACK-1 §3.1: a skill that re-registered over a newer connection keeps that registration when the old one closes', () => {
     const registry = new FallbackRegistry();
     registry.register('default', 'a', 10, 'old');
     registry.register('default', 'a', 10, 'new');
-    expect(registry.removeConnection('old')).toEqual([]);
+    expect(registry.releaseConnection('old')).toEqual([]);
     expect(ids(registry, 'default')).toEqual(['a']);
   });
 });

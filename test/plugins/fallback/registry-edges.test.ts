@@ -60,9 +60,9 @@ describe('FALLBACK-1 §3.4 restored registrations are bound to the connection th
     expect(registry.entry('kitchen', 'a')?.connection).toBe('c1');
     expect(registry.entry('default', 'b')?.connection).toBeUndefined();
     // c2 closing takes exactly what it was bound to; c1's registration stays.
-    expect(registry.removeConnection('c2')).toEqual([
-      { sessionId: 'default', skillId: 'a' },
-      { sessionId: 'car', skillId: 'a' },
+    expect(registry.releaseConnection('c2')).toEqual([
+      { sessionId: 'default', skillId: 'a', kept: false },
+      { sessionId: 'car', skillId: 'a', kept: false },
     ]);
     expect(registry.bindUnbound('a', 'c3')).toBe(0);
   });
