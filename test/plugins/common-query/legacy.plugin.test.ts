@@ -331,12 +331,12 @@ describe('ovos-workshop skills: bad, late and foreign replies never confuse a co
 
 describe('README "Legacy common-query skills": a legacy skill that has left cannot win — until it announces itself again', () => {
   /** A workshop skill over connection `via`: announces itself, answers every question:query with searching, then 0.8. */
-  function workshopOver(h: Harness, via: string): () => void {
+  function workshopOver(h: Harness, via: string, announce = true): () => void {
     let live = true;
     const send = (message: Message): void => {
       if (live) h.bus.publish(message, via);
     };
-    send(createMessage('ovos.common_query.pong', { skill_id: 'wk', is_classic_cq: false }, { skill_id: 'wk', session: { session_id: 'default' } }));
+    if (announce) send(createMessage('ovos.common_query.pong', { skill_id: 'wk', is_classic_cq: false }, { skill_id: 'wk', session: { session_id: 'default' } }));
     h.bus.subscribe((m) => {
       if (m.type === 'question:query') {
         const phrase = String(m.data['phrase']);
@@ -375,6 +375,24 @@ describe('README "Legacy common-query skills": a legacy skill that has left cann
     await h.advance(300);
     expect(h.of('ovos.utterance.speak').map((m) => m.data['utterance'])).toEqual(['spec answer']); // the plugin spoke once, the first time
     expect(h.of('speak').map((m) => m.data['utterance'])).toEqual(['workshop answer']); // the skill itself, the second time
+    expectOneHandledEach(h);
+  });
+
+  it('its bus client reconnects (ovos-bus-client does; ovos-workshop announces itself only at start-up): answering over the new connection, it wins again', async () => {
+    const h = createHarness(config());
+    const disconnect = workshopOver(h, 'w1');
+    cqSkill(h, 'spec', { answer: 'spec answer', conf: 0.6 });
+    await h.settle();
+    disconnect();
+    await h.settle();
+    expect(h.system.commonQuery.roster()).toEqual([]); // it left
+    workshopOver(h, 'w2', false);
+    await h.settle();
+    h.utter(SPEED);
+    await h.advance(CEILING);
+    expect(decided(h)).toEqual([['all_answered', 'wk', 2]]);
+    expect(h.of('speak').map((m) => m.data['utterance'])).toEqual(['workshop answer']);
+    expect(h.of('ovos.utterance.speak')).toEqual([]);
     expectOneHandledEach(h);
   });
 });
