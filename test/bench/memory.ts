@@ -163,6 +163,7 @@ export async function benchMemory(): Promise<Section> {
     });
     checks.push(
       { name: 'common-query early-start cache empty', ok: system.commonQuery.cacheSize === 0, detail: `cacheSize = ${system.commonQuery.cacheSize}` },
+      { name: 'common-query plugin keeps no legacy winner', ok: system.commonQuery.pendingDispatches === 0, detail: `pendingDispatches = ${system.commonQuery.pendingDispatches}` },
       { name: 'fallback plugin tracks no contest', ok: system.fallback.liveContests === 0, detail: `liveContests = ${system.fallback.liveContests}` },
       {
         name: `no leak: burst ${ROUNDS} leaves < 1 MiB more than burst 1`,

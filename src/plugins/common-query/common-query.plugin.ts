@@ -258,6 +258,9 @@ export class CommonQueryPlugin implements PipelineStage {
     // common-query skills") — the plugin speaks a spec skill's answer, whoever has gone.
     const candidates = this.#departed.size === 0 ? result.output.responses : result.output.responses.filter((r) => r.reply === undefined || !this.#departed.has(r.skill_id));
     const selection = await selectWithReranker(utterance, request.lang, candidates, policy, this.#reranker);
+    // An asynchronous reranker may answer after the orchestrator gave up on this stage (PIPELINE-1 §4.4): the
+    // utterance has moved on, maybe ended, and a winner kept for its dispatch now would never be let go.
+    if (request.signal.aborted) return null;
     if (selection.rerankerError !== undefined) contest.logger.warn({ reason: 'reranker_failed', detail: selection.rerankerError }, 'reranker ignored');
     const winner = selection.winner;
     contest.logger.info(
@@ -410,6 +413,11 @@ export class CommonQueryPlugin implements PipelineStage {
     if (entry === undefined) return;
     this.#cache.delete(sessionId);
     if (!entry.joined) entry.contest.stop(reason);
+  }
+
+  /** Legacy winners chosen and not yet dispatched (for tests and inspection; 0 when idle). */
+  get pendingDispatches(): number {
+    return this.#legacyWinners.size;
   }
 
   /** Cached early starts right now (for tests and inspection). */

@@ -437,3 +437,26 @@ describe('the plugin’s own checks and log lines', () => {
     expect(h.of('question:query')).toEqual([]);
   });
 });
+
+describe('PIPELINE-1 §4.4: an asynchronous reranker that answers after the match bound', () => {
+  it('PIPELINE-1 §4.4 + COMMON-QUERY-1 §8 step 4: the utterance moves on at the bound; the late ranking is dropped and keeps no legacy winner', async () => {
+    let rank: (() => void) | undefined;
+    const h = createHarness(config(BOTH), {
+      reranker: (_utterance, _lang, survivors) => new Promise((resolve) => (rank = () => resolve(survivors))),
+    });
+    legacyCqSkill(h, 'cq.wk', { answerAfterMs: 20, conf: 0.95 });
+    fallbackSkill(h, 'fb', 90);
+    await h.settle();
+    h.utter(SPEED, { session: S1, utteranceId: 'u1' });
+    await h.advance(config(BOTH).orchestrator.matchTimeoutMs + 10);
+    expect(rank).toBeDefined();
+    expect(h.of('ovos.intent.matched').map((m) => m.data['skill_id'])).toEqual(['fb']);
+    expect(h.of('ovos.utterance.handled')).toHaveLength(1);
+
+    rank!();
+    await h.settle();
+    expect(h.system.commonQuery.pendingDispatches).toBe(0);
+    expect(h.wire.filter((m) => m.type.startsWith('question:action'))).toEqual([]);
+    expect(h.of('ovos.utterance.handled')).toHaveLength(1);
+  });
+});
