@@ -41,7 +41,7 @@ import {
  * How long a legacy skill that answered its handler has to send the utterance's `ovos.utterance.handled` itself
  * (ovos-workshop sends it right after `.response`); after that the orchestrator sends it. A skill seen once to leave
  * it to us (ovos-workshop with ovos-core ≥ 2.3.0a1 installed next to it: "core owns it") gets ours at once after
- * that, as long as it stays connected — see `#leavesHandled`.
+ * that — see `#leavesHandled`.
  */
 export const SKILL_HANDLED_GRACE_MS = 1_000;
 
@@ -69,15 +69,14 @@ export class Orchestrator {
   /** Connection → the utterances awaiting the handler of a skill dispatched while it spoke over that connection. */
   readonly #awaitingOn = new Map<string, Set<string>>();
   /** Utterances (ended) whose handled is the skill's to send: ours goes out if it has not come when the timer fires. */
-  readonly #pendingHandled = new Map<string, { readonly timer: TimerId; readonly handled: Message; readonly awaited: Awaited | undefined }>();
+  readonly #pendingHandled = new Map<string, { readonly timer: TimerId; readonly handled: Message }>();
   /**
    * Legacy skills seen to leave the utterance's handled to the pipeline (no handled of their own within the grace):
-   * skill_id → the connection it was seen on (null on a bus without connection identity). Their next utterances get
-   * our handled the moment their handler completes — no grace to wait out. Only over that connection (a skill that
-   * comes back on another may run another ovos-workshop: it is learnt again) and until the skill sends a handled of
-   * its own. One entry per skill_id at most.
+   * their next utterances get our handled the moment their handler completes — no grace to wait out. Kept across
+   * reconnects (a bus client that reconnects runs the same ovos-workshop); forgotten when the skill sends a handled
+   * of its own. One entry per skill_id that was dispatched to.
    */
-  readonly #leavesHandled = new Map<string, string | null>();
+  readonly #leavesHandled = new Set<string>();
   /** Graceful shutdown: no new utterance is taken; these wait for the last one in flight to end. */
   #draining = false;
   #drained: Array<() => void> = [];
@@ -283,42 +282,35 @@ export class Orchestrator {
 
   /**
    * Give the skill `SKILL_HANDLED_GRACE_MS` to send the utterance's handled; send ours if it does not — and from then
-   * on at once for that skill while it stays on that connection (`#leavesHandled`).
+   * on at once for that skill (`#leavesHandled`).
    */
-  #awaitSkillHandled(key: string, handled: Message, awaited: Awaited | undefined): void {
+  #awaitSkillHandled(key: string, handled: Message, skill: string): void {
     const timer = this.#supervisor.clock.setTimeout(() => {
       this.#pendingHandled.delete(key);
       this.#supervisor.bus.publish(handled);
-      if (awaited !== undefined && !this.#leavesHandledToUs(awaited) && (awaited.connection === undefined || this.#supervisor.isOpen(awaited.connection))) {
-        this.#leavesHandled.set(awaited.skill, awaited.connection ?? null);
+      if (!this.#leavesHandled.has(skill)) {
+        this.#leavesHandled.add(skill);
         this.#supervisor.logger.info(
-          { skill_id: awaited.skill, session_id: sessionIdOf(handled), utterance_id: utteranceIdOf(handled), reason: 'skill_leaves_handled', grace_ms: SKILL_HANDLED_GRACE_MS },
+          { skill_id: skill, session_id: sessionIdOf(handled), utterance_id: utteranceIdOf(handled), reason: 'skill_leaves_handled', grace_ms: SKILL_HANDLED_GRACE_MS },
           'the skill sent no ovos.utterance.handled of its own; from now on ours goes out as soon as its handler completes',
         );
       }
       this.#checkDrained();
     }, SKILL_HANDLED_GRACE_MS);
-    this.#pendingHandled.set(key, { timer, handled, awaited });
-  }
-
-  /** Whether the dispatched skill is known to leave the utterance's handled to us (seen on the same connection). */
-  #leavesHandledToUs(awaited: Awaited | undefined): boolean {
-    if (awaited === undefined) return false;
-    const seenOn = this.#leavesHandled.get(awaited.skill);
-    return seenOn !== undefined && seenOn === (awaited.connection ?? null);
+    this.#pendingHandled.set(key, { timer, handled });
   }
 
   /**
-   * A handled sent by a skill (its context names it, as ovos-workshop's does; over the connection it was seen on,
-   * where there is connection identity — our own echo has none): that skill sends its own after all.
+   * A handled sent by a skill — its context names it, as ovos-workshop's does; on a bus with connection identity it
+   * came over a client connection (our own echo did not) — so that skill sends its own after all.
    */
   #skillSendsHandled(message: Message): void {
     const skill = message.context['skill_id'];
-    if (typeof skill !== 'string') return;
-    const seenOn = this.#leavesHandled.get(skill);
-    if (seenOn === undefined || (seenOn !== null && this.#supervisor.connectionOf(message) !== seenOn)) return;
+    if (typeof skill !== 'string' || !this.#leavesHandled.has(skill)) return;
+    if (this.#supervisor.bus.connectionOf !== undefined && this.#supervisor.connectionOf(message) === undefined) return;
     this.#leavesHandled.delete(skill);
-    // Ours already went out for any utterance of this skill that ended meanwhile: say so, it is a doubled handled.
+    // Ours already went out for this utterance if it is neither waiting for the skill's nor still running: say so,
+    // it is a doubled handled.
     const key = keyOfMessage(message);
     if (key === undefined || (!this.#pendingHandled.has(key) && this.#inFlight.get(key)?.handledSent !== false)) {
       this.#supervisor.logger.warn(
@@ -432,8 +424,8 @@ export class Orchestrator {
           // (legacy; ovos-workshop does after a successful handler) gets a moment to send its own — or already did.
           const skillEnds = live?.skillEnds === true;
           if (skillEnds && live?.skillSaidHandled === true) return;
-          if (skillEnds && context.outcome === 'completed' && !this.#leavesHandledToUs(live?.awaited)) {
-            this.#awaitSkillHandled(key, handled, live?.awaited);
+          if (skillEnds && context.outcome === 'completed' && !this.#leavesHandled.has(context.match!.skill_id)) {
+            this.#awaitSkillHandled(key, handled, context.match!.skill_id);
             return;
           }
           // A legacy handler that ran past its timeout is told to stop, as ovos-core does (it would end the utterance
@@ -513,12 +505,6 @@ export class Orchestrator {
 
 type UtteranceLogic = typeof utteranceMachine;
 
-/** The bus skill an utterance was dispatched to, and the connection of the instance it was dispatched to. */
-interface Awaited {
-  readonly skill: string;
-  readonly connection: string | undefined;
-}
-
 /** One live utterance: its actor and what the orchestrator has learnt about it while it runs. */
 interface InFlight {
   /** Set right after spawning (the record exists first: an utterance without stages ends inside spawn). */
@@ -528,7 +514,7 @@ interface InFlight {
   /** skill → the connection its willing fallback pong for this utterance came over (embedded bus). */
   readonly willingVia: Map<string, string>;
   /** The dispatched bus skill, and the connection of the instance it was dispatched to. */
-  awaited: Awaited | undefined;
+  awaited: { readonly skill: string; readonly connection: string | undefined } | undefined;
   /** Dispatched in another dialect (legacy): the skill announces the end of the utterance itself. */
   skillEnds: boolean;
   /** What `dispatch` sends: the dispatch, preceded by what its dialect sends first. */
