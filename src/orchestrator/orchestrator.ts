@@ -69,7 +69,7 @@ export class Orchestrator {
   /** Connection → the utterances awaiting the handler of a skill dispatched while it spoke over that connection. */
   readonly #awaitingOn = new Map<string, Set<string>>();
   /** Utterances (ended) whose handled is the skill's to send: ours goes out if it has not come when the timer fires. */
-  readonly #pendingHandled = new Map<string, { readonly timer: TimerId; readonly handled: Message }>();
+  readonly #pendingHandled = new Map<string, { readonly timer: TimerId; readonly handled: Message; readonly skill: string }>();
   /**
    * Legacy skills seen to leave the utterance's handled to the pipeline (no handled of their own within the grace):
    * their next utterances get our handled the moment their handler completes — no grace to wait out. Kept across
@@ -282,22 +282,30 @@ export class Orchestrator {
 
   /**
    * Give the skill `SKILL_HANDLED_GRACE_MS` to send the utterance's handled; send ours if it does not — and from then
-   * on at once for that skill (`#leavesHandled`).
+   * on at once for that skill (`#leavesHandled`), its other utterances still waiting included.
    */
   #awaitSkillHandled(key: string, handled: Message, skill: string): void {
     const timer = this.#supervisor.clock.setTimeout(() => {
-      this.#pendingHandled.delete(key);
-      this.#supervisor.bus.publish(handled);
-      if (!this.#leavesHandled.has(skill)) {
-        this.#leavesHandled.add(skill);
-        this.#supervisor.logger.info(
-          { skill_id: skill, session_id: sessionIdOf(handled), utterance_id: utteranceIdOf(handled), reason: 'skill_leaves_handled', grace_ms: SKILL_HANDLED_GRACE_MS },
-          'the skill sent no ovos.utterance.handled of its own; from now on ours goes out as soon as its handler completes',
-        );
-      }
-      this.#checkDrained();
+      this.#sendPendingHandled(key);
+      if (this.#leavesHandled.has(skill)) return;
+      this.#leavesHandled.add(skill);
+      this.#supervisor.logger.info(
+        { skill_id: skill, session_id: sessionIdOf(handled), utterance_id: utteranceIdOf(handled), reason: 'skill_leaves_handled', grace_ms: SKILL_HANDLED_GRACE_MS },
+        'the skill sent no ovos.utterance.handled of its own; from now on ours goes out as soon as its handler completes',
+      );
+      for (const [other, pending] of this.#pendingHandled) if (pending.skill === skill) this.#sendPendingHandled(other);
     }, SKILL_HANDLED_GRACE_MS);
-    this.#pendingHandled.set(key, { timer, handled });
+    this.#pendingHandled.set(key, { timer, handled, skill });
+  }
+
+  /** The handled left to a skill goes out now (ours). */
+  #sendPendingHandled(key: string): void {
+    const pending = this.#pendingHandled.get(key);
+    if (pending === undefined) return;
+    this.#supervisor.clock.clearTimeout(pending.timer);
+    this.#pendingHandled.delete(key);
+    this.#supervisor.bus.publish(pending.handled);
+    this.#checkDrained();
   }
 
   /**

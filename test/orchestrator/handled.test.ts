@@ -666,6 +666,24 @@ describe('OVOS-PIPELINE-1 §6 with ovos-workshop skills that leave the handled t
     expect(withReason(h, 'skill_leaves_handled')).toHaveLength(1);
   });
 
+  it('PIPELINE-1 §6: its other utterances waiting the grace when it is learnt get ours then — one grace in all, not one each', async () => {
+    const h = createHarness(CONFIG);
+    workshopSkill(h, 'silent.fb', 'c1', () => false);
+    await h.settle();
+    await ask(h, 'u1');
+    await h.advance(400);
+    h.utter('hello', { session: session('s2'), utteranceId: 'u2' });
+    await h.settle();
+    await h.advance(SKILL_HANDLED_GRACE_MS - 400 - 1);
+    expect(h.of('ovos.utterance.handled')).toEqual([]);
+    await h.advance(1);
+    expect(handledOf(h, 'u1')).toHaveLength(1);
+    expect(handledOf(h, 'u2')).toHaveLength(1);
+    expect(h.clock.pending).toBe(0);
+    await h.advance(SKILL_HANDLED_GRACE_MS);
+    expect(h.of('ovos.utterance.handled')).toHaveLength(2);
+  });
+
   it('PIPELINE-1 §6: a skill that sends its own handled is never learnt as silent: each utterance ends with its one handled', async () => {
     const h = createHarness(CONFIG);
     workshopSkill(h, 'polite.fb', 'c1', () => true);
