@@ -8,7 +8,10 @@
  *
  * The rule (per skill_id):
  *   - closed: count consecutive ping timeouts; any pong (willing or not, even a late one) or a re-registration
- *     resets the count. At `suspendAfterTimeouts` consecutive timeouts the breaker opens.
+ *     resets the count. At `suspendAfterTimeouts` consecutive timeouts the breaker opens. Timeouts less than
+ *     `pingTimeoutMs` after the last one counted are the same observation (contests that asked at once, while the
+ *     skill was away for a moment — a bus client reconnecting) and count once: a burst of utterances during a
+ *     reconnect does not suspend a skill that is back a moment later.
  *   - open: the skill is suspended for `suspendMs` — left out of every pool — until `suspendMs` has elapsed
  *     (at `suspendMs - 1` it is still out, at `suspendMs` it is back).
  *   - half-open (the suspension has elapsed): the skill is in pools again, on probation. Its next pong (or a
@@ -28,6 +31,8 @@ export interface BreakerSettings {
   readonly suspendMs: number;
   /** Ceiling of the doubled period; defaults to MAX_SUSPEND_MS, and is never below `suspendMs`. */
   readonly maxSuspendMs?: number;
+  /** Timeouts closer than this to the last one counted count once (OVOS-FALLBACK-1 §6.1's ping timeout). Default 0. */
+  readonly pingTimeoutMs?: number;
 }
 
 export type BreakerState = 'closed' | 'open' | 'half_open';
@@ -37,7 +42,7 @@ export type BreakerTransition =
   | { readonly type: 'resumed'; readonly skill_id: string };
 
 type Entry =
-  | { readonly state: 'closed'; readonly timeouts: number }
+  | { readonly state: 'closed'; readonly timeouts: number; readonly countedAt: number }
   | { readonly state: 'open'; readonly timeouts: number; readonly until: number; readonly periodMs: number };
 
 export class SkillBreaker {
@@ -46,12 +51,14 @@ export class SkillBreaker {
   readonly #threshold: number;
   readonly #suspendMs: number;
   readonly #capMs: number;
+  readonly #sameWithinMs: number;
   readonly #now: () => number;
 
   constructor(settings: BreakerSettings, now: () => number) {
     this.#threshold = Math.max(1, settings.suspendAfterTimeouts);
     this.#suspendMs = settings.suspendMs;
     this.#capMs = Math.max(settings.suspendMs, settings.maxSuspendMs ?? MAX_SUSPEND_MS);
+    this.#sameWithinMs = settings.pingTimeoutMs ?? 0;
     this.#now = now;
   }
 
@@ -65,9 +72,10 @@ export class SkillBreaker {
       const periodMs = Math.min(entry.periodMs * 2, this.#capMs);
       return this.#open(skillId, entry.timeouts + 1, periodMs, now);
     }
+    if (entry !== undefined && now - entry.countedAt < this.#sameWithinMs) return undefined;
     const timeouts = (entry?.timeouts ?? 0) + 1;
     if (timeouts < this.#threshold) {
-      this.#skills.set(skillId, { state: 'closed', timeouts });
+      this.#skills.set(skillId, { state: 'closed', timeouts, countedAt: now });
       return undefined;
     }
     return this.#open(skillId, timeouts, this.#suspendMs, now);

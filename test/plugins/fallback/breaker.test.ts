@@ -128,3 +128,32 @@ describe('log rate limiter (ping timeouts, refused registrations)', () => {
     expect(limiter.shouldLog('c', 1)).toEqual({ log: false, suppressed: 1 });
   });
 });
+
+describe('FALLBACK-1 §6.1 circuit breaker: timeouts of contests that asked at once count once', () => {
+  const PING = DEFAULT_CONFIG.fallback.pingTimeoutMs;
+  it(`FALLBACK-1 §6.1: timeouts less than pingTimeoutMs (${PING} ms) after the last one counted are the same observation; at pingTimeoutMs they count`, () => {
+    let now = 1_000;
+    const b = new SkillBreaker({ ...SETTINGS, pingTimeoutMs: PING }, () => now);
+    // A burst of contests that asked while the skill was away: one observation.
+    expect([b.timeout('away'), b.timeout('away'), b.timeout('away'), b.timeout('away')]).toEqual([undefined, undefined, undefined, undefined]);
+    now += PING - 1;
+    expect(b.timeout('away')).toBeUndefined();
+    expect(b.state('away')).toBe('closed');
+    now += 1; // PING after the first counted: the 2nd
+    expect(b.timeout('away')).toBeUndefined();
+    now += PING; // the 3rd
+    expect(b.timeout('away')).toEqual({ type: 'suspended', skill_id: 'away', timeouts: 3, for_ms: SUSPEND_MS });
+  });
+
+  it('FALLBACK-1 §6.1: a pong between them starts the count again', () => {
+    let now = 1_000;
+    const b = new SkillBreaker({ ...SETTINGS, pingTimeoutMs: PING }, () => now);
+    b.timeout('flaky');
+    now += PING;
+    b.timeout('flaky');
+    b.alive('flaky');
+    now += PING;
+    expect(timeouts(b, 'flaky', 3)).toEqual([undefined, undefined, undefined]);
+    expect(b.state('flaky')).toBe('closed');
+  });
+});

@@ -338,6 +338,27 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     expect(winners(h)).toEqual(Array(suspendAfter + 1).fill('catch.all'));
   });
 
+  it('FALLBACK-1 §6.1: a burst of utterances while its bus client reconnects costs each the ping timeout once, and does not suspend it: back, it wins', async () => {
+    const h = createHarness(CONFIG);
+    const skill = workshopSkill(h, 'wiki.fb', 10, 'c1');
+    fallbackSkill(h, 'catch.all', 90);
+    await h.settle();
+    skill.on.connection = null;
+    h.bus.closeConnection('c1');
+    await h.settle();
+    for (const id of ['b1', 'b2', 'b3', 'b4']) h.utter('hello', { session: session(id), utteranceId: id });
+    await h.advance(PING_TIMEOUT_MS - 1);
+    expect(winners(h)).toEqual([]);
+    await h.advance(1);
+    expect(winners(h)).toEqual(['catch.all', 'catch.all', 'catch.all', 'catch.all']);
+    expect(withReason(h, 'skill_suspended')).toEqual([]);
+    skill.on.connection = 'c2';
+    h.utter('what is a barrel roll', { session: session('s1'), utteranceId: 'after' });
+    await h.advance(5);
+    expect(winners(h).at(-1)).toBe('wiki.fb');
+    expect(h.of('ovos.utterance.handled')).toHaveLength(5);
+  });
+
   it('FALLBACK-1 §3.4: a spec skill\'s registration still goes with its connection (the SDK registers again when it reconnects)', async () => {
     const h = createHarness(CONFIG);
     connectedSkill(h, 'spec.fb', 10, 'c1', { verdict: true });
