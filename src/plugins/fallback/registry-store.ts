@@ -4,8 +4,8 @@
  * a temporary file, fsync, rename: a crash leaves the old file or the new one, never half of either). Writes are
  * coalesced and serialised; a file that cannot be read is set aside (`.corrupt-<time>`) and the daemon starts empty.
  *
- * What it keeps is intent, not liveness: a registration stays until it is deregistered — a closed connection
- * removes it from the live registry (README, Dead skills) but not from here. `last_seen` (the last registration or
+ * What it keeps is intent, not liveness: a registration stays until it is deregistered — a closed connection removes
+ * a spec one from the live registry (README, Dead skills) but never from here. `last_seen` (the last registration or
  * pong, to the hour) lets entries of skills gone for good be forgotten after `forgetAfterMs`.
  */
 import { mkdirSync, readFileSync, renameSync } from 'node:fs';
