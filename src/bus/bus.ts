@@ -27,4 +27,6 @@ export interface Bus {
    * never sees a message from a connection it was already told is gone.
    */
   onConnectionClosed?(listener: (connection: string) => void): Unsubscribe;
+  /** A client connection opened (before anything it sends is delivered). */
+  onConnectionOpened?(listener: (connection: string) => void): Unsubscribe;
 }

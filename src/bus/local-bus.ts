@@ -8,17 +8,18 @@
  * A listener that throws is reported through `onListenerError` and never stops delivery to the others.
  *
  * It also carries connection identity for the embedded server (and for tests that play skills on connections):
- * `publish(message, connection)` marks where a message came from, `closeConnection` queues the close behind every
- * message already published, so listeners learn of it in order.
+ * `publish(message, connection)` marks where a message came from, `openConnection` and `closeConnection` queue the
+ * open and the close behind every message already published, so listeners learn of them in order.
  */
 import type { Bus, BusStatus, Unsubscribe } from './bus.js';
 import type { Message } from './message.js';
 
-type Queued = Message | { readonly closed: string };
+type Queued = Message | { readonly closed: string } | { readonly opened: string };
 
 export class LocalBus implements Bus {
   #listeners: Array<(message: Message) => void> = [];
   #closedListeners: Array<(connection: string) => void> = [];
+  #openedListeners: Array<(connection: string) => void> = [];
   #queue: Queued[] = [];
   readonly #connections = new WeakMap<Message, string>();
   #scheduled = false;
@@ -51,6 +52,18 @@ export class LocalBus implements Bus {
     };
   }
 
+  /** A client connection `connection` opened: listeners hear it after everything published before. */
+  openConnection(connection: string): void {
+    this.#enqueue({ opened: connection });
+  }
+
+  onConnectionOpened(listener: (connection: string) => void): Unsubscribe {
+    this.#openedListeners = [...this.#openedListeners, listener];
+    return () => {
+      this.#openedListeners = this.#openedListeners.filter((l) => l !== listener);
+    };
+  }
+
   #enqueue(item: Queued): void {
     this.#queue.push(item);
     if (this.#scheduled) return;
@@ -68,7 +81,11 @@ export class LocalBus implements Bus {
     for (let i = 0; i < this.#queue.length; i++) {
       const next = this.#queue[i]!;
       if ('closed' in next) {
-        this.#notifyClosed(next.closed);
+        this.#notifyConnection(this.#closedListeners, next.closed, 'bus.connection.closed');
+        continue;
+      }
+      if ('opened' in next) {
+        this.#notifyConnection(this.#openedListeners, next.opened, 'bus.connection.opened');
         continue;
       }
       for (const listener of this.#listeners) {
@@ -90,13 +107,13 @@ export class LocalBus implements Bus {
     for (const resolve of waiting) resolve();
   }
 
-  #notifyClosed(connection: string): void {
-    for (const listener of this.#closedListeners) {
+  #notifyConnection(listeners: ReadonlyArray<(connection: string) => void>, connection: string, type: string): void {
+    for (const listener of listeners) {
       try {
         listener(connection);
       } catch (error) {
         try {
-          this.#onListenerError(error, { type: 'bus.connection.closed', data: { connection }, context: {} });
+          this.#onListenerError(error, { type, data: { connection }, context: {} });
         } catch {
           // as above
         }

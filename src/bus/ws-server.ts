@@ -148,6 +148,11 @@ export class BusServer implements Bus {
     return this.#local.connectionOf(message);
   }
 
+  /** A client connection opened (heard before anything it sends). */
+  onConnectionOpened(listener: (connection: string) => void): Unsubscribe {
+    return this.#local.onConnectionOpened(listener);
+  }
+
   /** A client connection closed (any cause: its close, an error, a heartbeat or slow-consumer drop). */
   onConnectionClosed(listener: (connection: string) => void): Unsubscribe {
     return this.#local.onConnectionClosed(listener);
@@ -215,6 +220,7 @@ export class BusServer implements Bus {
     });
     this.#clients.add(client);
     this.#logger.debug({ client: client.id }, 'bus client connected');
+    this.#local.openConnection(client.id);
 
     ws.on('message', (data: RawData, isBinary: boolean) => this.#onFrame(client, data, isBinary));
     ws.on('error', (error: Error & { code?: string }) => {

@@ -214,3 +214,28 @@ describe('LocalBus', () => {
     expect(statuses).toEqual([]);
   });
 });
+
+describe('LocalBus connection identity', () => {
+  it('opens and closes are heard in order with the messages published around them; a listener that throws is reported, the others still hear', async () => {
+    const errors: string[] = [];
+    const bus = new LocalBus({ onListenerError: (_error, message) => errors.push(message.type) });
+    const heard: string[] = [];
+    bus.subscribe((m) => heard.push(`message ${m.type} from ${bus.connectionOf(m) ?? 'in-process'}`));
+    bus.onConnectionOpened(() => {
+      throw new Error('listener bug');
+    });
+    bus.onConnectionOpened((c) => heard.push(`opened ${c}`));
+    const unsubscribe = bus.onConnectionClosed((c) => heard.push(`closed ${c}`));
+    bus.publish(createMessage('before', {}));
+    bus.openConnection('c1');
+    bus.publish(createMessage('hello', {}), 'c1');
+    bus.closeConnection('c1');
+    await bus.idle();
+    expect(heard).toEqual(['message before from in-process', 'opened c1', 'message hello from c1', 'closed c1']);
+    expect(errors).toEqual(['bus.connection.opened']);
+    unsubscribe();
+    bus.closeConnection('c2');
+    await bus.idle();
+    expect(heard).toHaveLength(4);
+  });
+});

@@ -121,9 +121,10 @@ describe('restart', () => {
     await first.barrier();
     expect(d.system.fallback.registry.entry('default', 'wiki.fb')?.connection).toEqual(expect.any(String));
     await first.close();
-    await expect.poll(() => d.system.fallback.registry.entry('default', 'wiki.fb')?.connection, { timeout: 10_000 }).toBeUndefined();
-    // ovos-bus-client reconnects; ovos-workshop does not register again.
+    await expect.poll(() => d.system.fallback.registry.entry('default', 'wiki.fb'), { timeout: 10_000 }).toEqual({ priority: 10, connection: undefined, legacy: true, away: true });
+    // ovos-bus-client reconnects; ovos-workshop does not register again. Its new connection opening brings it back.
     await workshopConnection(d.url, 'wiki.fb');
+    await expect.poll(() => d.system.fallback.registry.entry('default', 'wiki.fb')?.away, { timeout: 10_000 }).toBeUndefined();
     const user = await Probe.connect(d.url);
     cleanups.push(() => user.close());
     user.utter('what is a barrel roll', { utteranceId: 'after-reconnect' });

@@ -145,9 +145,15 @@ export class FallbackPlugin {
       if (kept.length > 0) {
         supervisor.logger.info(
           { reason: 'connection_closed', connection, skills: skillsOf(kept), sessions: sessionsOf(kept) },
-          'legacy fallback registrations kept, unbound until each skill is heard from again',
+          'legacy fallback registrations kept: asked again once a client connection opens (its bus client reconnecting)',
         );
       }
+    });
+    // A legacy skill away (its connection closed) may be back on any connection that opens: pools hold it again, and
+    // its first pong binds it.
+    supervisor.bus.onConnectionOpened?.(() => {
+      const back = this.registry.connectionOpened();
+      if (back > 0) supervisor.logger.debug({ registrations: back }, 'a client connection opened: legacy fallback skills away are asked again');
     });
     // Circuit breaker: any pong — willing or not, late or unsolicited — shows the skill is alive. An unbound
     // registration (restored from the store, or legacy and its connection closed) is bound to the connection its

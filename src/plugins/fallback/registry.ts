@@ -16,6 +16,11 @@ export interface RegistryEntry {
   readonly connection: string | undefined;
   /** Registered in the legacy dialect (ovos-workshop FallbackSkill): asked by broadcast, dispatched the legacy way. */
   readonly legacy: boolean;
+  /**
+   * Legacy, its connection closed, and no client connection has opened since: it cannot be on the bus, so no pool
+   * holds it (nobody waits for it) until a connection opens — which may be its bus client reconnecting.
+   */
+  readonly away?: true;
 }
 
 export interface RegistryBounds {
@@ -83,7 +88,7 @@ export class FallbackRegistry {
       for (const [skillId, entry] of skills) {
         if (entry.connection !== connection) continue;
         released.push({ sessionId, skillId, kept: entry.legacy });
-        if (entry.legacy) skills.set(skillId, { ...entry, connection: undefined });
+        if (entry.legacy) skills.set(skillId, { priority: entry.priority, connection: undefined, legacy: true, away: true });
       }
     }
     for (const { sessionId, skillId, kept } of released) if (!kept) this.deregister(sessionId, skillId);
@@ -99,10 +104,23 @@ export class FallbackRegistry {
     for (const skills of this.#bySession.values()) {
       const entry = skills.get(skillId);
       if (entry === undefined || entry.connection !== undefined) continue;
-      skills.set(skillId, { ...entry, connection });
+      skills.set(skillId, { priority: entry.priority, connection, legacy: entry.legacy });
       bound++;
     }
     return bound;
+  }
+
+  /** A client connection opened: every registration away may be back (its bus client reconnecting). How many were. */
+  connectionOpened(): number {
+    let back = 0;
+    for (const skills of this.#bySession.values()) {
+      for (const [skillId, entry] of skills) {
+        if (entry.away !== true) continue;
+        skills.set(skillId, { priority: entry.priority, connection: undefined, legacy: entry.legacy });
+        back++;
+      }
+    }
+    return back;
   }
 
   /** Whether any session (including "default") still holds a registration of `skillId`. */
@@ -123,13 +141,17 @@ export class FallbackRegistry {
     return this.#bySession.size - (this.#bySession.has(DEFAULT_SESSION_ID) ? 1 : 0);
   }
 
-  /** skill_id → registered priority for everything available to `sessionId` (§5 step 3). */
+  /**
+   * skill_id → registered priority for everything available to `sessionId` (§5 step 3). A registration away is not
+   * (a session's own one away leaves the "default" one, another instance, available).
+   */
   availableFor(sessionId: string): Map<string, number> {
     const available = new Map<string, number>();
-    for (const [skillId, entry] of this.#bySession.get(DEFAULT_SESSION_ID) ?? []) available.set(skillId, entry.priority);
-    if (sessionId !== DEFAULT_SESSION_ID) {
-      for (const [skillId, entry] of this.#bySession.get(sessionId) ?? []) available.set(skillId, entry.priority);
-    }
+    const add = (skills: ReadonlyMap<string, RegistryEntry> | undefined): void => {
+      for (const [skillId, entry] of skills ?? []) if (entry.away !== true) available.set(skillId, entry.priority);
+    };
+    add(this.#bySession.get(DEFAULT_SESSION_ID));
+    if (sessionId !== DEFAULT_SESSION_ID) add(this.#bySession.get(sessionId));
     return available;
   }
 }

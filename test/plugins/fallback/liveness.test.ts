@@ -273,15 +273,22 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
   }
   const winners = (h: Harness): unknown[] => h.of('ovos.intent.matched').map((m) => m.data['skill_id']);
 
+  /** Its bus client reconnects (ovos-bus-client does): a new connection opens, and the skill speaks over it. */
+  const reconnect = (h: Harness, skill: { on: { connection: string | null } }, connection: string): void => {
+    h.bus.openConnection(connection);
+    skill.on.connection = connection;
+  };
+  const KEPT = 'legacy fallback registrations kept: asked again once a client connection opens (its bus client reconnecting)';
+
   it('FALLBACK-1 §3.1 + ovos-wire-today: after a reconnect the skill, which never registers again, answers the next utterance and wins it', async () => {
     const h = createHarness(CONFIG);
     const skill = workshopSkill(h, 'wiki.fb', 10, 'c1');
     fallbackSkill(h, 'catch.all', 90);
     await h.settle();
     h.bus.closeConnection('c1');
-    skill.on.connection = 'c2'; // ovos-bus-client reconnects at once
+    reconnect(h, skill, 'c2');
     await h.settle();
-    expect(withReason(h, 'connection_closed').find((l) => l['msg'] === 'legacy fallback registrations kept, unbound until each skill is heard from again')).toMatchObject({ skills: ['wiki.fb'], sessions: ['default'] });
+    expect(withReason(h, 'connection_closed').find((l) => l['msg'] === KEPT)).toMatchObject({ skills: ['wiki.fb'], sessions: ['default'] });
     expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true });
 
     h.utter('what is a barrel roll', { session: session('s1'), utteranceId: 'u1' });
@@ -290,10 +297,10 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     expect(skill.requests).toHaveLength(1);
     expect(h.of('ovos.utterance.handled')).toHaveLength(1);
     expect(h.system.fallback.registry.entry('default', 'wiki.fb')?.connection).toBe('c2');
-    // Bound again: when c2 closes, it is unbound again — never lost.
+    // Bound again: when c2 closes, it is kept again — never lost.
     h.bus.closeConnection('c2');
     await h.settle();
-    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true });
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, away: true });
   });
 
   it('FALLBACK-1 §6.1: a legacy skill whose connection closes mid-contest is passed over at once in that contest; it is kept for the next ones', async () => {
@@ -309,20 +316,41 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     await h.advance(1);
     expect(winners(h)).toEqual(['catch.all']);
     expect(withReason(h, 'ping_timeout')).toEqual([]);
-    skill.on.connection = 'c2';
+    reconnect(h, skill, 'c2');
     h.utter('hello again', { session: session('s1'), utteranceId: 'u2' });
     await h.advance(5);
     expect(winners(h)).toEqual(['catch.all', 'wiki.fb']);
     expect(h.of('ovos.utterance.handled')).toHaveLength(2);
   });
 
-  it('FALLBACK-1 §6.1: a legacy skill that never comes back costs a ping timeout at its turn, three times, then the circuit breaker suspends it', async () => {
+  it('FALLBACK-1 §6.1: while it is away (no client connection opened since its closed), no contest waits for it — not even a burst; back, it wins', async () => {
+    const h = createHarness(CONFIG);
+    const skill = workshopSkill(h, 'wiki.fb', 10, 'c1');
+    fallbackSkill(h, 'catch.all', 90);
+    await h.settle();
+    skill.on.connection = null;
+    h.bus.closeConnection('c1');
+    await h.settle();
+    for (const id of ['b1', 'b2', 'b3', 'b4']) h.utter('hello', { session: session(id), utteranceId: id });
+    await h.advance(1);
+    expect(winners(h)).toEqual(['catch.all', 'catch.all', 'catch.all', 'catch.all']);
+    expect(h.of('ovos.skills.fallback.ping')).toEqual([]);
+    reconnect(h, skill, 'c2');
+    h.utter('what is a barrel roll', { session: session('s1'), utteranceId: 'after' });
+    await h.advance(5);
+    expect(winners(h).at(-1)).toBe('wiki.fb');
+    expect(h.of('ovos.utterance.handled')).toHaveLength(5);
+    expect(withReason(h, 'ping_timeout')).toEqual([]);
+  });
+
+  it('FALLBACK-1 §6.1: a connection that opens and is not it brings it back to the pools; then, silent, it costs the ping timeout, counted by the circuit breaker', async () => {
     const h = createHarness(CONFIG);
     const skill = workshopSkill(h, 'gone.fb', 10, 'c1');
     fallbackSkill(h, 'catch.all', 90);
     await h.settle();
     skill.on.connection = null;
     h.bus.closeConnection('c1');
+    h.bus.openConnection('someone-else');
     await h.settle();
     const suspendAfter = CONFIG.fallback.suspendAfterTimeouts;
     for (let i = 0; i < suspendAfter; i++) {
@@ -338,13 +366,14 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     expect(winners(h)).toEqual(Array(suspendAfter + 1).fill('catch.all'));
   });
 
-  it('FALLBACK-1 §6.1: a burst of utterances while its bus client reconnects costs each the ping timeout once, and does not suspend it: back, it wins', async () => {
+  it('FALLBACK-1 §6.1: contests that ask at once while it may be back but is silent each wait its ping timeout once, and count once with the circuit breaker', async () => {
     const h = createHarness(CONFIG);
     const skill = workshopSkill(h, 'wiki.fb', 10, 'c1');
     fallbackSkill(h, 'catch.all', 90);
     await h.settle();
     skill.on.connection = null;
     h.bus.closeConnection('c1');
+    h.bus.openConnection('c2'); // its socket is open, its client not yet ready
     await h.settle();
     for (const id of ['b1', 'b2', 'b3', 'b4']) h.utter('hello', { session: session(id), utteranceId: id });
     await h.advance(PING_TIMEOUT_MS - 1);
@@ -356,7 +385,6 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     h.utter('what is a barrel roll', { session: session('s1'), utteranceId: 'after' });
     await h.advance(5);
     expect(winners(h).at(-1)).toBe('wiki.fb');
-    expect(h.of('ovos.utterance.handled')).toHaveLength(5);
   });
 
   it('FALLBACK-1 §3.4: a spec skill\'s registration still goes with its connection (the SDK registers again when it reconnects)', async () => {
@@ -367,7 +395,7 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     h.bus.closeConnection('c1');
     await h.settle();
     expect(h.system.fallback.registry.entry('default', 'spec.fb')).toBeUndefined();
-    expect(h.system.fallback.registry.entry('default', 'legacy.fb')).toMatchObject({ connection: undefined, legacy: true });
+    expect(h.system.fallback.registry.entry('default', 'legacy.fb')).toEqual({ priority: 20, connection: undefined, legacy: true, away: true });
     expect(withReason(h, 'connection_closed').find((l) => l['msg'] === 'fallback registrations removed')).toMatchObject({ skills: ['spec.fb'] });
   });
 });

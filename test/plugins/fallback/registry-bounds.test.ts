@@ -48,12 +48,28 @@ describe('FALLBACK-1 §3.4 registrations remember their connection', () => {
       { sessionId: 'default', skillId: 'spec.b', kept: false },
       { sessionId: 'kitchen', skillId: 'legacy.a', kept: true },
     ]);
-    expect(registry.entry('default', 'legacy.a')).toEqual({ priority: 10, connection: undefined, legacy: true });
-    expect(registry.entry('kitchen', 'legacy.a')).toEqual({ priority: 20, connection: undefined, legacy: true });
+    expect(registry.entry('default', 'legacy.a')).toEqual({ priority: 10, connection: undefined, legacy: true, away: true });
+    expect(registry.entry('kitchen', 'legacy.a')).toEqual({ priority: 20, connection: undefined, legacy: true, away: true });
     expect(registry.holds('spec.b')).toBe(false);
     expect(registry.releaseConnection('c1')).toEqual([]);
+    // Away: in no pool, in no session — until a client connection opens.
+    expect(registry.availableFor('default').has('legacy.a')).toBe(false);
+    expect(registry.availableFor('kitchen').has('legacy.a')).toBe(false);
+    expect(registry.connectionOpened()).toBe(2);
+    expect(registry.connectionOpened()).toBe(0);
+    expect(registry.availableFor('kitchen').get('legacy.a')).toBe(20);
+    expect(registry.entry('default', 'legacy.a')).toEqual({ priority: 10, connection: undefined, legacy: true });
     expect(registry.bindUnbound('legacy.a', 'c2')).toBe(2);
-    expect(registry.entry('kitchen', 'legacy.a')?.connection).toBe('c2');
+    expect(registry.entry('kitchen', 'legacy.a')).toEqual({ priority: 20, connection: 'c2', legacy: true });
+  });
+
+  it('FALLBACK-1 §3.4: a session\'s own legacy registration away leaves the "default" one (another instance, still connected) available', () => {
+    const registry = new FallbackRegistry();
+    registry.register('default', 'legacy.a', 10, 'c2', true);
+    registry.register('kitchen', 'legacy.a', 20, 'c1', true);
+    expect(registry.availableFor('kitchen').get('legacy.a')).toBe(20);
+    registry.releaseConnection('c1');
+    expect(registry.availableFor('kitchen').get('legacy.a')).toBe(10);
   });
 
   it('FALLBACK-1 §3.1: a skill that re-registered over a newer connection keeps that registration when the old one closes', () => {
