@@ -761,5 +761,76 @@ describe('OVOS-PIPELINE-1 §6 with ovos-workshop skills that leave the handled t
     expect(handledOf(h, 'u3')).toHaveLength(1);
     expect(withReason(h, 'handled_by_skill')).toEqual([expect.objectContaining({ utterance_id: 'u3' })]);
     expect(withReason(h, 'skill_handled_after_ours')).toHaveLength(1);
+    expect(withReason(h, 'skill_handled_after_ours')[0]!['msg']).toBe('a skill that had left the handled to us sent its own: the grace is back for it');
+    expect(withReason(h, 'skill_leaves_handled')[0]!['msg']).toBe('the skill sent no ovos.utterance.handled of its own; from now on ours goes out as soon as its handler completes');
+  });
+
+  /** A FallbackSkill on `connection`, willing when `willing(utterance)`, doing `onRequest` with each request. */
+  function scripted(h: Harness, skillId: string, priority: number, connection: string, willing: (utterance: string) => boolean, onRequest: (request: Message) => void): void {
+    h.bus.subscribe((m) => {
+      const utterance = String((m.data['utterances'] as unknown[] | undefined)?.[0] ?? '');
+      if (m.type === 'ovos.skills.fallback.ping') h.bus.publish(reply(m, 'ovos.skills.fallback.pong', { skill_id: skillId, can_handle: willing(utterance) }), connection);
+      else if (m.type === `ovos.skills.fallback.${skillId}.request`) onRequest(m);
+    });
+    h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: skillId, priority }, { session: session('default') }), connection);
+  }
+  const respond = (h: Harness, request: Message, skillId: string, connection: string): void =>
+    h.bus.publish({ ...request, type: `ovos.skills.fallback.${skillId}.response`, data: { result: true } }, connection);
+  const ownHandled = (h: Harness, request: Message, connection: string): void => h.bus.publish({ ...request, type: 'ovos.utterance.handled', data: {} }, connection);
+
+  it('PIPELINE-1 §6: learning one skill sends only its own waiting handleds — another skill\'s, whose own handled is on its way, is not sent early (it would be doubled)', async () => {
+    const h = createHarness(CONFIG);
+    scripted(h, 'silent.fb', 30, 'c1', () => true, (r) => respond(h, r, 'silent.fb', 'c1'));
+    scripted(h, 'slow.fb', 20, 'c2', (u) => u === 'slow please', (r) => {
+      respond(h, r, 'slow.fb', 'c2');
+      h.clock.setTimeout(() => ownHandled(h, r, 'c2'), 500);
+    });
+    await h.settle();
+    await ask(h, 'u1'); // silent.fb, at 0: its grace ends at 1,000
+    await h.advance(800);
+    h.utter('slow please', { session: session('s2'), utteranceId: 'u2' }); // slow.fb, at 800: its handled at 1,300
+    await h.settle();
+    await h.advance(200);
+    expect(handledOf(h, 'u1')).toHaveLength(1);
+    expect(handledOf(h, 'u2')).toEqual([]);
+    await h.advance(SKILL_HANDLED_GRACE_MS);
+    expect(handledOf(h, 'u2')).toHaveLength(1);
+    expect(withReason(h, 'handled_by_skill')).toEqual([expect.objectContaining({ utterance_id: 'u2' })]);
+  });
+
+  it('PIPELINE-1 §6: a stray handled naming a skill never learnt, for an utterance that has ended, changes nothing and warns nothing', async () => {
+    const h = await learntSilent('silent.fb', 'c1');
+    h.bus.publish(createMessage('ovos.utterance.handled', {}, { skill_id: 'other.fb', session: session('s1'), utterance_id: 'u1' }), 'c9');
+    await h.settle();
+    expect(withReason(h, 'skill_handled_after_ours')).toEqual([]);
+    await ask(h, 'u2');
+    expect(handledOf(h, 'u2')).toHaveLength(1); // still learnt: at once
+  });
+
+  it('PIPELINE-1 §6: a learnt skill\'s handled naming no utterance unlearns it, warned (ours went out for all of its utterances)', async () => {
+    const h = await learntSilent('silent.fb', 'c1');
+    h.bus.publish(createMessage('ovos.utterance.handled', {}, { skill_id: 'silent.fb', session: session('s1') }), 'c1');
+    await h.settle();
+    expect(withReason(h, 'skill_handled_after_ours')).toEqual([expect.objectContaining({ skill_id: 'silent.fb' })]);
+    await ask(h, 'u2');
+    expect(handledOf(h, 'u2')).toEqual([]); // the grace is back
+  });
+
+  it('PIPELINE-1 §6: a learnt skill whose handled comes before its .response is unlearnt without a warning; that handled is the utterance\'s one', async () => {
+    const h = createHarness(CONFIG);
+    let before = false;
+    scripted(h, 'turn.fb', 30, 'c1', () => true, (r) => {
+      if (before) ownHandled(h, r, 'c1');
+      respond(h, r, 'turn.fb', 'c1');
+    });
+    await h.settle();
+    await ask(h, 'u1');
+    await h.advance(SKILL_HANDLED_GRACE_MS);
+    expect(withReason(h, 'skill_leaves_handled')).toHaveLength(1);
+    before = true;
+    await ask(h, 'u2');
+    await h.advance(SKILL_HANDLED_GRACE_MS + 10);
+    expect(handledOf(h, 'u2')).toHaveLength(1);
+    expect(withReason(h, 'skill_handled_after_ours')).toEqual([]);
   });
 });
