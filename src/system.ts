@@ -60,6 +60,8 @@ export function createContestSystem(options: SystemOptions): ContestSystem {
   const orchestrator = new Orchestrator(supervisor, config);
   const fallback = new FallbackPlugin(supervisor, config.fallback, {
     matchTimeoutMs: config.orchestrator.matchTimeoutMs,
+    // The embedded bus server notices a dead peer within two heartbeats (a missed pong, then the next ping).
+    reconnectWindowMs: 2 * config.bus.heartbeatMs,
     ...(options.registryStore === undefined ? {} : { store: options.registryStore }),
   });
   for (const stage of fallback.stages()) orchestrator.register(stage);

@@ -134,6 +134,23 @@ describe('restart', () => {
     expect(d.system.fallback.registry.entry('default', 'wiki.fb')?.connection).toEqual(expect.any(String));
   });
 
+  it('ovos-wire-today: a legacy skill whose new socket opens before its old one is noticed closed is still asked (not taken for away)', async () => {
+    const d = await daemon(join(mkdtempSync(join(tmpdir(), 'ovos-registry-')), 'r.json'));
+    const user = await Probe.connect(d.url); // the listener's long-lived connection
+    cleanups.push(() => user.close());
+    const first = await workshopConnection(d.url, 'wiki.fb');
+    first.send(createMessage('ovos.skills.fallback.register', { skill_id: 'wiki.fb', priority: 10 }, {}));
+    await first.barrier();
+    const second = await workshopConnection(d.url, 'wiki.fb'); // ovos-bus-client's new socket, silent until asked
+    await second.barrier();
+    await first.close(); // the daemon notices the old socket only now (a heartbeat later, in real life)
+    await expect.poll(() => d.system.fallback.registry.entry('default', 'wiki.fb')?.connection, { timeout: 10_000 }).toBeUndefined();
+    expect(d.system.fallback.registry.entry('default', 'wiki.fb')?.away).toBeUndefined();
+    user.utter('what is a barrel roll', { utteranceId: 'u1' });
+    await user.handled('u1');
+    expect(user.of('u1').find((m) => m.type === 'ovos.intent.matched')?.data['skill_id']).toBe('wiki.fb');
+  });
+
   it('crash-safe: the file is written as registrations happen (no clean stop needed), and an unreadable one is set aside with a warning', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ovos-registry-'));
     const file = join(dir, 'fallback-registry.json');

@@ -28,7 +28,16 @@ export interface FallbackPluginOptions {
   readonly matchTimeoutMs?: number;
   /** Registrations kept across restarts: restored now, and kept up to date (registry-store.ts). */
   readonly store?: RegistryStore;
+  /**
+   * How long before a connection is noticed closed its skill's bus client may already have reconnected: the bus
+   * server's dead-peer detection (two heartbeats). A legacy skill whose connection closes within this of another
+   * connection opening is not taken for away. Default 0.
+   */
+  readonly reconnectWindowMs?: number;
 }
+
+/** Open connections remembered for the reconnect window, at most. */
+const MAX_RECENT_OPENS = 1024;
 
 /** A per-skill ping timeout or a refused registration is logged at most once per key per minute. */
 const LOG_WINDOW_MS = 60_000;
@@ -58,11 +67,15 @@ export class FallbackPlugin {
   #skillListeners: Array<(event: FallbackSkillEvent) => void> = [];
   /** Live contests of every stage: told when a skill becomes unreachable. */
   readonly #contests = new Set<Contest<typeof fallbackMachine>>();
+  /** Client connections still open, by when they opened (the newest `MAX_RECENT_OPENS`). */
+  readonly #recentOpens = new Map<string, number>();
+  readonly #reconnectWindowMs: number;
 
   constructor(supervisor: Supervisor, settings: FallbackSettings, options: FallbackPluginOptions = {}) {
     this.#supervisor = supervisor;
     this.#settings = settings;
     this.#matchTimeoutMs = options.matchTimeoutMs;
+    this.#reconnectWindowMs = options.reconnectWindowMs ?? 0;
     this.registry = new FallbackRegistry({ maxSkillsPerSession: settings.maxSkillsPerSession, maxSessions: settings.maxSessions });
     this.breaker = new SkillBreaker(settings, () => supervisor.clock.now());
     const bus = supervisor.bus;
@@ -124,17 +137,25 @@ export class FallbackPlugin {
       supervisor.logger.info({ skill_id: inbound.skill_id, session_id: sessionId, removed }, 'fallback skill deregistered');
     });
     // Embedded bus: a closed connection takes every spec registration made over it, in every session, with it; a
-    // legacy one is kept unbound until its skill is heard from again (ovos-workshop never registers again by itself:
-    // its bus client reconnects, and its first pong binds it to the new connection).
-    supervisor.onConnectionClosed((connection) => {
-      const released = this.registry.releaseConnection(connection);
+    // legacy one is kept (ovos-workshop never registers again by itself: its bus client reconnects, and its first pong
+    // binds it to the new connection). Kept where the skill is: bound to its other connection when it already speaks
+    // over one; in the pools when a client connection opened within the reconnect window (it may be its own, opened
+    // before this one was noticed dead); otherwise away — in no pool — until one opens.
+    supervisor.onConnectionClosed((connection, gone) => {
+      this.#recentOpens.delete(connection);
+      const released = this.registry.releaseConnection(connection, !this.#maybeReconnected());
       if (released.length === 0) return;
       const skills = [...new Set(released.map((entry) => entry.skillId))];
-      // §6.1: a skill that can no longer answer in a contest's session (the registration that put it in that pool was
-      // made over this connection) is passed over now, not after its timeout. The same skill_id registered over
-      // another connection, for another session, is another instance and stays.
+      for (const skill of skills) {
+        const elsewhere = gone.includes(skill) ? undefined : supervisor.latestConnectionOf(skill);
+        if (elsewhere !== undefined) this.registry.bindUnbound(skill, elsewhere);
+      }
+      // §6.1: a skill that can no longer answer in a contest's session (the registration that put it in that pool
+      // went with the connection, or is away) is passed over now, not after its timeout. The same skill_id registered
+      // over another connection, for another session, is another instance and stays.
       for (const contest of this.#contests) {
-        for (const skill_id of skills) if (this.registry.effectiveEntry(contest.info.sessionId, skill_id)?.connection === undefined) contest.send({ type: 'GONE', skill_id });
+        const available = this.registry.availableFor(contest.info.sessionId);
+        for (const skill_id of skills) if (!available.has(skill_id)) contest.send({ type: 'GONE', skill_id });
       }
       for (const skill of skills) if (!this.registry.holds(skill)) this.breaker.forget(skill);
       const removed = released.filter((entry) => !entry.kept);
@@ -143,15 +164,18 @@ export class FallbackPlugin {
       const skillsOf = (entries: typeof released): string[] => [...new Set(entries.map((entry) => entry.skillId))];
       if (removed.length > 0) supervisor.logger.info({ reason: 'connection_closed', connection, skills: skillsOf(removed), sessions: sessionsOf(removed) }, 'fallback registrations removed');
       if (kept.length > 0) {
+        const away = kept.filter((entry) => this.registry.entry(entry.sessionId, entry.skillId)?.away === true);
         supervisor.logger.info(
-          { reason: 'connection_closed', connection, skills: skillsOf(kept), sessions: sessionsOf(kept) },
+          { reason: 'connection_closed', connection, skills: skillsOf(kept), sessions: sessionsOf(kept), away: skillsOf(away) },
           'legacy fallback registrations kept: asked again once a client connection opens (its bus client reconnecting)',
         );
       }
     });
     // A legacy skill away (its connection closed) may be back on any connection that opens: pools hold it again, and
     // its first pong binds it.
-    supervisor.bus.onConnectionOpened?.(() => {
+    supervisor.bus.onConnectionOpened?.((connection) => {
+      this.#recentOpens.set(connection, supervisor.clock.now());
+      if (this.#recentOpens.size > MAX_RECENT_OPENS) this.#recentOpens.delete(this.#recentOpens.keys().next().value!);
       const back = this.registry.connectionOpened();
       if (back > 0) supervisor.logger.debug({ registrations: back }, 'a client connection opened: legacy fallback skills away are asked again');
     });
@@ -220,6 +244,13 @@ export class FallbackPlugin {
   }
 
   /** Breaker transitions are logged once each: suspension at warn, resumption at info. */
+  /** A client connection still open opened within the reconnect window: a skill's bus client may be on it. */
+  #maybeReconnected(): boolean {
+    const since = this.#supervisor.clock.now() - this.#reconnectWindowMs;
+    for (const openedAt of this.#recentOpens.values()) if (openedAt >= since) return true;
+    return false;
+  }
+
   #report(transition: BreakerTransition | undefined): void {
     if (transition !== undefined) this.#tell({ type: transition.type, skill_id: transition.skill_id });
     if (transition?.type === 'suspended') {

@@ -78,17 +78,17 @@ export class FallbackRegistry {
 
   /**
    * `connection` closed. Spec registrations made over it, in every session, are removed (the skill SDK registers
-   * again when it reconnects). Legacy ones are kept, unbound, as after a restart: ovos-workshop never registers again
-   * by itself, so its first pong over a new connection binds them again (`bindUnbound`). A skill that registered
-   * again over another connection since keeps that newer registration.
+   * again when it reconnects). Legacy ones are kept, unbound — and `away` when told — as after a restart:
+   * ovos-workshop never registers again by itself, so its first pong over a new connection binds them again
+   * (`bindUnbound`). A skill that registered again over another connection since keeps that newer registration.
    */
-  releaseConnection(connection: string): Array<{ readonly sessionId: string; readonly skillId: string; readonly kept: boolean }> {
+  releaseConnection(connection: string, away = true): Array<{ readonly sessionId: string; readonly skillId: string; readonly kept: boolean }> {
     const released: Array<{ sessionId: string; skillId: string; kept: boolean }> = [];
     for (const [sessionId, skills] of this.#bySession) {
       for (const [skillId, entry] of skills) {
         if (entry.connection !== connection) continue;
         released.push({ sessionId, skillId, kept: entry.legacy });
-        if (entry.legacy) skills.set(skillId, { priority: entry.priority, connection: undefined, legacy: true, away: true });
+        if (entry.legacy) skills.set(skillId, away ? { priority: entry.priority, connection: undefined, legacy: true, away } : { priority: entry.priority, connection: undefined, legacy: true });
       }
     }
     for (const { sessionId, skillId, kept } of released) if (!kept) this.deregister(sessionId, skillId);

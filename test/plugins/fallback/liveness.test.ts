@@ -387,6 +387,75 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     expect(winners(h).at(-1)).toBe('wiki.fb');
   });
 
+  const HEARTBEAT_MS = CONFIG.bus.heartbeatMs;
+
+  it('FALLBACK-1 §6.1: its bus client reconnected before the old socket was noticed dead (within two heartbeats): not away — back, it wins', async () => {
+    const h = createHarness(CONFIG);
+    const skill = workshopSkill(h, 'wiki.fb', 10, 'c1');
+    fallbackSkill(h, 'catch.all', 90);
+    await h.settle();
+    reconnect(h, skill, 'c2'); // the new socket, silent until asked
+    await h.advance(2 * HEARTBEAT_MS); // the dead c1 is noticed as late as the bus server can notice it
+    h.bus.closeConnection('c1');
+    await h.settle();
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true });
+    expect(withReason(h, 'connection_closed').find((l) => l['msg'] === KEPT)).toMatchObject({ skills: ['wiki.fb'], away: [] });
+    h.utter('what is a barrel roll', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(5);
+    expect(winners(h)).toEqual(['wiki.fb']);
+  });
+
+  it('FALLBACK-1 §6.1: a connection opened longer than two heartbeats before the close is not taken for its reconnect: away', async () => {
+    const h = createHarness(CONFIG);
+    workshopSkill(h, 'wiki.fb', 10, 'c1');
+    h.bus.openConnection('listener');
+    await h.advance(2 * HEARTBEAT_MS + 1);
+    h.bus.closeConnection('c1');
+    await h.settle();
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, away: true });
+    expect(withReason(h, 'connection_closed').find((l) => l['msg'] === KEPT)).toMatchObject({ away: ['wiki.fb'] });
+  });
+
+  it('FALLBACK-1 §6.1: a connection that opened and closed again before the close does not count', async () => {
+    const h = createHarness(CONFIG);
+    workshopSkill(h, 'wiki.fb', 10, 'c1');
+    h.bus.openConnection('cli');
+    h.bus.closeConnection('cli');
+    h.bus.closeConnection('c1');
+    await h.settle();
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')?.away).toBe(true);
+  });
+
+  it('FALLBACK-1 §3.4: already speaking over its new connection when the old one is noticed dead: bound to the new one at once', async () => {
+    const h = createHarness(CONFIG);
+    const skill = workshopSkill(h, 'wiki.fb', 10, 'c1');
+    await h.settle();
+    reconnect(h, skill, 'c2');
+    // It answers another broadcast over c2 (an utterance no stage of its holds: a pong nobody awaits still counts as heard).
+    h.bus.publish(createMessage('ovos.skills.fallback.pong', { skill_id: 'wiki.fb', can_handle: false }, { session: session('s9'), utterance_id: 'elsewhere' }), 'c2');
+    await h.settle();
+    h.bus.closeConnection('c1');
+    await h.settle();
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: 'c2', legacy: true });
+  });
+
+  it('FALLBACK-1 §3.4 + §6.1: a session\'s own instance going with its connection does not pass over the "default" instance, still registered in process', async () => {
+    const h = createHarness(CONFIG);
+    h.bus.subscribe((m) => {
+      if (m.type === 'X.fallback.ping') h.clock.setTimeout(() => h.bus.publish(reply(m, 'X.fallback.pong', { skill_id: 'X', can_handle: true })), 200);
+      else if (m.type === 'X:fallback') h.bus.publish(reply(m, 'mycroft.skill.handler.complete'));
+    });
+    h.bus.publish(createMessage('ovos.fallback.register', { skill_id: 'X', priority: 10 }, { skill_id: 'X', session: session('default') }));
+    h.bus.publish(createMessage('ovos.fallback.register', { skill_id: 'X', priority: 10 }, { skill_id: 'X', session: session('kitchen') }), 'c1');
+    fallbackSkill(h, 'catch.all', 90);
+    await h.settle();
+    h.utter('hello', { session: session('kitchen'), utteranceId: 'u1' });
+    await h.advance(50);
+    h.bus.closeConnection('c1');
+    await h.advance(1000);
+    expect(winners(h)).toEqual(['X']);
+  });
+
   it('FALLBACK-1 §3.4: a spec skill\'s registration still goes with its connection (the SDK registers again when it reconnects)', async () => {
     const h = createHarness(CONFIG);
     connectedSkill(h, 'spec.fb', 10, 'c1', { verdict: true });
