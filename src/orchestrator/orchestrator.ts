@@ -45,6 +45,10 @@ import {
  */
 export const SKILL_HANDLED_GRACE_MS = 1_000;
 
+/** Skills remembered as leaving the handled to us, and utterances ended with ours at once for them (oldest forgotten). */
+const MAX_LEARNT = 1024;
+const MAX_ENDED_FOR = 256;
+
 /** Distinct unknown pipeline ids warned about; beyond this, ids from the bus are no longer remembered (nor warned). */
 const MAX_UNKNOWN_WARNED = 256;
 
@@ -69,14 +73,16 @@ export class Orchestrator {
   /** Connection → the utterances awaiting the handler of a skill dispatched while it spoke over that connection. */
   readonly #awaitingOn = new Map<string, Set<string>>();
   /** Utterances (ended) whose handled is the skill's to send: ours goes out if it has not come when the timer fires. */
-  readonly #pendingHandled = new Map<string, { readonly timer: TimerId; readonly handled: Message; readonly skill: string }>();
+  readonly #pendingHandled = new Map<string, { readonly timer: TimerId; readonly handled: Message; readonly skill: string; readonly connection: string | undefined }>();
   /**
    * Legacy skills seen to leave the utterance's handled to the pipeline (no handled of their own within the grace):
    * their next utterances get our handled the moment their handler completes — no grace to wait out. Kept across
    * reconnects (a bus client that reconnects runs the same ovos-workshop); forgotten when the skill sends a handled
-   * of its own. One entry per skill_id that was dispatched to.
+   * of its own. Bounded (`MAX_LEARNT`, oldest forgotten: it then costs the grace once more).
    */
   readonly #leavesHandled = new Set<string>();
+  /** Utterances whose handled went out at once for a skill learnt above → that skill (to tell its late handled). */
+  readonly #endedFor = new Map<string, string>();
   /** Graceful shutdown: no new utterance is taken; these wait for the last one in flight to end. */
   #draining = false;
   #drained: Array<() => void> = [];
@@ -284,18 +290,20 @@ export class Orchestrator {
    * Give the skill `SKILL_HANDLED_GRACE_MS` to send the utterance's handled; send ours if it does not — and from then
    * on at once for that skill (`#leavesHandled`), its other utterances still waiting included.
    */
-  #awaitSkillHandled(key: string, handled: Message, skill: string): void {
+  #awaitSkillHandled(key: string, handled: Message, skill: string, connection: string | undefined): void {
     const timer = this.#supervisor.clock.setTimeout(() => {
       this.#sendPendingHandled(key);
-      if (this.#leavesHandled.has(skill)) return;
+      // A skill whose connection closed during the grace may have lost its handled with it: nothing learnt.
+      if (this.#leavesHandled.has(skill) || (connection !== undefined && !this.#supervisor.isOpen(connection))) return;
       this.#leavesHandled.add(skill);
+      if (this.#leavesHandled.size > MAX_LEARNT) this.#leavesHandled.delete(this.#leavesHandled.values().next().value!);
       this.#supervisor.logger.info(
         { skill_id: skill, session_id: sessionIdOf(handled), utterance_id: utteranceIdOf(handled), reason: 'skill_leaves_handled', grace_ms: SKILL_HANDLED_GRACE_MS },
         'the skill sent no ovos.utterance.handled of its own; from now on ours goes out as soon as its handler completes',
       );
       for (const [other, pending] of this.#pendingHandled) if (pending.skill === skill) this.#sendPendingHandled(other);
     }, SKILL_HANDLED_GRACE_MS);
-    this.#pendingHandled.set(key, { timer, handled, skill });
+    this.#pendingHandled.set(key, { timer, handled, skill, connection });
   }
 
   /** The handled left to a skill goes out now (ours). */
@@ -309,18 +317,20 @@ export class Orchestrator {
   }
 
   /**
-   * A handled sent by a skill — its context names it, as ovos-workshop's does; on a bus with connection identity it
-   * came over a client connection (our own echo did not) — so that skill sends its own after all.
+   * A handled sent by a skill — its context names it, as ovos-workshop's does, for an utterance dispatched to it; on a
+   * bus with connection identity it came over a client connection (our own echo did not) — so that skill sends its
+   * own after all.
    */
   #skillSendsHandled(message: Message): void {
     const skill = message.context['skill_id'];
     if (typeof skill !== 'string' || !this.#leavesHandled.has(skill)) return;
     if (this.#supervisor.bus.connectionOf !== undefined && this.#supervisor.connectionOf(message) === undefined) return;
-    this.#leavesHandled.delete(skill);
-    // Ours already went out for this utterance if it is neither waiting for the skill's nor still running: say so,
-    // it is a doubled handled.
     const key = keyOfMessage(message);
-    if (key === undefined || (!this.#pendingHandled.has(key) && this.#inFlight.get(key)?.handledSent !== false)) {
+    const dispatchedTo = key === undefined ? undefined : (this.#inFlight.get(key)?.awaited?.skill ?? this.#endedFor.get(key));
+    if (dispatchedTo !== skill) return;
+    this.#leavesHandled.delete(skill);
+    // Ours already went out for this utterance unless it is still running: say so, it is a doubled handled.
+    if (this.#inFlight.get(key!)?.handledSent !== false) {
       this.#supervisor.logger.warn(
         { skill_id: skill, session_id: sessionIdOf(message), utterance_id: utteranceIdOf(message), reason: 'skill_handled_after_ours' },
         'a skill that had left the handled to us sent its own: the grace is back for it',
@@ -432,9 +442,14 @@ export class Orchestrator {
           // (legacy; ovos-workshop does after a successful handler) gets a moment to send its own — or already did.
           const skillEnds = live?.skillEnds === true;
           if (skillEnds && live?.skillSaidHandled === true) return;
-          if (skillEnds && context.outcome === 'completed' && !this.#leavesHandled.has(context.match!.skill_id)) {
-            this.#awaitSkillHandled(key, handled, context.match!.skill_id);
-            return;
+          if (skillEnds && context.outcome === 'completed') {
+            const skill = context.match!.skill_id;
+            if (!this.#leavesHandled.has(skill)) {
+              this.#awaitSkillHandled(key, handled, skill, live?.awaited?.connection);
+              return;
+            }
+            this.#endedFor.set(key, skill);
+            if (this.#endedFor.size > MAX_ENDED_FOR) this.#endedFor.delete(this.#endedFor.keys().next().value!);
           }
           // A legacy handler that ran past its timeout is told to stop, as ovos-core does (it would end the utterance
           // a second time otherwise).

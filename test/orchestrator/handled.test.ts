@@ -5,6 +5,7 @@
  * ManualClock; no sleeps.
  */
 import { describe, expect, it } from 'vitest';
+import { LocalBus } from '../../src/bus/local-bus.js';
 import { createMessage, reply, type JsonObject, type Message } from '../../src/bus/message.js';
 import type { Match, PipelineStage } from '../../src/pipeline/plugin.js';
 import { createHarness, fallbackSkill, withConfig, type Harness } from '../support/harness.js';
@@ -807,13 +808,74 @@ describe('OVOS-PIPELINE-1 §6 with ovos-workshop skills that leave the handled t
     expect(handledOf(h, 'u2')).toHaveLength(1); // still learnt: at once
   });
 
-  it('PIPELINE-1 §6: a learnt skill\'s handled naming no utterance unlearns it, warned (ours went out for all of its utterances)', async () => {
+  it('PIPELINE-1 §6: a learnt skill\'s own handled that comes after its utterance has ended (a socket\'s delay) is still told: warned, unlearnt', async () => {
+    const h = createHarness(CONFIG);
+    let sends = false;
+    scripted(h, 'late.fb', 30, 'c1', () => true, (r) => {
+      respond(h, r, 'late.fb', 'c1');
+      if (sends) h.clock.setTimeout(() => ownHandled(h, r, 'c1'), 10);
+    });
+    await h.settle();
+    await ask(h, 'u1');
+    await h.advance(SKILL_HANDLED_GRACE_MS);
+    sends = true;
+    await ask(h, 'u2');
+    expect(handledOf(h, 'u2')).toHaveLength(1); // ours, at once
+    expect(h.system.orchestrator.inFlight).toBe(0);
+    await h.advance(10);
+    expect(handledOf(h, 'u2')).toHaveLength(2);
+    expect(withReason(h, 'skill_handled_after_ours')).toEqual([expect.objectContaining({ skill_id: 'late.fb', utterance_id: 'u2' })]);
+  });
+
+  it('PIPELINE-1 §6: a handled naming the learnt skill but no utterance dispatched to it changes nothing (it cannot be told from a stray one)', async () => {
     const h = await learntSilent('silent.fb', 'c1');
     h.bus.publish(createMessage('ovos.utterance.handled', {}, { skill_id: 'silent.fb', session: session('s1') }), 'c1');
     await h.settle();
-    expect(withReason(h, 'skill_handled_after_ours')).toEqual([expect.objectContaining({ skill_id: 'silent.fb' })]);
+    expect(withReason(h, 'skill_handled_after_ours')).toEqual([]);
     await ask(h, 'u2');
-    expect(handledOf(h, 'u2')).toEqual([]); // the grace is back
+    expect(handledOf(h, 'u2')).toHaveLength(1); // still learnt: at once
+  });
+
+  it('PIPELINE-1 §6: a skill whose connection closes during the grace (its handled may have gone with it) is not learnt: back, the grace is kept for it', async () => {
+    const h = createHarness(CONFIG);
+    let on = 'c1';
+    let dropAfterResponse = true;
+    scripted(h, 'old.fb', 30, 'c1', () => true, (r) => {
+      respond(h, r, 'old.fb', on);
+      if (dropAfterResponse) {
+        dropAfterResponse = false;
+        h.bus.closeConnection(on);
+        return;
+      }
+      ownHandled(h, r, on);
+    });
+    await h.settle();
+    await ask(h, 'u1');
+    on = 'c2';
+    h.bus.openConnection('c2');
+    await h.advance(SKILL_HANDLED_GRACE_MS);
+    expect(handledOf(h, 'u1')).toHaveLength(1);
+    expect(withReason(h, 'skill_leaves_handled')).toEqual([]);
+    await ask(h, 'u2');
+    await h.advance(SKILL_HANDLED_GRACE_MS + 10);
+    expect(handledOf(h, 'u2')).toHaveLength(1);
+  });
+
+  it('PIPELINE-1 §6 on a bus without connection identity: our own handled, naming a learnt skill in its context for an utterance not dispatched to it, does not unlearn it', async () => {
+    const bus = new LocalBus();
+    for (const hidden of ['connectionOf', 'onConnectionClosed', 'onConnectionOpened']) Object.defineProperty(bus, hidden, { value: undefined });
+    const h = createHarness(CONFIG, { bus });
+    scripted(h, 'wiki.fb', 30, 'c1', (u) => u !== 'nothing', (r) => respond(h, r, 'wiki.fb', 'c1'));
+    await h.settle();
+    await ask(h, 'u1');
+    await h.advance(SKILL_HANDLED_GRACE_MS);
+    // An utterance the skill re-emitted from its handler's message (its context names it); nothing takes it.
+    h.bus.publish(createMessage('ovos.utterance.handle', { utterances: ['nothing'] }, { skill_id: 'wiki.fb', session: session('s1'), utterance_id: 'u2' }));
+    await h.advance(SKILL_HANDLED_GRACE_MS);
+    expect(handledOf(h, 'u2')).toHaveLength(1);
+    expect(withReason(h, 'skill_handled_after_ours')).toEqual([]);
+    await ask(h, 'u3');
+    expect(handledOf(h, 'u3')).toHaveLength(1); // still learnt: at once
   });
 
   it('PIPELINE-1 §6: a learnt skill whose handled comes before its .response is unlearnt without a warning; that handled is the utterance\'s one', async () => {
