@@ -31,8 +31,10 @@ export interface RegistryRow {
   /** The fallback stage whose range covers it, or null when none does (never asked). */
   readonly stage: string | null;
   readonly dialect: 'spec' | 'legacy';
-  /** The client connection it registered over; null in process or on a foreign bus (no connection identity). */
+  /** The client connection it registered over; null in process, on a foreign bus (no connection identity), or unbound. */
   readonly connection: string | null;
+  /** Legacy, its connection closed, no client connection opened since: in no pool until one opens. */
+  readonly away: boolean;
   /** Circuit breaker: `open` = suspended from every pool. */
   readonly breaker: 'closed' | 'open' | 'half_open';
 }
@@ -57,6 +59,7 @@ export function systemView(system: ContestSystem): SystemView {
       stage,
       dialect: entry.legacy ? 'legacy' : 'spec',
       connection: entry.connection ?? null,
+      away: entry.away === true,
       breaker: system.fallback.breaker.state(entry.skillId),
     };
   });

@@ -15,6 +15,9 @@ import { silentLogger } from '../../src/log/logger.js';
 import { parseTrace } from '../../src/testing/trace.js';
 import { MACHINES } from '../../visualizations/diagrams.js';
 import { Probe, captureLogs, configWith } from '../integration/probe.js';
+import { createHarness } from '../support/harness.js';
+import { systemView, type RegistryRow } from '../../src/inspect/server.js';
+import { createMessage } from '../../src/bus/message.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -158,5 +161,21 @@ describe('inspector server', () => {
     const d = await startDaemon(configWith({ bus: { port: 0 }, exampleSkills: false, log: { level: 'silent' }, inspector: { enabled: false } }), silentLogger());
     cleanups.push(() => d.close());
     expect(d.inspector).toBeUndefined();
+  });
+});
+
+describe('the inspector\'s registry view', () => {
+  it('a legacy skill whose connection closed shows as away (in no pool) until a client connection opens', async () => {
+    const h = createHarness();
+    h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: 'wiki.fb', priority: 10 }, { session: { session_id: 'default' } }), 'c1');
+    await h.settle();
+    const row = (): RegistryRow | undefined => systemView(h.system).registry.find((r) => r.skill_id === 'wiki.fb');
+    expect(row()).toMatchObject({ dialect: 'legacy', connection: 'c1', away: false });
+    h.bus.closeConnection('c1');
+    await h.settle();
+    expect(row()).toMatchObject({ connection: null, away: true });
+    h.bus.openConnection('c2');
+    await h.settle();
+    expect(row()).toMatchObject({ connection: null, away: false });
   });
 });
