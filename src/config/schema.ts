@@ -224,7 +224,7 @@ const fallback = section({
   blacklist: nonEmptyStrings().default([]).describe('skills never asked when fallback.mode is blacklist'),
   suspendAfterTimeouts: intIn(1)
     .default(3)
-    .describe('circuit breaker: consecutive ping timeouts that suspend a skill from every pool'),
+    .describe('circuit breaker: consecutive ping timeouts that suspend a skill from every pool (timeouts less than `pingTimeoutMs` after the last one counted count once)'),
   suspendMs: ms(1)
     .default(30_000)
     .describe('circuit breaker: first suspension period; each failed probe after it doubles it, up to 5 minutes'),
