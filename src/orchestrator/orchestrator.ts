@@ -293,8 +293,9 @@ export class Orchestrator {
   #awaitSkillHandled(key: string, handled: Message, skill: string, connection: string | undefined): void {
     const timer = this.#supervisor.clock.setTimeout(() => {
       this.#sendPendingHandled(key);
-      // A skill whose connection closed during the grace may have lost its handled with it: nothing learnt.
-      if (this.#leavesHandled.has(skill) || (connection !== undefined && !this.#supervisor.isOpen(connection))) return;
+      // A skill whose connection closed during the grace may have lost its handled with it: nothing learnt. (It is not
+      // learnt yet: its utterances wait only while it is not, and learning it sends all of theirs.)
+      if (connection !== undefined && !this.#supervisor.isOpen(connection)) return;
       this.#leavesHandled.add(skill);
       if (this.#leavesHandled.size > MAX_LEARNT) this.#leavesHandled.delete(this.#leavesHandled.values().next().value!);
       this.#supervisor.logger.info(

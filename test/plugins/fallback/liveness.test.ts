@@ -278,6 +278,16 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     h.bus.openConnection(connection);
     skill.on.connection = connection;
   };
+  /** A legacy skill (priority 10, on c1) and a catch-all (90); the skill's socket has just dropped (not yet back). */
+  async function dropped(skillId: string): Promise<{ h: Harness; skill: { on: { connection: string | null } } }> {
+    const h = createHarness(CONFIG);
+    const skill = workshopSkill(h, skillId, 10, 'c1');
+    fallbackSkill(h, 'catch.all', 90);
+    await h.settle();
+    skill.on.connection = null;
+    h.bus.closeConnection('c1');
+    return { h, skill };
+  }
   const KEPT = 'legacy fallback registrations kept: asked again once a client connection opens (its bus client reconnecting)';
 
   it('FALLBACK-1 §3.1 + ovos-wire-today: after a reconnect the skill, which never registers again, answers the next utterance and wins it', async () => {
@@ -324,12 +334,7 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
   });
 
   it('FALLBACK-1 §6.1: while it is away (no client connection opened since its closed), no contest waits for it — not even a burst; back, it wins', async () => {
-    const h = createHarness(CONFIG);
-    const skill = workshopSkill(h, 'wiki.fb', 10, 'c1');
-    fallbackSkill(h, 'catch.all', 90);
-    await h.settle();
-    skill.on.connection = null;
-    h.bus.closeConnection('c1');
+    const { h, skill } = await dropped('wiki.fb');
     await h.settle();
     for (const id of ['b1', 'b2', 'b3', 'b4']) h.utter('hello', { session: session(id), utteranceId: id });
     await h.advance(1);
@@ -344,12 +349,7 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
   });
 
   it('FALLBACK-1 §6.1: a connection that opens and is not it brings it back to the pools; then, silent, it costs the ping timeout, counted by the circuit breaker', async () => {
-    const h = createHarness(CONFIG);
-    const skill = workshopSkill(h, 'gone.fb', 10, 'c1');
-    fallbackSkill(h, 'catch.all', 90);
-    await h.settle();
-    skill.on.connection = null;
-    h.bus.closeConnection('c1');
+    const { h } = await dropped('gone.fb');
     h.bus.openConnection('someone-else');
     await h.settle();
     const suspendAfter = CONFIG.fallback.suspendAfterTimeouts;
@@ -367,12 +367,7 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
   });
 
   it('FALLBACK-1 §6.1: contests that ask at once while it may be back but is silent each wait its ping timeout once, and count once with the circuit breaker', async () => {
-    const h = createHarness(CONFIG);
-    const skill = workshopSkill(h, 'wiki.fb', 10, 'c1');
-    fallbackSkill(h, 'catch.all', 90);
-    await h.settle();
-    skill.on.connection = null;
-    h.bus.closeConnection('c1');
+    const { h, skill } = await dropped('wiki.fb');
     h.bus.openConnection('c2'); // its socket is open, its client not yet ready
     await h.settle();
     for (const id of ['b1', 'b2', 'b3', 'b4']) h.utter('hello', { session: session(id), utteranceId: id });
