@@ -4,9 +4,13 @@
  * state stops the invoked match and aborts its contest); the first surviving Match wins; then dispatch and the
  * handler trio (§7, §8) bounded by `handlerTimeout`; then exactly one `ovos.utterance.handled`.
  *
+ * A stage whose plugin says, at its turn, that `match` would return None at once (`stageDeclines`: an empty fallback
+ * pool, OVOS-FALLBACK-1 §5; a question gate that rejects, OVOS-COMMON-QUERY-1 §4.1) is passed over in `nextStage`
+ * without invoking it: the outcome §6 gives a stage that returns None, without the cost of an actor and a timer.
+ *
  * Effects (bus messages) and the match/handler actors are provided by the orchestrator.
  */
-import { and, assign, emit, fromPromise, setup } from 'xstate';
+import { and, assign, emit, fromPromise, not, setup } from 'xstate';
 import type { Message } from '../../src/bus/message.js';
 import type { SessionView } from '../../src/bus/session.js';
 import { eventOf } from '../event-of.js';
@@ -78,7 +82,8 @@ export type UtteranceOutput = {
   readonly stage: string | null;
 };
 
-const stageOf = (context: UtteranceContext): string => context.stages[context.index] ?? '';
+/** The stage whose turn it is. */
+export const stageOf = (context: Pick<UtteranceContext, 'stages' | 'index'>): string => context.stages[context.index] ?? '';
 
 export const utteranceMachine = setup({
   types: {
@@ -136,6 +141,8 @@ export const utteranceMachine = setup({
     fromDispatchedSkill: ({ context, event }) => event.skill_id === context.match?.skill_id,
     handlerOk: ({ event }) => eventOf(event, 'HANDLER_DONE').ok,
     inProcess: ({ context }) => handlesInProcess(context),
+    /** Provided: the stage at `index` (`stageOf`) would return None at once for `request`, so it need not be invoked. */
+    stageDeclines: (_args: { context: UtteranceContext }) => false,
   },
   delays: {
     matchTimeout: ({ context }) => context.matchTimeoutMs,
@@ -144,13 +151,19 @@ export const utteranceMachine = setup({
 }).createMachine({
   id: 'utterance',
   context: ({ input }) => ({ ...input, outcome: null, index: 0, match: null, matchedStage: null, dispatched: null, declined: [] }),
-  initial: 'start',
+  initial: 'nextStage',
   // A completion signal outside `handling.awaitingSkill` (still matching, or from another skill) is reported; a
   // skill gone while nothing of it is awaited changes nothing.
   on: { HANDLER_DONE: { actions: 'reportIgnored' } },
   states: {
-    start: {
-      always: [{ guard: 'noStages', target: 'unmatched' }, { target: 'matching' }],
+    // The stage at `index` is asked, unless it declines at once: then it is recorded as declining and passed over.
+    nextStage: {
+      always: [
+        { guard: 'noStages', target: 'unmatched' },
+        { guard: not('stageDeclines'), target: 'matching' },
+        { guard: 'hasNext', target: 'nextStage', reenter: true, actions: [{ type: 'decline', params: { why: 'no_match' } }, 'advance'] },
+        { target: 'unmatched', actions: { type: 'decline', params: { why: 'no_match' } } },
+      ],
     },
     matching: {
       invoke: {
@@ -170,24 +183,24 @@ export const utteranceMachine = setup({
               { type: 'decline', params: { why: 'rejected' } },
             ],
           },
-          { guard: 'hasNext', target: 'matching', reenter: true, actions: [{ type: 'decline', params: { why: 'no_match' } }, 'advance'] },
+          { guard: 'hasNext', target: 'nextStage', actions: [{ type: 'decline', params: { why: 'no_match' } }, 'advance'] },
           { target: 'unmatched', actions: { type: 'decline', params: { why: 'no_match' } } },
         ],
         // PIPELINE-1 §6: a plugin that throws counts as declining.
         onError: [
-          { guard: 'hasNext', target: 'matching', reenter: true, actions: [{ type: 'decline', params: { why: 'error' } }, 'advance'] },
+          { guard: 'hasNext', target: 'nextStage', actions: [{ type: 'decline', params: { why: 'error' } }, 'advance'] },
           { target: 'unmatched', actions: { type: 'decline', params: { why: 'error' } } },
         ],
       },
       after: {
         matchTimeout: [
-          { guard: 'hasNext', target: 'matching', reenter: true, actions: [{ type: 'decline', params: { why: 'timeout' } }, 'advance'] },
+          { guard: 'hasNext', target: 'nextStage', actions: [{ type: 'decline', params: { why: 'timeout' } }, 'advance'] },
           { target: 'unmatched', actions: { type: 'decline', params: { why: 'timeout' } } },
         ],
       },
     },
     rejected: {
-      always: [{ guard: 'hasNext', target: 'matching', actions: 'advance' }, { target: 'unmatched' }],
+      always: [{ guard: 'hasNext', target: 'nextStage', actions: 'advance' }, { target: 'unmatched' }],
     },
     handling: {
       entry: ['prepareDispatch', 'dispatch'],

@@ -30,6 +30,7 @@ import type { TimerId } from '../clock/clock.js';
 import { clip } from '../log/logger.js';
 import {
   handlesInProcess,
+  stageOf,
   utteranceMachine,
   type UtteranceContext,
   type UtteranceEvent,
@@ -353,12 +354,18 @@ export class Orchestrator {
     return false;
   }
 
-  /** A plugin's hook that throws is logged and otherwise ignored: one plugin never costs an utterance its handled. */
-  #hook(stage: PipelineStage, name: string, call: () => void): void {
+  /**
+   * A plugin's hook that throws is logged and otherwise ignored (`otherwise` stands in for its result): one plugin
+   * never costs an utterance its handled.
+   */
+  #hook<T>(stage: PipelineStage, name: string, call: () => T, otherwise: T): T;
+  #hook(stage: PipelineStage, name: string, call: () => void): void;
+  #hook<T>(stage: PipelineStage, name: string, call: () => T, otherwise?: T): T | undefined {
     try {
-      call();
+      return call();
     } catch (err) {
       this.#supervisor.logger.error({ err, reason: 'plugin_hook_threw', stage: stage.pipelineId, hook: name }, 'pipeline plugin hook threw');
+      return otherwise;
     }
   }
 
@@ -458,6 +465,16 @@ export class Orchestrator {
             bus.publish(forward(context.dispatched, legacyTopics.fallbackForceTimeout, { skill_id: context.match.skill_id }));
           }
           bus.publish(handled);
+        },
+      },
+      guards: {
+        // A stage that says `match` would return None at once is passed over (PipelineStage.declines); one whose
+        // `declines` throws is asked as usual.
+        stageDeclines: ({ context }) => {
+          const current = stage(stageOf(context));
+          if (current.declines === undefined) return false;
+          const { utterances, lang, session, entry } = context.request;
+          return this.#hook(current, 'declines', () => current.declines!({ utterances, lang, session, message: entry }) === true, false);
         },
       },
     });

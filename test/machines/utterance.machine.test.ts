@@ -11,8 +11,15 @@ import { ManualClock } from '../../src/clock/manual-clock.js';
 import type { Match } from '../../src/pipeline/plugin.js';
 import { utteranceMachine, type UtteranceRequest } from '../../machines/utterance/utterance.machine.js';
 
-async function run(stages: readonly string[], answer: (stage: string) => Match | null, session: Record<string, unknown> = { session_id: 's' }) {
+async function run(
+  stages: readonly string[],
+  answer: (stage: string) => Match | null,
+  session: Record<string, unknown> = { session_id: 's' },
+  declines: (stage: string) => boolean = () => false,
+) {
   const asked: string[] = [];
+  const consulted: string[] = [];
+  const sent: string[] = [];
   const emitted: string[] = [];
   const rejected: Array<{ stage: string; skill_id: string; reason: string }> = [];
   const machine = utteranceMachine.provide({
@@ -23,7 +30,13 @@ async function run(stages: readonly string[], answer: (stage: string) => Match |
       }),
       runHandler: fromPromise<void, { pipelineId: string; match: Match; dispatched: Message }>(async () => {}),
     },
-    actions: { dispatch: () => undefined, prepareDispatch: () => undefined },
+    actions: { dispatch: () => undefined, prepareDispatch: () => undefined, unmatched: () => void sent.push('unmatched'), handled: () => void sent.push('handled') },
+    guards: {
+      stageDeclines: ({ context }) => {
+        consulted.push(context.stages[context.index]!);
+        return declines(context.stages[context.index]!);
+      },
+    },
   });
   const entry = createMessage('ovos.utterance.handle', { utterances: ['hello'] }, { session: session as JsonObject });
   const actor = createActor(machine, {
@@ -34,7 +47,8 @@ async function run(stages: readonly string[], answer: (stage: string) => Match |
   actor.on('match.rejected', ({ stage, skill_id, reason }) => rejected.push({ stage, skill_id, reason }));
   const done = new Promise<unknown>((resolve) => actor.subscribe({ complete: () => resolve(actor.getSnapshot().output) }));
   actor.start();
-  return { output: await done, asked, emitted, rejected };
+  const output = await done;
+  return { output, asked, consulted, emitted, rejected, sent, declined: actor.getSnapshot().context.declined };
 }
 
 describe('OVOS-PIPELINE-1 §4: the stages are asked in order, each once, none past the last', () => {
@@ -55,6 +69,53 @@ describe('OVOS-PIPELINE-1 §4: the stages are asked in order, each once, none pa
   it('§6: no stages at all → unmatched without asking anyone', async () => {
     const { output, asked } = await run([], () => null);
     expect(asked).toEqual([]);
+    expect(output).toMatchObject({ outcome: 'unmatched' });
+  });
+});
+
+describe('OVOS-PIPELINE-1 §6: a stage that declines at once (stageDeclines) is passed over, recorded as declining', () => {
+  it('the stages that decline at once are never asked; each stage is consulted once, in order, at its turn; the declined list keeps pipeline order', async () => {
+    const { output, asked, consulted, declined } = await run(['a', 'b', 'c', 'd'], () => null, undefined, (stage) => stage === 'a' || stage === 'c');
+    expect(asked).toEqual(['b', 'd']);
+    expect(consulted).toEqual(['a', 'b', 'c', 'd']);
+    expect(declined).toEqual([
+      { stage: 'a', why: 'no_match' },
+      { stage: 'b', why: 'no_match' },
+      { stage: 'c', why: 'no_match' },
+      { stage: 'd', why: 'no_match' },
+    ]);
+    expect(output).toEqual({ outcome: 'unmatched', match: null, stage: null });
+  });
+
+  it('every stage declines at once → unmatched, nobody asked, ovos.intent.unmatched and the handled once each', async () => {
+    const { output, asked, declined, sent } = await run(['a', 'b'], () => null, undefined, () => true);
+    expect(asked).toEqual([]);
+    expect(declined.map((d) => d.stage)).toEqual(['a', 'b']);
+    expect(output).toEqual({ outcome: 'unmatched', match: null, stage: null });
+    expect(sent).toEqual(['unmatched', 'handled']);
+  });
+
+  it('the last stage declining at once after earlier ones were asked → unmatched; a stage passed over before a match does not stop the match', async () => {
+    const match: Match = { skill_id: 'cq', intent_name: 'common_query', lang: 'en-US', utterance: 'hello', slots: { answer: 'hi' }, updated_session: { session_id: 's' } };
+    const last = await run(['a', 'b'], () => null, undefined, (stage) => stage === 'b');
+    expect(last.asked).toEqual(['a']);
+    expect(last.output).toMatchObject({ outcome: 'unmatched' });
+    const matched = await run(['a', 'cq', 'c'], (stage) => (stage === 'cq' ? match : null), undefined, (stage) => stage === 'a');
+    expect(matched.asked).toEqual(['cq']);
+    expect(matched.consulted).toEqual(['a', 'cq']);
+    expect(matched.declined).toEqual([{ stage: 'a', why: 'no_match' }]);
+    expect(matched.output).toMatchObject({ outcome: 'completed', stage: 'cq' });
+  });
+
+  it('after a rejected Match the next stage is consulted too (and passed over when it declines at once)', async () => {
+    const banned: Match = { skill_id: 'banned.skill', intent_name: 'fallback', lang: 'en-US', utterance: 'hello', slots: {} };
+    const { asked, consulted, declined, output } = await run(['a', 'b'], (stage) => (stage === 'a' ? banned : null), { session_id: 's', blacklisted_skills: ['banned.skill'] }, (stage) => stage === 'b');
+    expect(asked).toEqual(['a']);
+    expect(consulted).toEqual(['a', 'b']);
+    expect(declined).toEqual([
+      { stage: 'a', why: 'rejected' },
+      { stage: 'b', why: 'no_match' },
+    ]);
     expect(output).toMatchObject({ outcome: 'unmatched' });
   });
 });

@@ -226,11 +226,15 @@ export class CommonQueryPlugin implements PipelineStage {
     }
   }
 
-  async match(request: MatchRequest): Promise<Match | null> {
+  /** §4.1: an utterance the gate rejects (or none at all) returns None without broadcasting. */
+  declines(request: Pick<MatchRequest, 'utterances' | 'lang'>): boolean {
     const utterance = request.utterances[0];
-    if (utterance === undefined) return null;
-    // §4.1: a rejected utterance returns None without broadcasting.
-    if (!this.#gate(utterance, request.lang)) return null;
+    return utterance === undefined || !this.#gate(utterance, request.lang);
+  }
+
+  async match(request: MatchRequest): Promise<Match | null> {
+    if (this.declines(request)) return null;
+    const utterance = request.utterances[0]!;
     const policy: SelectionPolicy = {
       minConfidence: this.#settings.minConfidence,
       fastWinConfidence: this.#settings.fastWinConfidence,

@@ -279,6 +279,8 @@ export class FallbackPlugin {
     return {
       pipelineId,
       match: (request) => this.#match(pipelineId, range, request),
+      // §5: an empty pool returns None immediately.
+      declines: (request) => this.pool(request.session, range).length === 0,
       intents: (sessionId) => this.#intents(sessionId, range),
       // A legacy winner is dispatched the way ovos-workshop's FallbackSkill listens for it.
       dispatchFor: (dispatch, match, utterance) => {
