@@ -99,6 +99,7 @@ export class CommonQueryPlugin implements PipelineStage {
   readonly #legacyWinners = new Map<string, LegacyWinner>();
   /** The dialects asked in every poll (Config['dialects']): the spec ping, ovos-core's question, or both. */
   readonly #dialects: { readonly spec: boolean; readonly legacy: boolean };
+  #lastGate: { readonly utterance: string; readonly lang: string; readonly accept: boolean } | undefined;
 
   constructor(supervisor: Supervisor, settings: CommonQuerySettings, options: { reranker?: Reranker; dialects?: Config['dialects'] } = {}) {
     this.pipelineId = settings.pipelineId;
@@ -321,9 +322,16 @@ export class CommonQueryPlugin implements PipelineStage {
     return [{ intent_name: 'common_query', skill_id: this.pipelineId, lang: '*' }];
   }
 
+  /**
+   * The gate's verdict. An utterance meets it up to three times in one turn (early start, the orchestrator's
+   * `declines`, `match`): the last verdict is kept, so it is classified (and a rejection logged) once.
+   */
   #gate(utterance: string, lang: string): boolean {
+    const last = this.#lastGate;
+    if (last !== undefined && last.utterance === utterance && last.lang === lang) return last.accept;
     const verdict = classifyQuestion(utterance, lang, this.#settings.gate);
     if (!verdict.accept) this.#supervisor.logger.debug({ utterance, lang, reason: verdict.reason }, 'question gate rejected');
+    this.#lastGate = { utterance, lang, accept: verdict.accept };
     return verdict.accept;
   }
 

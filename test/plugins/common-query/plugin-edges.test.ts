@@ -368,14 +368,28 @@ describe('the plugin’s own checks and log lines', () => {
     await ask(h, FRANCE);
     expect(logsWith(h, 'question gate rejected')).toEqual([]);
     await ask(h, 'play music');
-    // Asked at the early start and again by match: each time the same line.
+    // Met at the early start and again by the orchestrator's `declines`: classified, and logged, once.
     const rejected = logsWith(h, 'question gate rejected');
-    expect(rejected.length).toBeGreaterThan(0);
-    for (const line of rejected) {
-      expect(line).toMatchObject({ utterance: 'play music', lang: 'en-US', level: 20 });
-      expect(typeof line['reason']).toBe('string');
-      expect(line['reason']).not.toBe('');
-    }
+    expect(rejected).toHaveLength(1);
+    expect(rejected[0]).toMatchObject({ utterance: 'play music', lang: 'en-US', level: 20, reason: 'command_word' });
+  });
+
+  it('§4.1: the gate\'s kept verdict is per (utterance, lang): the same words in another language, or the next utterance, are classified afresh', () => {
+    const h = createHarness(config());
+    const cq = h.system.commonQuery;
+    const request = (utterance: string, lang: string) => ({ utterances: [utterance], lang });
+    expect(cq.declines(request('play music', 'en-US'))).toBe(true);
+    expect(cq.declines(request('play music', 'en-US'))).toBe(true);
+    expect(cq.declines(request('play music', 'de-DE'))).toBe(false); // no German command word: when in doubt, accept (§4.2)
+    expect(cq.declines(request('play music', 'en-US'))).toBe(true);
+    expect(cq.declines(request(FRANCE, 'en-US'))).toBe(false);
+    expect(cq.declines(request('turn on the lights', 'en-US'))).toBe(true);
+    expect(cq.declines({ utterances: [], lang: 'en-US' })).toBe(true);
+    expect(logsWith(h, 'question gate rejected').map((l) => [l['utterance'], l['lang']])).toEqual([
+      ['play music', 'en-US'],
+      ['play music', 'en-US'],
+      ['turn on the lights', 'en-US'],
+    ]);
   });
 
   it('§4.1: a match request without any utterance returns None and broadcasts nothing', async () => {
