@@ -5,7 +5,7 @@
  */
 import { assertEvent, type EventObject } from 'xstate';
 
-export function eventOf<E extends EventObject, T extends E['type']>(event: E, type: T): Extract<E, { type: T }> {
-  assertEvent(event, type);
+export function eventOf<E extends EventObject, T extends E['type']>(event: E, type: T | readonly T[]): Extract<E, { type: T }> {
+  assertEvent(event, typeof type === 'string' ? type : [...type]);
   return event as unknown as Extract<E, { type: T }>;
 }

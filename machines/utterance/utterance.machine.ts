@@ -7,6 +7,9 @@
  * A stage whose plugin says, at its turn, that `match` would return None at once (`stageDeclines`: an empty fallback
  * pool, OVOS-FALLBACK-1 §5; a question gate that rejects, OVOS-COMMON-QUERY-1 §4.1) is passed over in `nextStage`
  * without invoking it: the outcome §6 gives a stage that returns None, without the cost of an actor and a timer.
+ * The walk starts on `BEGIN`, which the orchestrator sends once everything published before the utterance reached
+ * it has been delivered (one microtask after the actor starts): the first stages' pools are read then, not while the
+ * utterance is still being delivered. A bare actor of this machine waits for it.
  *
  * Effects (bus messages) and the match/handler actors are provided by the orchestrator.
  */
@@ -59,11 +62,13 @@ export interface UtteranceContext extends UtteranceInput {
 }
 
 /**
+ * BEGIN: start the walk through the stages (see above).
  * HANDLER_DONE: a completion signal from a bus skill; only the dispatched skill's counts.
  * SKILL_GONE: the skill can no longer be reached (its bus connection closed); while its handler is awaited, the
  * handler ends at once with an error (issue 7: no 30 s of silence for a skill that died).
  */
 export type UtteranceEvent =
+  | { readonly type: 'BEGIN' }
   | {
       readonly type: 'HANDLER_DONE';
       readonly skill_id: string;
@@ -124,7 +129,7 @@ export const utteranceMachine = setup({
         { stage: stageOf(context), why: params.why },
       ],
     }),
-    reportIgnored: emit(({ event }) => ({ type: 'handler_done.ignored' as const, skill_id: event.skill_id, reason: 'not_awaited' as const })),
+    reportIgnored: emit(({ event }) => ({ type: 'handler_done.ignored' as const, skill_id: eventOf(event, 'HANDLER_DONE').skill_id, reason: 'not_awaited' as const })),
     advance: assign({ index: ({ context }) => context.index + 1 }),
     settle: assign({ outcome: (_, params: { outcome: UtteranceOutcome }) => params.outcome }),
     acceptMatch: assign({
@@ -138,7 +143,7 @@ export const utteranceMachine = setup({
     isMatch: (_args, params: { match: Match | null }) => params.match !== null,
     hasNext: ({ context }) => context.index + 1 < context.stages.length,
     noStages: ({ context }) => context.stages.length === 0,
-    fromDispatchedSkill: ({ context, event }) => event.skill_id === context.match?.skill_id,
+    fromDispatchedSkill: ({ context, event }) => eventOf(event, ['HANDLER_DONE', 'SKILL_GONE']).skill_id === context.match?.skill_id,
     handlerOk: ({ event }) => eventOf(event, 'HANDLER_DONE').ok,
     inProcess: ({ context }) => handlesInProcess(context),
     /** Provided: the stage at `index` (`stageOf`) would return None at once for `request`, so it need not be invoked. */
@@ -151,11 +156,14 @@ export const utteranceMachine = setup({
 }).createMachine({
   id: 'utterance',
   context: ({ input }) => ({ ...input, outcome: null, index: 0, match: null, matchedStage: null, dispatched: null, declined: [] }),
-  initial: 'nextStage',
+  initial: 'start',
   // A completion signal outside `handling.awaitingSkill` (still matching, or from another skill) is reported; a
   // skill gone while nothing of it is awaited changes nothing.
   on: { HANDLER_DONE: { actions: 'reportIgnored' } },
   states: {
+    start: {
+      on: { BEGIN: 'nextStage' },
+    },
     // The stage at `index` is asked, unless it declines at once: then it is recorded as declining and passed over.
     nextStage: {
       always: [

@@ -223,6 +223,9 @@ export class Orchestrator {
       },
     });
     live.contest = contest;
+    // The walk through the stages begins once everything published before this utterance reached us has been
+    // delivered (the in-process bus delivers from a microtask): a skill registered just before is in its stage's pool.
+    queueMicrotask(() => contest.send({ type: 'BEGIN' }));
     // Utterances come off the bus: at most 10 of them, each clipped, in the log line.
     contest.logger.info({ utterances: utterances.slice(0, 10).map((u) => clip(u)), lang, stages }, 'utterance received');
 

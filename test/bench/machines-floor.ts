@@ -67,6 +67,7 @@ async function utterance(): Promise<void> {
   });
   const done = toPromise(actor);
   actor.start();
+  actor.send({ type: 'BEGIN' }); // as the orchestrator does, one microtask later
   // Dispatched (awaiting the skill), or ended some other way — which the outcome check below reports.
   await new Promise<void>((resolve) => {
     const sub = actor.subscribe({
@@ -123,6 +124,7 @@ function liveUtterance(): AnyActorRef[] {
     clock: neverFires,
   });
   actor.start();
+  actor.send({ type: 'BEGIN' });
   contestActor.start();
   return [actor, contestActor];
 }

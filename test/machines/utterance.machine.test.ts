@@ -47,6 +47,7 @@ async function run(
   actor.on('match.rejected', ({ stage, skill_id, reason }) => rejected.push({ stage, skill_id, reason }));
   const done = new Promise<unknown>((resolve) => actor.subscribe({ complete: () => resolve(actor.getSnapshot().output) }));
   actor.start();
+  actor.send({ type: 'BEGIN' });
   const output = await done;
   return { output, asked, consulted, emitted, rejected, sent, declined: actor.getSnapshot().context.declined };
 }
@@ -85,6 +86,25 @@ describe('OVOS-PIPELINE-1 §6: a stage that declines at once (stageDeclines) is 
       { stage: 'd', why: 'no_match' },
     ]);
     expect(output).toEqual({ outcome: 'unmatched', match: null, stage: null });
+  });
+
+  it('a bare actor waits for BEGIN: no stage is consulted or asked before it, and the walk runs once it comes', async () => {
+    const consulted: string[] = [];
+    const machine = utteranceMachine.provide({
+      guards: { stageDeclines: ({ context }) => (consulted.push(context.stages[context.index]!), true) },
+    });
+    const entry = createMessage('ovos.utterance.handle', { utterances: ['hello'] }, { session: { session_id: 's' } });
+    const actor = createActor(machine, {
+      clock: new ManualClock(),
+      input: { request: { entry, utterances: ['hello'], lang: 'en-US', session: sessionFromObject({ session_id: 's' }) }, stages: ['a', 'b'], inProcessHandlers: [], matchTimeoutMs: 1_000, handlerTimeoutMs: 1_000 },
+    });
+    actor.start();
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(actor.getSnapshot().value).toBe('start');
+    expect(consulted).toEqual([]);
+    actor.send({ type: 'BEGIN' });
+    expect(consulted).toEqual(['a', 'b']);
+    expect(actor.getSnapshot().output).toEqual({ outcome: 'unmatched', match: null, stage: null });
   });
 
   it('every stage declines at once → unmatched, nobody asked, ovos.intent.unmatched and the handled once each', async () => {
@@ -159,6 +179,7 @@ describe('OVOS-PIPELINE-1 §8: a handler that fails is reported with what failed
     });
     const done = new Promise<unknown>((resolve) => actor.subscribe({ complete: () => resolve(actor.getSnapshot().output) }));
     actor.start();
+    actor.send({ type: 'BEGIN' });
     if (send !== undefined) {
       await new Promise<void>((resolve) => setImmediate(resolve));
       send(actor as never);

@@ -10,7 +10,7 @@ import { createMessage, reply, type Message } from '../../src/bus/message.js';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.js';
 import type { Match } from '../../src/pipeline/plugin.js';
 import { cqSkill } from '../support/cq-skills.js';
-import { createHarness, withConfig, type Harness } from '../support/harness.js';
+import { createHarness, fallbackSkill, withConfig, type Harness } from '../support/harness.js';
 
 /** A spec fallback skill that pongs `canHandle` `pongAfterMs` after its ping and completes its handler at once. */
 function skill(h: Harness, skillId: string, priority: number, canHandle: boolean, pongAfterMs = 0): void {
@@ -78,6 +78,25 @@ describe('OVOS-PIPELINE-1 §6: a stage that would return None at once is passed 
     expect(h.of('late.yes.fallback.ping')).toHaveLength(1);
     expect(h.of('late.yes:fallback')).toHaveLength(1);
     expect(stagesAsked(h)).toEqual(['fallback_high', 'fallback_low']);
+    expect(h.of('ovos.utterance.handled')).toHaveLength(1);
+  });
+
+  it('the walk begins once everything already published has been delivered: an embedder that registers a skill and calls orchestrator.handle in the same tick has it asked', async () => {
+    const h = createHarness(DEFAULT_CONFIG);
+    fallbackSkill(h, 'hello.skill', 10); // publishes its registration: queued, not yet delivered
+    const record = h.system.orchestrator.handle(createMessage('ovos.utterance.handle', { utterances: ['hello robot'] }, { session: { session_id: 's1' } }), ['hello robot']);
+    await h.advance(1);
+    expect(h.of('hello.skill.fallback.ping')).toHaveLength(1);
+    expect(await record?.done).toMatchObject({ outcome: 'completed', stage: 'fallback_high' });
+  });
+
+  it('a registration published in the same tick right after the utterance is in the first stage\'s pool, as when match read it after a microtask', async () => {
+    const h = createHarness(DEFAULT_CONFIG);
+    h.utter('hello robot', { session: { session_id: 's1' } });
+    fallbackSkill(h, 'hello.skill', 10);
+    await h.advance(1);
+    expect(h.of('hello.skill.fallback.ping')).toHaveLength(1);
+    expect(h.of('ovos.intent.matched').map((m) => m.data['skill_id'])).toEqual(['hello.skill']);
     expect(h.of('ovos.utterance.handled')).toHaveLength(1);
   });
 

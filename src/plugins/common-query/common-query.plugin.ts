@@ -99,7 +99,7 @@ export class CommonQueryPlugin implements PipelineStage {
   readonly #legacyWinners = new Map<string, LegacyWinner>();
   /** The dialects asked in every poll (Config['dialects']): the spec ping, ovos-core's question, or both. */
   readonly #dialects: { readonly spec: boolean; readonly legacy: boolean };
-  #lastGate: { readonly utterance: string; readonly lang: string; readonly accept: boolean } | undefined;
+  #lastGate: { readonly entry: Message; readonly utterance: string; readonly lang: string; readonly accept: boolean } | undefined;
 
   constructor(supervisor: Supervisor, settings: CommonQuerySettings, options: { reranker?: Reranker; dialects?: Config['dialects'] } = {}) {
     this.pipelineId = settings.pipelineId;
@@ -162,7 +162,7 @@ export class CommonQueryPlugin implements PipelineStage {
     if (!inPipeline || !this.#settings.earlyStart) return;
     const utterancesRaw = entry.data['utterances'];
     const utterance = Array.isArray(utterancesRaw) && typeof utterancesRaw[0] === 'string' ? utterancesRaw[0] : undefined;
-    if (utterance === undefined || !this.#gate(utterance, lang)) return;
+    if (utterance === undefined || !this.#gate(entry, utterance, lang)) return;
     const contest = this.#start(entry, utterance, lang, session, null);
     this.#cache.set(session.sessionId, { utterance, lang, utteranceId: utteranceIdOf(entry), contest, joined: false });
   }
@@ -228,9 +228,9 @@ export class CommonQueryPlugin implements PipelineStage {
   }
 
   /** §4.1: an utterance the gate rejects (or none at all) returns None without broadcasting. */
-  declines(request: Pick<MatchRequest, 'utterances' | 'lang'>): boolean {
+  declines(request: Pick<MatchRequest, 'utterances' | 'lang' | 'message'>): boolean {
     const utterance = request.utterances[0];
-    return utterance === undefined || !this.#gate(utterance, request.lang);
+    return utterance === undefined || !this.#gate(request.message, utterance, request.lang);
   }
 
   async match(request: MatchRequest): Promise<Match | null> {
@@ -323,15 +323,16 @@ export class CommonQueryPlugin implements PipelineStage {
   }
 
   /**
-   * The gate's verdict. An utterance meets it up to three times in one turn (early start, the orchestrator's
-   * `declines`, `match`): the last verdict is kept, so it is classified (and a rejection logged) once.
+   * The gate's verdict. One utterance meets it up to three times (early start, the orchestrator's `declines`,
+   * `match`), each time with the same entry message: the last verdict is kept per entry, so each utterance is
+   * classified (and a rejection logged) once.
    */
-  #gate(utterance: string, lang: string): boolean {
+  #gate(entry: Message, utterance: string, lang: string): boolean {
     const last = this.#lastGate;
-    if (last !== undefined && last.utterance === utterance && last.lang === lang) return last.accept;
+    if (last !== undefined && last.entry === entry && last.utterance === utterance && last.lang === lang) return last.accept;
     const verdict = classifyQuestion(utterance, lang, this.#settings.gate);
     if (!verdict.accept) this.#supervisor.logger.debug({ utterance, lang, reason: verdict.reason }, 'question gate rejected');
-    this.#lastGate = { utterance, lang, accept: verdict.accept };
+    this.#lastGate = { entry, utterance, lang, accept: verdict.accept };
     return verdict.accept;
   }
 

@@ -368,24 +368,30 @@ describe('the plugin’s own checks and log lines', () => {
     await ask(h, FRANCE);
     expect(logsWith(h, 'question gate rejected')).toEqual([]);
     await ask(h, 'play music');
-    // Met at the early start and again by the orchestrator's `declines`: classified, and logged, once.
+    // Met at the early start and again by the orchestrator's `declines`: classified, and logged, once per utterance.
     const rejected = logsWith(h, 'question gate rejected');
     expect(rejected).toHaveLength(1);
     expect(rejected[0]).toMatchObject({ utterance: 'play music', lang: 'en-US', level: 20, reason: 'command_word' });
+    await ask(h, 'play music');
+    expect(logsWith(h, 'question gate rejected')).toHaveLength(2);
   });
 
-  it('§4.1: the gate\'s kept verdict is per (utterance, lang): the same words in another language, or the next utterance, are classified afresh', () => {
+  it('§4.1: the gate\'s kept verdict is per utterance (entry message, words, lang): another utterance with the same words, or another language, is classified afresh', () => {
     const h = createHarness(config());
     const cq = h.system.commonQuery;
-    const request = (utterance: string, lang: string) => ({ utterances: [utterance], lang });
-    expect(cq.declines(request('play music', 'en-US'))).toBe(true);
-    expect(cq.declines(request('play music', 'en-US'))).toBe(true);
-    expect(cq.declines(request('play music', 'de-DE'))).toBe(false); // no German command word: when in doubt, accept (§4.2)
-    expect(cq.declines(request('play music', 'en-US'))).toBe(true);
-    expect(cq.declines(request(FRANCE, 'en-US'))).toBe(false);
-    expect(cq.declines(request('turn on the lights', 'en-US'))).toBe(true);
-    expect(cq.declines({ utterances: [], lang: 'en-US' })).toBe(true);
+    const first = entry('play music', S1, 'u1');
+    const again = entry('play music', { session_id: 's2' }, 'u2');
+    const request = (message: Message, utterance: string, lang: string) => ({ utterances: [utterance], lang, message });
+    expect(cq.declines(request(first, 'play music', 'en-US'))).toBe(true);
+    expect(cq.declines(request(first, 'play music', 'en-US'))).toBe(true);
+    expect(cq.declines(request(again, 'play music', 'en-US'))).toBe(true);
+    expect(cq.declines(request(again, 'play music', 'de-DE'))).toBe(false); // no German command word: when in doubt, accept (§4.2)
+    expect(cq.declines(request(again, 'play music', 'en-US'))).toBe(true);
+    expect(cq.declines(request(again, FRANCE, 'en-US'))).toBe(false);
+    expect(cq.declines(request(again, 'turn on the lights', 'en-US'))).toBe(true);
+    expect(cq.declines({ utterances: [], lang: 'en-US', message: again })).toBe(true);
     expect(logsWith(h, 'question gate rejected').map((l) => [l['utterance'], l['lang']])).toEqual([
+      ['play music', 'en-US'],
       ['play music', 'en-US'],
       ['play music', 'en-US'],
       ['turn on the lights', 'en-US'],
