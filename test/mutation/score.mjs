@@ -10,66 +10,20 @@
 // not in it.
 //   npm run test:mutation:score                 the scores (exit 1 when a target is not met or a group is incomplete)
 //   npm run test:mutation:score -- --record     also writes each report's results for current sources into the ledger
-import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+//   npm run test:mutation:stale                 re-runs (incrementally) exactly the files this reports STALE or MISSING
+import { writeFileSync } from 'node:fs';
+import { ALL, PURE, currentResult, ledgerFile, readLedger, results, root } from './ledger.mjs';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
-const reportDir = join(root, 'test/mutation/report');
-const ledgerFile = join(root, 'test/mutation/results.json');
 const record = process.argv.includes('--record');
-const sha = (text) => createHash('sha256').update(text).digest('hex');
-const reports = (existsSync(reportDir) ? readdirSync(reportDir) : [])
-  .filter((name) => name.endsWith('.json'))
-  .map((name) => ({ name, mtime: statSync(join(reportDir, name)).mtimeMs }))
-  .sort((a, b) => a.mtime - b.mtime);
+const ledger = readLedger();
+const files = results(ledger);
 
-/** A report's entry for one file, as the ledger keeps it. */
-function summarise(entry, report, mtime) {
-  return {
-    sha256: sha(entry.source),
-    run: `${report} ${new Date(mtime).toISOString().slice(0, 16)}Z`,
-    counts: tally(entry),
-    survivors: entry.mutants
-      .filter((m) => m.status === 'Survived' || m.status === 'NoCoverage')
-      .map((m) => `${m.location.start.line}:${m.location.start.column} ${m.status === 'NoCoverage' ? 'no coverage' : 'survived'} ${m.mutatorName}${m.replacement === undefined ? '' : ` → ${m.replacement.replace(/\s+/g, ' ').slice(0, 60)}`}`),
-  };
-}
-
-const ledger = existsSync(ledgerFile) ? JSON.parse(readFileSync(ledgerFile, 'utf8')) : {};
-// Per file: every result of it — the ledger's first, then the reports', newest last.
-const files = new Map();
-for (const [file, result] of Object.entries(ledger)) files.set(file, [{ ...result, report: `ledger: ${result.run}` }]);
-for (const { name, mtime } of reports) {
-  const report = JSON.parse(readFileSync(join(reportDir, name), 'utf8'));
-  for (const [file, entry] of Object.entries(report.files ?? {})) {
-    const result = { ...summarise(entry, name, mtime), report: name };
-    files.set(file, [...(files.get(file) ?? []), result]);
-  }
-}
-
-const PURE = ['src/plugins/fallback/pool.ts', 'src/plugins/common-query/selection.ts', 'src/plugins/common-query/gate.ts'];
-const tsUnder = (dir) => readdirSync(join(root, dir), { recursive: true }).filter((f) => String(f).endsWith('.ts')).map((f) => `${dir}/${f}`);
-const ALL = ['machines', 'src/plugins', 'src/supervisor', 'src/orchestrator'].flatMap(tsUnder).sort();
 const GROUPS = [
   { name: 'machines', target: 90, files: ALL.filter((f) => f.startsWith('machines/')) },
   { name: 'pure decision functions', target: 90, files: PURE },
   { name: 'all four folders', target: 80, files: ALL },
 ];
 
-function tally(entry) {
-  const t = { killed: 0, timeout: 0, survived: 0, noCoverage: 0, ignored: 0, errors: 0 };
-  for (const m of entry.mutants) {
-    if (m.status === 'Killed') t.killed++;
-    else if (m.status === 'Timeout') t.timeout++;
-    else if (m.status === 'Survived') t.survived++;
-    else if (m.status === 'NoCoverage') t.noCoverage++;
-    else if (m.status === 'CompileError' || m.status === 'RuntimeError') t.errors++;
-    else t.ignored++;
-  }
-  return t;
-}
 const valid = (t) => t.killed + t.timeout + t.survived + t.noCoverage;
 const score = (t) => (valid(t) === 0 ? NaN : (100 * (t.killed + t.timeout)) / valid(t));
 const percent = (t) => (valid(t) === 0 ? '  n/a' : score(t).toFixed(1).padStart(5));
@@ -82,8 +36,7 @@ for (const group of GROUPS) {
   const stale = [];
   for (const file of group.files) {
     const all = files.get(file) ?? [];
-    const current = sha(readFileSync(join(root, file), 'utf8'));
-    const found = all.filter((r) => r.sha256 === current).at(-1);
+    const found = currentResult(file, files);
     if (found === undefined) {
       (all.length === 0 ? missing : stale).push(file);
       console.log(`  ${file.padEnd(52)} ${all.length === 0 ? 'MISSING: no result covers it' : `STALE: changed since its result [${all.at(-1).report}]`}`);
