@@ -90,6 +90,8 @@ export function createContestSystem(options: SystemOptions): ContestSystem {
     },
     close: () => {
       unsubscribeStatus();
+      fallback.close();
+      commonQuery.close();
       orchestrator.close();
       supervisor.close();
     },

@@ -17,6 +17,7 @@
  * waited for past the claim bound until it has answered `PROMOTE_AFTER` polls in a row again — so a skill that
  * answers only some polls never makes the poll wait past the claim bound.
  */
+import type { Unsubscribe } from '../../bus/bus.js';
 import type { Config } from '../../config/defaults.js';
 import { createMessage, forward, reply, stringField, utteranceIdOf, withContext, type JsonObject, type Message } from '../../bus/message.js';
 import { legacyQuestion, legacyQuestionAction, legacyTopics } from '../../dialect/legacy-dialect.js';
@@ -99,6 +100,8 @@ export class CommonQueryPlugin implements PipelineStage {
   readonly #legacyWinners = new Map<string, LegacyWinner>();
   /** The dialects asked in every poll (Config['dialects']): the spec ping, ovos-core's question, or both. */
   readonly #dialects: { readonly spec: boolean; readonly legacy: boolean };
+  /** The legacy discovery's bus status listener, let go by `close`. */
+  #unsubscribeStatus: Unsubscribe | undefined;
   #lastGate: { readonly entry: Message; readonly utterance: string; readonly lang: string; readonly accept: boolean } | undefined;
 
   constructor(supervisor: Supervisor, settings: CommonQuerySettings, options: { reranker?: Reranker; dialects?: Config['dialects'] } = {}) {
@@ -185,9 +188,15 @@ export class CommonQueryPlugin implements PipelineStage {
     this.#supervisor.on('common_query.discovered', (inbound) => {
       this.#heard(inbound.skill_id, { saysNo: true, classic: inbound.classic });
     });
-    this.#supervisor.bus.onStatus((status) => {
+    this.#unsubscribeStatus = this.#supervisor.bus.onStatus((status) => {
       if (status.up) this.#supervisor.bus.publish(createMessage(legacyTopics.commonQueryPing, {}, { source: this.pipelineId, session: { session_id: 'default' } }));
     });
+  }
+
+  /** Stop listening to the bus (the system closes): a closed plugin publishes nothing when the bus comes back. */
+  close(): void {
+    this.#unsubscribeStatus?.();
+    this.#unsubscribeStatus = undefined;
   }
 
   /** Skills on the roster right now, and which of them answer every poll (for tests and inspection). */

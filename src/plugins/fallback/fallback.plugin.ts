@@ -2,6 +2,7 @@
  * The fallback pipeline plugin, OVOS-FALLBACK-1: one registry, any number of stages (§8.2), each stage a
  * `PipelineStage` whose `match` builds the pool (§5) and runs one contest actor (§6) through the supervisor.
  */
+import type { Unsubscribe } from '../../bus/bus.js';
 import type { Config, PriorityRange } from '../../config/defaults.js';
 import { createMessage, reply, utteranceIdOf, withContext, type Message } from '../../bus/message.js';
 import { sessionIdOf, type SessionView } from '../../bus/session.js';
@@ -70,6 +71,8 @@ export class FallbackPlugin {
   /** Client connections still open, by when they opened (the newest `MAX_RECENT_OPENS`). */
   readonly #recentOpens = new Map<string, number>();
   readonly #reconnectWindowMs: number;
+  /** What this plugin hears from the bus directly (not through the supervisor): let go by `close`. */
+  readonly #unsubscribe: Unsubscribe[] = [];
 
   constructor(supervisor: Supervisor, settings: FallbackSettings, options: FallbackPluginOptions = {}) {
     this.#supervisor = supervisor;
@@ -118,9 +121,9 @@ export class FallbackPlugin {
       }
     });
     // After (re)connecting to an existing bus the registry may be empty while skills stay connected: ask them.
-    supervisor.bus.onStatus((status) => {
+    this.#unsubscribe.push(supervisor.bus.onStatus((status) => {
       if (status.up) bus.publish(createMessage(topics.fallbackReregister, {}, { source: 'fallback', session: { session_id: 'default' } }));
-    });
+    }));
     supervisor.on('fallback.deregister', (inbound, message) => {
       const sessionId = sessionIdOf(message)!;
       // Legacy skills deregister with only {skill_id}, and on a foreign bus there is no connection to check: as
@@ -173,12 +176,13 @@ export class FallbackPlugin {
     });
     // A legacy skill away (its connection closed) may be back on any connection that opens: pools hold it again, and
     // its first pong binds it.
-    supervisor.bus.onConnectionOpened?.((connection) => {
+    const unsubscribeOpened = supervisor.bus.onConnectionOpened?.((connection) => {
       this.#recentOpens.set(connection, supervisor.clock.now());
       if (this.#recentOpens.size > MAX_RECENT_OPENS) this.#recentOpens.delete(this.#recentOpens.keys().next().value!);
       const back = this.registry.connectionOpened();
       if (back > 0) supervisor.logger.debug({ registrations: back }, 'a client connection opened: legacy fallback skills away are asked again');
     });
+    if (unsubscribeOpened !== undefined) this.#unsubscribe.push(unsubscribeOpened);
     // Circuit breaker: any pong — willing or not, late or unsolicited — shows the skill is alive. An unbound
     // registration (restored from the store, or legacy and its connection closed) is bound to the connection its
     // skill is first heard on.
@@ -223,6 +227,11 @@ export class FallbackPlugin {
       );
     }
     this.#supervisor.bus.publish(registrationRefused(message, reason));
+  }
+
+  /** Stop listening to the bus (the system closes): a closed plugin publishes nothing when the bus comes back. */
+  close(): void {
+    for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe();
   }
 
   /** Ping timeouts and circuit-breaker transitions of fallback skills, as they happen (metrics). */

@@ -329,6 +329,22 @@ describe('joining an existing bus', () => {
     await h.settle();
     expect(only(h.of('ovos.fallback.reregister'))).toEqual({ type: 'ovos.fallback.reregister', data: {}, context: { source: 'fallback', session: { session_id: 'default' } } });
   });
+
+  it('a closed system lets go of the bus: when the bus comes back it asks nobody to register or announce again, and a connection opening brings nothing back', async () => {
+    const bus = new StatusBus();
+    const h = createHarness(CONFIG, { bus });
+    h.bus.publish(legacyRegister('wk.gone', 10), 'c1');
+    await h.settle();
+    h.bus.closeConnection('c1');
+    await h.settle();
+    expect(h.system.fallback.registry.entry('default', 'wk.gone')?.away).toBe(true);
+    h.system.close();
+    bus.report({ up: true });
+    h.bus.openConnection('c2');
+    await h.settle();
+    expect(h.wire.map((m) => m.type)).toEqual(['ovos.skills.fallback.register']);
+    expect(h.system.fallback.registry.entry('default', 'wk.gone')?.away).toBe(true);
+  });
 });
 
 describe('OVOS-FALLBACK-1 §6 / §8.2 the match', () => {
