@@ -9,6 +9,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { benchAdversarial } from './adversarial.js';
 import { benchBusFloor } from './bus-floor.js';
 import { benchCommonQueryWs } from './common-query-ws.js';
 import { benchFallbackInProcess } from './fallback-inprocess.js';
@@ -36,6 +37,7 @@ const BENCHMARKS: ReadonlyArray<readonly [name: string, run: () => Promise<Secti
   ['inspector', benchInspector],
   ['mixed load', benchMixedLoad],
   ['flood', benchFlood],
+  ['adversarial', benchAdversarial],
 ];
 // `npm run bench -- inspector memory`: only the benchmarks named (by a word of their name). Results go to the
 // untracked test/bench/results/local/; `--update` writes the committed files the README quotes instead.

@@ -1,0 +1,188 @@
+/**
+ * Benchmark 9 — adversarial skills, the way users run them (`npm run bench -- adversarial`): the daemon as `npm start`
+ * runs it (`startDaemonProcess`), two skill processes over real sockets (`adversarial-skills-process.ts`: spec skills
+ * answering early, over their declared latency and never, one whose socket dies mid-collection; ovos-workshop skills
+ * on one bus client that leave the handled to the core and whose socket drops every 20th request without registering
+ * again), and two front ends in this process asking at the same time — the same question twice at once in one
+ * session, a command, several sessions. Not a speed figure: it counts what a user would notice — an utterance never
+ * handled (lost) or handled twice (doubled), who answered, and how long the handled of a legacy-handled utterance
+ * came after the skill's end (the grace for a skill that sends its own).
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
+import { WebSocket } from 'ws';
+import { startDaemonProcess } from './mixed-load.js';
+import type { Section } from './report.js';
+import { summarize } from './stats.js';
+
+interface Plan {
+  readonly name: string;
+  readonly prefix: string;
+  readonly sessions: readonly string[];
+  readonly rounds: number;
+  readonly gapMs: number;
+  /** Per session and round, in this order, all at once: [key, utterance]. */
+  readonly utterances: ReadonlyArray<readonly [string, string]>;
+}
+
+interface Outcome {
+  readonly plan: Plan;
+  readonly utterances: number;
+  readonly lost: number;
+  readonly doubled: number;
+  /** "question → cq.wiki": how many. */
+  readonly who: Readonly<Record<string, number>>;
+  /** ms from a legacy skill's end (its .response / handler.complete) to the handled, per utterance that had one. */
+  readonly afterEnd: readonly number[];
+}
+
+const GRACE_MS = 3_000;
+const PLANS: readonly Plan[] = [
+  {
+    name: 'spec skills: the same question twice at once and a command, 2 sessions',
+    prefix: 'spec',
+    sessions: ['kitchen', 'car'],
+    rounds: 20,
+    gapMs: 500,
+    utterances: [
+      ['q1', 'what is the speed of light'],
+      ['q2', 'what is the speed of light'],
+      ['c', 'do a barrel roll'],
+    ],
+  },
+  {
+    name: 'legacy skills (reconnecting): a command and a question, 4 sessions',
+    prefix: 'legacy',
+    sessions: ['den', 'porch', 'hall', 'attic'],
+    rounds: 30,
+    gapMs: 300,
+    utterances: [
+      ['c', 'do a barrel roll'],
+      ['q', 'what is the speed of light'],
+    ],
+  },
+];
+
+async function drive(url: string, plan: Plan): Promise<Outcome> {
+  const socket = new WebSocket(url);
+  await new Promise<void>((resolve, reject) => {
+    socket.once('open', () => resolve());
+    socket.once('error', reject);
+  });
+  const handled = new Map<string, number>();
+  const matched = new Map<string, string>();
+  const ended = new Map<string, number>();
+  const afterEnd: number[] = [];
+  socket.on('message', (raw) => {
+    const m = JSON.parse(String(raw)) as { type: string; data: Record<string, unknown>; context: Record<string, unknown> };
+    const id = m.context['utterance_id'];
+    if (typeof id !== 'string' || !id.startsWith(`${plan.prefix}-`)) return;
+    if (m.type === 'ovos.utterance.handled') {
+      handled.set(id, (handled.get(id) ?? 0) + 1);
+      const end = ended.get(id);
+      if (end !== undefined) afterEnd.push(performance.now() - end);
+    }
+    if (m.type === 'ovos.skills.fallback.wk.roll.response' || (m.type === 'mycroft.skill.handler.complete' && m.context['skill_id'] === 'cq.wiki')) ended.set(id, performance.now());
+    if (m.type === 'ovos.intent.matched' && typeof m.data['skill_id'] === 'string') matched.set(id, m.data['skill_id']);
+  });
+  const ids: Array<{ id: string; key: string }> = [];
+  for (let round = 0; round < plan.rounds; round++) {
+    for (const session of plan.sessions) {
+      for (const [key, text] of plan.utterances) {
+        const id = `${plan.prefix}-${session}-${round}-${key}`;
+        ids.push({ id, key });
+        socket.send(JSON.stringify({ type: 'ovos.utterance.handle', data: { utterances: [text] }, context: { session: { session_id: session }, utterance_id: id } }));
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, plan.gapMs));
+  }
+  await new Promise((resolve) => setTimeout(resolve, GRACE_MS));
+  socket.close();
+  const who: Record<string, number> = {};
+  for (const { id, key } of ids) {
+    const label = `${key.startsWith('c') ? 'command' : 'question'} → ${matched.get(id) ?? 'nobody'}`;
+    who[label] = (who[label] ?? 0) + 1;
+  }
+  return {
+    plan,
+    utterances: ids.length,
+    lost: ids.filter(({ id }) => !handled.has(id)).length,
+    doubled: ids.filter(({ id }) => (handled.get(id) ?? 0) > 1).length,
+    who,
+    afterEnd,
+  };
+}
+
+function startSkills(url: string, cast: 'spec' | 'legacy'): Promise<{ stop(): Promise<number> }> {
+  const child: ChildProcess = fork(new URL('./adversarial-skills-process.js', import.meta.url), [url, cast], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`${cast} skills exited early (code ${code})`)));
+    child.once('message', () =>
+      resolve({
+        stop: () =>
+          new Promise<number>((done) => {
+            child.removeAllListeners('exit');
+            child.once('message', (m: { reconnects?: number }) => done(m.reconnects ?? 0));
+            child.once('exit', () => done(-1));
+            child.send({ type: 'stop' });
+          }),
+      }),
+    );
+  });
+}
+
+export async function benchAdversarial(): Promise<Section> {
+  const daemon = await startDaemonProcess();
+  const skills: Array<{ stop(): Promise<number> }> = [];
+  try {
+    skills.push(await startSkills(daemon.url, 'spec'), await startSkills(daemon.url, 'legacy'));
+    const deadline = Date.now() + 10_000;
+    while (daemon.registered() < 3 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    const outcomes = await Promise.all(PLANS.map((plan) => drive(daemon.url, plan)));
+    const [specReconnects, legacyReconnects] = await Promise.all(skills.splice(0).map((s) => s.stop()));
+    const rows = outcomes.map((o) => {
+      const gap = summarize(o.afterEnd);
+      return {
+        run: o.plan.name,
+        utterances: o.utterances,
+        lost: o.lost,
+        doubled: o.doubled,
+        who: Object.entries(o.who)
+          .map(([label, n]) => `${label} ${n}`)
+          .join('; '),
+        gapP50: o.afterEnd.length === 0 ? null : gap.p50,
+        gapOver500: o.afterEnd.filter((ms) => ms > 500).length,
+      };
+    });
+    const lost = outcomes.reduce((n, o) => n + o.lost, 0);
+    const doubled = outcomes.reduce((n, o) => n + o.doubled, 0);
+    return {
+      id: 'adversarial',
+      title: '9. Adversarial skills over real sockets (daemon, two skill processes, two front ends at once)',
+      params: { plans: PLANS, graceMs: GRACE_MS },
+      columns: [
+        { key: 'run', header: 'front end', unit: 'text' },
+        { key: 'utterances', header: 'utterances', unit: 'count' },
+        { key: 'lost', header: 'lost', unit: 'count' },
+        { key: 'doubled', header: 'doubled', unit: 'count' },
+        { key: 'who', header: 'who answered', unit: 'text' },
+        { key: 'gapP50', header: 'handled after a legacy skill ended, p50', unit: 'ms' },
+        { key: 'gapOver500', header: '… over 500 ms', unit: 'count' },
+      ],
+      rows,
+      notes: [
+        `the spec skills' crashy connection reconnected ${specReconnects} times, the legacy bus client ${legacyReconnects} times`,
+        `daemon log lines at warn or above: ${daemon.warnings()} (the silent fallback skill's ping timeouts among them)`,
+        'lost = never handled; doubled = more than one ovos.utterance.handled; a question nobody answered ends with the fallback or unmatched, which is not lost',
+        'a legacy skill that leaves the handled to the core costs the 1 s grace once, then none; a grace during which its socket dropped teaches nothing, so a client that reconnects often waits it more',
+      ],
+      checks: [
+        { name: 'no utterance lost', ok: lost === 0, detail: `lost ${lost}` },
+        { name: 'no utterance handled twice', ok: doubled === 0, detail: `doubled ${doubled}` },
+      ],
+    };
+  } finally {
+    await Promise.all(skills.map((s) => s.stop()));
+    await daemon.stop();
+  }
+}
