@@ -199,7 +199,7 @@ export class Orchestrator {
     // OVOS-COMMON-QUERY-1 §5.2: every stage hears of the new utterance (eviction), not only those in its pipeline.
     for (const stage of this.#stages.values()) this.#hook(stage, 'onUtterance', () => stage.onUtterance?.(stamped, lang, session, stages.includes(stage.pipelineId)));
 
-    // Registered before the actor starts: an utterance with no stage ends (and sends its handled) inside spawn.
+    // Registered before the actor starts: its actions (the dispatch, the handled) look the utterance up here.
     const live: InFlight = { contest: undefined, handledSent: false, willingVia: new Map(), awaited: undefined, skillEnds: false, skillSaidHandled: false, dispatchMessages: undefined };
     this.#inFlight.set(key, live);
     const contest = this.#supervisor.spawn({
