@@ -79,7 +79,7 @@ describe.skipIf(CHROMIUM === undefined)('inspector in headless Chromium', () => 
     const liveFallback = '[data-testid=contest][data-kind=fallback][data-status=live]';
     await expect.poll(() => titlesOfActive(page, liveFallback), PATIENT).toEqual(['fallback_querying']);
     await expect.poll(() => page.locator(`${liveFallback} [data-testid=contest-state]`).textContent(), PATIENT).toBe('querying');
-    expect(await page.getByTestId('detail-utterance').textContent()).toBe('what is the meaning of life');
+    await expect.poll(() => page.getByTestId('detail-utterance').textContent(), PATIENT).toBe('what is the meaning of life');
 
     // The skill answers: the highlight moves to the final state, and the decision appears.
     probe.send(reply(ping, 'held.skill.fallback.pong', { skill_id: 'held.skill', can_handle: true }));
@@ -103,18 +103,18 @@ describe.skipIf(CHROMIUM === undefined)('inspector in headless Chromium', () => 
     expect(timeline.some((cells) => cells[1] === 'decision' && cells[3] === 'held.skill')).toBe(true);
 
     // Both utterances listed, newest first; the decisions say who decided what; the roster knows the cq skill.
-    expect(await page.locator('[data-testid=utterance] > div:first-child').allTextContents()).toEqual(['what is the meaning of life', 'what is the speed of light']);
-    const decisions = await page.locator('[data-testid=decision]').evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('td')].slice(0, 4).map((td) => td.textContent)));
-    expect(decisions).toEqual([
+    await expect.poll(() => page.locator('[data-testid=utterance] > div:first-child').allTextContents(), PATIENT).toEqual(['what is the meaning of life', 'what is the speed of light']);
+    const decisions = () => page.locator('[data-testid=decision]').evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('td')].slice(0, 4).map((td) => td.textContent)));
+    await expect.poll(decisions, PATIENT).toEqual([
       ['bedroom', 'what is the meaning of life', 'completed', 'held.skill (fallback_high)'],
       ['kitchen', 'what is the speed of light', 'completed', 'common_query (common_query)'],
     ]);
-    expect(await page.locator('[data-testid=roster-row] td:first-child').allTextContents()).toEqual(['local-knowledge.example']);
+    await expect.poll(() => page.locator('[data-testid=roster-row] td:first-child').allTextContents(), PATIENT).toEqual(['local-knowledge.example']);
 
     // The common-query utterance: its contest ended in `done`, highlighted, and its answer is credited to its skill.
     await page.locator('[data-testid=utterance]', { hasText: 'speed of light' }).click();
     await expect.poll(() => titlesOfActive(page, '[data-testid=contest][data-kind=common_query]'), PATIENT).toEqual(['commonQuery_done']);
-    expect(await page.locator('#detail .meta').textContent()).toContain('(answer of local-knowledge.example)');
+    await expect.poll(() => page.locator('#detail .meta').textContent(), PATIENT).toContain('(answer of local-knowledge.example)');
     const cqTopics = await page.locator('[data-testid=timeline-entry] td:nth-child(3)').allTextContents();
     const cqOrder = ['ovos.common_query.ping', 'ovos.common_query.pong', 'pollClaimBound', 'local-knowledge.example:common_query', 'local-knowledge.example.common_query.response'].map((t) => cqTopics.indexOf(t));
     expect(cqOrder.every((i) => i >= 0)).toBe(true);
@@ -127,6 +127,7 @@ describe.skipIf(CHROMIUM === undefined)('inspector in headless Chromium', () => 
 
     // Trace export from the page: the link downloads the trace the timing harness replays.
     await page.locator('[data-testid=utterance]', { hasText: 'meaning of life' }).click();
+    await expect.poll(() => page.getByTestId('export-trace').getAttribute('href'), PATIENT).toContain('fb-1');
     const href = await page.getByTestId('export-trace').getAttribute('href');
     const trace = (await (await fetch(new URL(href!, daemon.inspector!.url))).json()) as { format: string; utterance: string; messages: unknown[] };
     expect(trace).toMatchObject({ format: 'ovos-contests-trace/1', utterance: 'what is the meaning of life' });
