@@ -38,7 +38,7 @@ export interface PipelineStage {
   readonly pipelineId: string;
   match(request: MatchRequest): Promise<Match | null>;
   /**
-   * Optional, synchronous, sending nothing: true when `match(request)` would return None at once, sending nothing
+   * Optional and synchronous: true when `match(request)` would return None at once, sending nothing
    * and awaiting nothing (an empty fallback pool, OVOS-FALLBACK-1 §5; a question the gate rejects,
    * OVOS-COMMON-QUERY-1 §4.1). Asked at the stage's turn; the orchestrator then records the stage as declining
    * without calling `match` — the outcome PIPELINE-1 §6 gives that stage, without an actor and a timer. False (or
