@@ -14,11 +14,11 @@
 import type { Bus, BusStatus, Unsubscribe } from './bus.js';
 import type { Message } from './message.js';
 
-type Queued = Message | { readonly closed: string } | { readonly opened: string };
+type Queued = Message | { readonly closed: string; readonly late: boolean } | { readonly opened: string };
 
 export class LocalBus implements Bus {
   #listeners: Array<(message: Message) => void> = [];
-  #closedListeners: Array<(connection: string) => void> = [];
+  #closedListeners: Array<(connection: string, late: boolean) => void> = [];
   #openedListeners: Array<(connection: string) => void> = [];
   #queue: Queued[] = [];
   readonly #connections = new WeakMap<Message, string>();
@@ -40,12 +40,12 @@ export class LocalBus implements Bus {
     return this.#connections.get(message);
   }
 
-  /** The client connection `connection` is gone: listeners hear it after everything it sent. */
-  closeConnection(connection: string): void {
-    this.#enqueue({ closed: connection });
+  /** The client connection `connection` is gone: listeners hear it after everything it sent (`late`: see `Bus`). */
+  closeConnection(connection: string, late = false): void {
+    this.#enqueue({ closed: connection, late });
   }
 
-  onConnectionClosed(listener: (connection: string) => void): Unsubscribe {
+  onConnectionClosed(listener: (connection: string, late: boolean) => void): Unsubscribe {
     this.#closedListeners = [...this.#closedListeners, listener];
     return () => {
       this.#closedListeners = this.#closedListeners.filter((l) => l !== listener);
@@ -81,7 +81,7 @@ export class LocalBus implements Bus {
     for (let i = 0; i < this.#queue.length; i++) {
       const next = this.#queue[i]!;
       if ('closed' in next) {
-        this.#notifyConnection(this.#closedListeners, next.closed, 'bus.connection.closed');
+        this.#notifyConnection(this.#closedListeners, next.closed, 'bus.connection.closed', next.late);
         continue;
       }
       if ('opened' in next) {
@@ -107,10 +107,10 @@ export class LocalBus implements Bus {
     for (const resolve of waiting) resolve();
   }
 
-  #notifyConnection(listeners: ReadonlyArray<(connection: string) => void>, connection: string, type: string): void {
+  #notifyConnection(listeners: ReadonlyArray<(connection: string, late: boolean) => void>, connection: string, type: string, late = false): void {
     for (const listener of listeners) {
       try {
-        listener(connection);
+        listener(connection, late);
       } catch (error) {
         try {
           this.#onListenerError(error, { type, data: { connection }, context: {} });

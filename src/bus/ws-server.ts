@@ -154,7 +154,7 @@ export class BusServer implements Bus {
   }
 
   /** A client connection closed (any cause: its close, an error, a heartbeat or slow-consumer drop). */
-  onConnectionClosed(listener: (connection: string) => void): Unsubscribe {
+  onConnectionClosed(listener: (connection: string, late: boolean) => void): Unsubscribe {
     return this.#local.onConnectionClosed(listener);
   }
 
@@ -254,12 +254,15 @@ export class BusServer implements Bus {
     this.#local.publish(decoded.message, client.id);
   }
 
-  /** Once per client, whatever ended it: no more broadcasts to it, and in-process listeners are told. */
-  #gone(client: Client): void {
+  /**
+   * Once per client, whatever ended it: no more broadcasts to it, and in-process listeners are told — `late` when
+   * only the heartbeat noticed it (the peer may have been gone since up to two heartbeats).
+   */
+  #gone(client: Client, late = false): void {
     this.#clients.delete(client);
     if (client.gone) return;
     client.gone = true;
-    this.#local.closeConnection(client.id);
+    this.#local.closeConnection(client.id, late);
   }
 
   #drop(client: Client, reason: FrameDropReason, frame: string): void {
@@ -313,7 +316,7 @@ export class BusServer implements Bus {
   #pingClients(): void {
     for (const client of this.#clients) {
       if (!client.alive) {
-        this.#dropClient(client, 'heartbeat_timeout', {});
+        this.#dropClient(client, 'heartbeat_timeout', {}, true);
         continue;
       }
       client.alive = false;
@@ -321,9 +324,9 @@ export class BusServer implements Bus {
     }
   }
 
-  #dropClient(client: Client, reason: string, detail: Record<string, number>): void {
+  #dropClient(client: Client, reason: string, detail: Record<string, number>, late = false): void {
     this.#logger.warn({ reason, client: client.id, ...detail }, 'bus client dropped');
-    this.#gone(client);
+    this.#gone(client, late);
     client.socket.terminate();
   }
 }

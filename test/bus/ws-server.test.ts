@@ -242,10 +242,12 @@ describe('BusServer (ovos-messagebus compatible)', () => {
 });
 
 describe('BusServer protects everyone else from one bad client', () => {
-  it('heartbeat: a client that never answers pings is dropped (heartbeat_timeout); one that answers stays', async () => {
+  it('heartbeat: a client that never answers pings is dropped (heartbeat_timeout), reported closed late; one that answers stays, and its own close is not late', async () => {
     const logs = captureLogs();
     const server = await BusServer.start({ host: '127.0.0.1', port: 0, route: '/core', maxFrameBytes: 1024 * 1024, logger: logs.logger, heartbeatMs: 30 });
     cleanups.push(() => server.close());
+    const closes = new Recorder<{ connection: string; late: boolean }>();
+    server.onConnectionClosed((connection, late) => closes.push({ connection, late }));
     const healthy = await connect(server.url);
     const frozen = new WebSocket(server.url, { autoPong: false });
     cleanups.push(() => frozen.terminate());
@@ -255,6 +257,10 @@ describe('BusServer protects everyone else from one bad client', () => {
     expect(line.level).toBe(WARN);
     expect(healthy.ws.readyState).toBe(WebSocket.OPEN);
     expect(server.clientCount).toBe(1);
+    expect(await closes.waitFor(() => true, 'the heartbeat drop reported')).toEqual({ connection: line['client'], late: true });
+    healthy.ws.close();
+    await closes.waitFor((c) => !c.late, 'the healthy client closing');
+    expect(closes.items.map((c) => c.late)).toEqual([true, false]);
   });
 
   it('ovos-wire-today (the bus server): frames gathered in one turn do not make a reading client look slow, however small the limit (no slow_consumer); they arrive in order', async () => {

@@ -90,8 +90,9 @@ export class Probe {
     });
   }
 
-  static async connect(url: string, handshakeTimeoutMs = GUARD_MS): Promise<Probe> {
-    const socket = new WebSocket(url, { handshakeTimeout: handshakeTimeoutMs, perMessageDeflate: false });
+  /** `autoPong: false`: a peer that stops answering the bus server's heartbeat (hung, or its network gone). */
+  static async connect(url: string, handshakeTimeoutMs = GUARD_MS, options: { readonly autoPong?: boolean } = {}): Promise<Probe> {
+    const socket = new WebSocket(url, { handshakeTimeout: handshakeTimeoutMs, perMessageDeflate: false, autoPong: options.autoPong ?? true });
     const probe = new Probe(socket);
     await new Promise<void>((resolve, reject) => {
       socket.once('open', () => resolve());

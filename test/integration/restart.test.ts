@@ -18,8 +18,8 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function daemon(file: string, port = 0): Promise<Daemon> {
-  const started = await startDaemon(configWith({ bus: { port }, exampleSkills: false, log: { level: 'silent' }, inspector: { enabled: false }, fallback: { registryFile: file } }), silentLogger());
+async function daemon(file: string, port = 0, heartbeatMs?: number): Promise<Daemon> {
+  const started = await startDaemon(configWith({ bus: heartbeatMs === undefined ? { port } : { port, heartbeatMs }, exampleSkills: false, log: { level: 'silent' }, inspector: { enabled: false }, fallback: { registryFile: file } }), silentLogger());
   let closed = false;
   cleanups.push(async () => {
     if (!closed) await started.close();
@@ -49,8 +49,8 @@ async function skillConnection(url: string, skillId: string): Promise<Probe> {
 }
 
 /** An ovos-workshop FallbackSkill's connection: answers broadcast pings (willing) and its requests, as the workshop does. */
-async function workshopConnection(url: string, skillId: string): Promise<Probe> {
-  const probe = await Probe.connect(url);
+async function workshopConnection(url: string, skillId: string, autoPong = true): Promise<Probe> {
+  const probe = await Probe.connect(url, undefined, { autoPong });
   cleanups.push(() => probe.close());
   probe.frames.subscribe((frame) => {
     const message = frame.message;
@@ -134,21 +134,43 @@ describe('restart', () => {
     expect(d.system.fallback.registry.entry('default', 'wiki.fb')?.connection).toEqual(expect.any(String));
   });
 
-  it('ovos-wire-today: a legacy skill whose new socket opens before its old one is noticed closed is still asked (not taken for away)', async () => {
-    const d = await daemon(join(mkdtempSync(join(tmpdir(), 'ovos-registry-')), 'r.json'));
+  it('ovos-wire-today: a legacy skill whose new socket opens before its old one is noticed dead (by the heartbeat) is still asked (not taken for away)', async () => {
+    const d = await daemon(join(mkdtempSync(join(tmpdir(), 'ovos-registry-')), 'r.json'), 0, 300);
     const user = await Probe.connect(d.url); // the listener's long-lived connection
     cleanups.push(() => user.close());
-    const first = await workshopConnection(d.url, 'wiki.fb');
+    const first = await workshopConnection(d.url, 'wiki.fb', false); // its network gone: no pong to the heartbeat
     first.send(createMessage('ovos.skills.fallback.register', { skill_id: 'wiki.fb', priority: 10 }, {}));
     await first.barrier();
     const second = await workshopConnection(d.url, 'wiki.fb'); // ovos-bus-client's new socket, silent until asked
     await second.barrier();
-    await first.close(); // the daemon notices the old socket only now (a heartbeat later, in real life)
+    await first.closed(); // the daemon's heartbeat drops the old socket, at most two heartbeats after it opened
     await expect.poll(() => d.system.fallback.registry.entry('default', 'wiki.fb')?.connection, { timeout: 10_000 }).toBeUndefined();
     expect(d.system.fallback.registry.entry('default', 'wiki.fb')?.away).toBeUndefined();
     user.utter('what is a barrel roll', { utteranceId: 'u1' });
     await user.handled('u1');
     expect(user.of('u1').find((m) => m.type === 'ovos.intent.matched')?.data['skill_id']).toBe('wiki.fb');
+  });
+
+  it('FALLBACK-1 §6.1: a legacy skill whose socket closed, brought back by a short-lived client (the say command) that then goes: away again — the next utterance does not wait for it', async () => {
+    const d = await daemon(join(mkdtempSync(join(tmpdir(), 'ovos-registry-')), 'r.json'));
+    const user = await Probe.connect(d.url);
+    cleanups.push(() => user.close());
+    const catchAll = await skillConnection(d.url, 'catch.all');
+    catchAll.send(createMessage('ovos.fallback.register', { skill_id: 'catch.all', priority: 90 }, { skill_id: 'catch.all' }));
+    const skill = await workshopConnection(d.url, 'wiki.fb');
+    skill.send(createMessage('ovos.skills.fallback.register', { skill_id: 'wiki.fb', priority: 10 }, {}));
+    await skill.barrier();
+    await catchAll.barrier();
+    await skill.close(); // its process died: the socket closes at once
+    await expect.poll(() => d.system.fallback.registry.entry('default', 'wiki.fb')?.away, { timeout: 10_000 }).toBe(true);
+    const say = await Probe.connect(d.url);
+    await expect.poll(() => d.system.fallback.registry.entry('default', 'wiki.fb')?.away, { timeout: 10_000 }).toBeUndefined();
+    await say.close();
+    await expect.poll(() => d.system.fallback.registry.entry('default', 'wiki.fb')?.away, { timeout: 10_000 }).toBe(true);
+    user.utter('hello', { utteranceId: 'u1' });
+    await user.handled('u1');
+    expect(user.of('u1').find((m) => m.type === 'ovos.intent.matched')?.data['skill_id']).toBe('catch.all');
+    expect(user.of('u1').filter((m) => m.type === 'ovos.skills.fallback.ping')).toEqual([]);
   });
 
   it('crash-safe: the file is written as registrations happen (no clean stop needed), and an unreadable one is set aside with a warning', async () => {

@@ -15,15 +15,15 @@ function setup() {
   const bus = new LocalBus();
   const { logger, logs } = captureLogs();
   const supervisor = new Supervisor({ bus, clock: new ManualClock(), logger });
-  const closed: Array<{ connection: string; skills: readonly string[]; spoke: readonly string[] }> = [];
-  supervisor.onConnectionClosed((connection, skills, spoke) => closed.push({ connection, skills: [...skills], spoke: [...spoke] }));
+  const closed: Array<{ connection: string; skills: readonly string[]; spoke: readonly string[]; late?: true }> = [];
+  supervisor.onConnectionClosed((connection, skills, spoke, late) => closed.push({ connection, skills: [...skills], spoke: [...spoke], ...(late ? { late } : {}) }));
   /** A skill speaking over a connection: a fallback registration names it. */
   const speak = async (skillId: string, connection: string): Promise<void> => {
     bus.publish(createMessage('ovos.fallback.register', { skill_id: skillId, priority: 50 }, { skill_id: skillId, session: { session_id: 'default' } }), connection);
     await bus.idle();
   };
-  const close = async (connection: string): Promise<void> => {
-    bus.closeConnection(connection);
+  const close = async (connection: string, late = false): Promise<void> => {
+    bus.closeConnection(connection, late);
     await bus.idle();
   };
   return { bus, supervisor, logs, closed, speak, close };
@@ -47,6 +47,18 @@ describe('Supervisor: skills and their connections (README "Dead skills")', () =
     const lines = s.logs.filter((l) => l['msg'] === 'skill connection closed');
     expect(lines).toEqual([expect.objectContaining({ level: 30, connection: 'c1', skills: ['fb.a'], spoke: ['fb.a'] })]);
     expect(s.logs.filter((l) => Number(l['level']) >= 50)).toEqual([]); // nothing threw on the way
+  });
+
+  it('a close only the bus heartbeat noticed reaches the plugins as late (the reconnect window applies to it alone)', async () => {
+    const s = setup();
+    await s.speak('fb.a', 'c1');
+    await s.speak('fb.b', 'c2');
+    await s.close('c1', true);
+    await s.close('c2');
+    expect(s.closed).toEqual([
+      { connection: 'c1', skills: ['fb.a'], spoke: ['fb.a'], late: true },
+      { connection: 'c2', skills: ['fb.b'], spoke: ['fb.b'] },
+    ]);
   });
 
   it('a connection nobody spoke over has no skills', () => {

@@ -31,8 +31,8 @@ export interface FallbackPluginOptions {
   readonly store?: RegistryStore;
   /**
    * How long before a connection is noticed closed its skill's bus client may already have reconnected: the bus
-   * server's dead-peer detection (two heartbeats). A legacy skill whose connection closes within this of another
-   * connection opening is not taken for away. Default 0.
+   * server's dead-peer detection (two heartbeats). A legacy skill whose connection is noticed closed by the heartbeat
+   * within this of another connection opening is not taken for away (until that one closes too). Default 0.
    */
   readonly reconnectWindowMs?: number;
 }
@@ -142,11 +142,15 @@ export class FallbackPlugin {
     // Embedded bus: a closed connection takes every spec registration made over it, in every session, with it; a
     // legacy one is kept (ovos-workshop never registers again by itself: its bus client reconnects, and its first pong
     // binds it to the new connection). Kept where the skill is: bound to its other connection when it already speaks
-    // over one; in the pools when a client connection opened within the reconnect window (it may be its own, opened
-    // before this one was noticed dead); otherwise away — in no pool — until one opens.
-    supervisor.onConnectionClosed((connection, gone) => {
+    // over one; in the pools when the close was noticed late (by the heartbeat) and a client connection opened within
+    // the reconnect window before it (it may be its own, opened before this one was noticed dead); otherwise away — in
+    // no pool — until one opens. Back in the pools but not yet
+    // heard from, it is away again once every connection opened since has closed (a short-lived client, say, the
+    // `say` command, was not its bus client): a dead skill does not cost every contest its ping timeout.
+    supervisor.onConnectionClosed((connection, gone, _spoke, late) => {
       this.#recentOpens.delete(connection);
-      const released = this.registry.releaseConnection(connection, !this.#maybeReconnected());
+      // A close noticed as it happened (the peer closed it, or its process died): its bus client reconnects after it.
+      const released = this.registry.releaseConnection(connection, late ? this.#possibleReconnects() : []);
       if (released.length === 0) return;
       const skills = [...new Set(released.map((entry) => entry.skillId))];
       for (const skill of skills) {
@@ -162,7 +166,8 @@ export class FallbackPlugin {
       }
       for (const skill of skills) if (!this.registry.holds(skill)) this.breaker.forget(skill);
       const removed = released.filter((entry) => !entry.kept);
-      const kept = released.filter((entry) => entry.kept);
+      const kept = released.filter((entry) => entry.kept && entry.bound);
+      const awayAgain = released.filter((entry) => !entry.bound && this.registry.entry(entry.sessionId, entry.skillId)?.away === true);
       const sessionsOf = (entries: typeof released): string[] => [...new Set(entries.map((entry) => entry.sessionId))];
       const skillsOf = (entries: typeof released): string[] => [...new Set(entries.map((entry) => entry.skillId))];
       if (removed.length > 0) supervisor.logger.info({ reason: 'connection_closed', connection, skills: skillsOf(removed), sessions: sessionsOf(removed) }, 'fallback registrations removed');
@@ -173,13 +178,19 @@ export class FallbackPlugin {
           'legacy fallback registrations kept: asked again once a client connection opens (its bus client reconnecting)',
         );
       }
+      if (awayAgain.length > 0) {
+        supervisor.logger.info(
+          { reason: 'connection_closed', connection, skills: skillsOf(awayAgain), sessions: sessionsOf(awayAgain) },
+          'legacy fallback skills away again: every connection opened since theirs closed has closed without them',
+        );
+      }
     });
     // A legacy skill away (its connection closed) may be back on any connection that opens: pools hold it again, and
     // its first pong binds it.
     const unsubscribeOpened = supervisor.bus.onConnectionOpened?.((connection) => {
       this.#recentOpens.set(connection, supervisor.clock.now());
       if (this.#recentOpens.size > MAX_RECENT_OPENS) this.#recentOpens.delete(this.#recentOpens.keys().next().value!);
-      const back = this.registry.connectionOpened();
+      const back = this.registry.connectionOpened(connection);
       if (back > 0) supervisor.logger.debug({ registrations: back }, 'a client connection opened: legacy fallback skills away are asked again');
     });
     if (unsubscribeOpened !== undefined) this.#unsubscribe.push(unsubscribeOpened);
@@ -253,11 +264,12 @@ export class FallbackPlugin {
   }
 
   /** Breaker transitions are logged once each: suspension at warn, resumption at info. */
-  /** A client connection still open opened within the reconnect window: a skill's bus client may be on it. */
-  #maybeReconnected(): boolean {
+  /** Client connections still open that opened within the reconnect window: a skill's bus client may be on one. */
+  #possibleReconnects(): string[] {
     const since = this.#supervisor.clock.now() - this.#reconnectWindowMs;
-    for (const openedAt of this.#recentOpens.values()) if (openedAt >= since) return true;
-    return false;
+    const open: string[] = [];
+    for (const [connection, openedAt] of this.#recentOpens) if (openedAt >= since) open.push(connection);
+    return open;
   }
 
   #report(transition: BreakerTransition | undefined): void {

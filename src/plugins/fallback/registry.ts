@@ -21,6 +21,22 @@ export interface RegistryEntry {
    * holds it (nobody waits for it) until a connection opens — which may be its bus client reconnecting.
    */
   readonly away?: true;
+  /**
+   * Legacy and unbound since its connection closed, yet in the pools: the client connections opened since (or within
+   * the reconnect window before) that are still open — one of them may be its bus client's. It is away again when the
+   * last of them closes before the skill was heard on one (a short-lived client, say, is not its reconnect).
+   */
+  readonly maybeOn?: readonly string[];
+}
+
+/** A registration `releaseConnection` let go of or kept, and whether it was bound to the closed connection. */
+export interface ReleasedEntry {
+  readonly sessionId: string;
+  readonly skillId: string;
+  /** Legacy: kept, unbound (spec ones are removed). */
+  readonly kept: boolean;
+  /** False for a legacy registration only maybe on that connection (`maybeOn`), away again now that it closed. */
+  readonly bound: boolean;
 }
 
 export interface RegistryBounds {
@@ -78,17 +94,25 @@ export class FallbackRegistry {
 
   /**
    * `connection` closed. Spec registrations made over it, in every session, are removed (the skill SDK registers
-   * again when it reconnects). Legacy ones are kept, unbound — and `away` when told — as after a restart:
-   * ovos-workshop never registers again by itself, so its first pong over a new connection binds them again
-   * (`bindUnbound`). A skill that registered again over another connection since keeps that newer registration.
+   * again when it reconnects). Legacy ones are kept, unbound, as after a restart: ovos-workshop never registers again
+   * by itself, so its first pong over a new connection binds them again (`bindUnbound`). `reconnects` are the open
+   * connections that may already be its bus client's (opened within the reconnect window): with none, they are
+   * `away`; otherwise they stay in the pools, `maybeOn` those. A legacy registration unbound and `maybeOn` this
+   * connection alone is away again. A skill that registered again over another connection since keeps that newer
+   * registration.
    */
-  releaseConnection(connection: string, away = true): Array<{ readonly sessionId: string; readonly skillId: string; readonly kept: boolean }> {
-    const released: Array<{ sessionId: string; skillId: string; kept: boolean }> = [];
+  releaseConnection(connection: string, reconnects: readonly string[] = []): ReleasedEntry[] {
+    const released: ReleasedEntry[] = [];
     for (const [sessionId, skills] of this.#bySession) {
       for (const [skillId, entry] of skills) {
-        if (entry.connection !== connection) continue;
-        released.push({ sessionId, skillId, kept: entry.legacy });
-        if (entry.legacy) skills.set(skillId, away ? { priority: entry.priority, connection: undefined, legacy: true, away } : { priority: entry.priority, connection: undefined, legacy: true });
+        if (entry.connection === connection) {
+          released.push({ sessionId, skillId, kept: entry.legacy, bound: true });
+          if (entry.legacy) skills.set(skillId, unbound(entry, reconnects));
+        } else if (entry.maybeOn?.includes(connection) === true) {
+          const maybeOn = entry.maybeOn.filter((other) => other !== connection);
+          skills.set(skillId, unbound(entry, maybeOn));
+          if (maybeOn.length === 0) released.push({ sessionId, skillId, kept: true, bound: false });
+        }
       }
     }
     for (const { sessionId, skillId, kept } of released) if (!kept) this.deregister(sessionId, skillId);
@@ -110,14 +134,17 @@ export class FallbackRegistry {
     return bound;
   }
 
-  /** A client connection opened: every registration away may be back (its bus client reconnecting). How many were. */
-  connectionOpened(): number {
+  /**
+   * Client connection `connection` opened: every registration away may be back (its bus client reconnecting), and it
+   * may be on this one as well as on those it was maybe on. How many were away.
+   */
+  connectionOpened(connection: string): number {
     let back = 0;
     for (const skills of this.#bySession.values()) {
       for (const [skillId, entry] of skills) {
-        if (entry.away !== true) continue;
-        skills.set(skillId, { priority: entry.priority, connection: undefined, legacy: entry.legacy });
-        back++;
+        if (entry.away === true) back++;
+        else if (entry.maybeOn === undefined) continue;
+        skills.set(skillId, unbound(entry, [...(entry.maybeOn ?? []), connection]));
       }
     }
     return back;
@@ -154,4 +181,9 @@ export class FallbackRegistry {
     if (sessionId !== DEFAULT_SESSION_ID) add(this.#bySession.get(sessionId));
     return available;
   }
+}
+
+/** A legacy registration without its connection: in the pools `maybeOn` the connections given, away with none. */
+function unbound(entry: RegistryEntry, maybeOn: readonly string[]): RegistryEntry {
+  return maybeOn.length === 0 ? { priority: entry.priority, connection: undefined, legacy: true, away: true } : { priority: entry.priority, connection: undefined, legacy: true, maybeOn };
 }

@@ -299,7 +299,7 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     reconnect(h, skill, 'c2');
     await h.settle();
     expect(withReason(h, 'connection_closed').find((l) => l['msg'] === KEPT)).toMatchObject({ skills: ['wiki.fb'], sessions: ['default'] });
-    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true });
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, maybeOn: ['c2'] });
 
     h.utter('what is a barrel roll', { session: session('s1'), utteranceId: 'u1' });
     await h.advance(5);
@@ -366,6 +366,72 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     expect(winners(h)).toEqual(Array(suspendAfter + 1).fill('catch.all'));
   });
 
+  const AWAY_AGAIN = 'legacy fallback skills away again: every connection opened since theirs closed has closed without them';
+
+  it('FALLBACK-1 §6.1: a short-lived connection (the say command) that brought it back closes without it: away again, no contest waits for it', async () => {
+    const { h } = await dropped('gone.fb');
+    h.bus.openConnection('say-1');
+    await h.settle();
+    expect(h.system.fallback.registry.availableFor('s1').has('gone.fb')).toBe(true);
+    h.bus.closeConnection('say-1');
+    await h.settle();
+    expect(h.system.fallback.registry.entry('default', 'gone.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, away: true });
+    expect(withReason(h, 'connection_closed').filter((l) => l['msg'] === AWAY_AGAIN)).toEqual([
+      expect.objectContaining({ connection: 'say-1', skills: ['gone.fb'], sessions: ['default'] }),
+    ]);
+    for (const id of ['u1', 'u2', 'u3', 'u4']) h.utter('hello', { session: session(id), utteranceId: id });
+    await h.advance(1);
+    expect(winners(h)).toEqual(['catch.all', 'catch.all', 'catch.all', 'catch.all']);
+    expect(h.of('ovos.skills.fallback.ping')).toEqual([]);
+    expect(withReason(h, 'ping_timeout')).toEqual([]);
+  });
+
+  it('FALLBACK-1 §6.1: a contest waiting for it when the connection that brought it back closes passes it over at once, not after its ping timeout', async () => {
+    const { h } = await dropped('gone.fb');
+    h.bus.openConnection('say-1');
+    await h.settle();
+    h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(PING_TIMEOUT_MS - 1);
+    expect(winners(h)).toEqual([]);
+    h.bus.closeConnection('say-1');
+    await h.advance(1);
+    expect(winners(h)).toEqual(['catch.all']);
+    expect(withReason(h, 'ping_timeout')).toEqual([]);
+    expect(h.of('ovos.utterance.handled')).toHaveLength(1);
+  });
+
+  it('FALLBACK-1 §6.1: two connections opened since it went away: it stays in the pools while either is open, and its pong on the second binds it', async () => {
+    const { h, skill } = await dropped('wiki.fb');
+    h.bus.openConnection('say-1');
+    reconnect(h, skill, 'c2');
+    await h.settle();
+    h.bus.closeConnection('say-1');
+    await h.settle();
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, maybeOn: ['c2'] });
+    expect(withReason(h, 'connection_closed').filter((l) => l['msg'] === AWAY_AGAIN)).toEqual([]);
+    h.utter('what is a barrel roll', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(5);
+    expect(winners(h)).toEqual(['wiki.fb']);
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: 'c2', legacy: true });
+  });
+
+  it('FALLBACK-1 §6.1: closed within the reconnect window of a connection that then closes without it: away again', async () => {
+    const h = createHarness(CONFIG);
+    workshopSkill(h, 'wiki.fb', 10, 'c1');
+    fallbackSkill(h, 'catch.all', 90);
+    await h.settle();
+    h.bus.openConnection('listener');
+    h.bus.closeConnection('c1', true); // noticed by the heartbeat
+    await h.settle();
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, maybeOn: ['listener'] });
+    h.bus.closeConnection('listener');
+    await h.settle();
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')?.away).toBe(true);
+    h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(1);
+    expect(winners(h)).toEqual(['catch.all']);
+  });
+
   it('FALLBACK-1 §6.1: contests that ask at once while it may be back but is silent each wait its ping timeout once, and count once with the circuit breaker', async () => {
     const { h, skill } = await dropped('wiki.fb');
     h.bus.openConnection('c2'); // its socket is open, its client not yet ready
@@ -391,9 +457,9 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     await h.settle();
     reconnect(h, skill, 'c2'); // the new socket, silent until asked
     await h.advance(2 * HEARTBEAT_MS); // the dead c1 is noticed as late as the bus server can notice it
-    h.bus.closeConnection('c1');
+    h.bus.closeConnection('c1', true);
     await h.settle();
-    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true });
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, maybeOn: ['c2'] });
     expect(withReason(h, 'connection_closed').find((l) => l['msg'] === KEPT)).toMatchObject({ skills: ['wiki.fb'], away: [] });
     h.utter('what is a barrel roll', { session: session('s1'), utteranceId: 'u1' });
     await h.advance(5);
@@ -405,10 +471,31 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     workshopSkill(h, 'wiki.fb', 10, 'c1');
     h.bus.openConnection('listener');
     await h.advance(2 * HEARTBEAT_MS + 1);
-    h.bus.closeConnection('c1');
+    h.bus.closeConnection('c1', true); // noticed by the heartbeat
     await h.settle();
     expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, away: true });
     expect(withReason(h, 'connection_closed').find((l) => l['msg'] === KEPT)).toMatchObject({ away: ['wiki.fb'] });
+  });
+
+  it('FALLBACK-1 §6.1: closed as it happened (its process died, or it closed the socket), right after another client connected: away at once', async () => {
+    const h = createHarness(CONFIG);
+    const skill = workshopSkill(h, 'wiki.fb', 10, 'c1');
+    fallbackSkill(h, 'catch.all', 90);
+    await h.settle();
+    h.bus.openConnection('front-end'); // another client, still open
+    skill.on.connection = null;
+    h.bus.closeConnection('c1'); // noticed at once: its bus client can only reconnect after
+    await h.settle();
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, away: true });
+    expect(withReason(h, 'connection_closed').find((l) => l['msg'] === KEPT)).toMatchObject({ away: ['wiki.fb'] });
+    h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(1);
+    expect(winners(h)).toEqual(['catch.all']);
+    expect(withReason(h, 'ping_timeout')).toEqual([]);
+    reconnect(h, skill, 'c2');
+    h.utter('what is a barrel roll', { session: session('s1'), utteranceId: 'u2' });
+    await h.advance(5);
+    expect(winners(h)).toEqual(['catch.all', 'wiki.fb']);
   });
 
   it('FALLBACK-1 §6.1: a connection that opened and closed again before the close does not count', async () => {
@@ -416,7 +503,7 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     workshopSkill(h, 'wiki.fb', 10, 'c1');
     h.bus.openConnection('cli');
     h.bus.closeConnection('cli');
-    h.bus.closeConnection('c1');
+    h.bus.closeConnection('c1', true); // noticed by the heartbeat
     await h.settle();
     expect(h.system.fallback.registry.entry('default', 'wiki.fb')?.away).toBe(true);
   });

@@ -61,8 +61,8 @@ describe('FALLBACK-1 §3.4 restored registrations are bound to the connection th
     expect(registry.entry('default', 'b')?.connection).toBeUndefined();
     // c2 closing takes exactly what it was bound to; c1's registration stays.
     expect(registry.releaseConnection('c2')).toEqual([
-      { sessionId: 'default', skillId: 'a', kept: false },
-      { sessionId: 'car', skillId: 'a', kept: false },
+      { sessionId: 'default', skillId: 'a', kept: false, bound: true },
+      { sessionId: 'car', skillId: 'a', kept: false, bound: true },
     ]);
     expect(registry.bindUnbound('a', 'c3')).toBe(0);
   });
