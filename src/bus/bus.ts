@@ -24,9 +24,10 @@ export interface Bus {
   connectionOf?(message: Message): string | undefined;
   /**
    * A client connection closed. Reported after every message that arrived on it has been delivered, so a listener
-   * never sees a message from a connection it was already told is gone. `late`: noticed only by the server's
-   * heartbeat — the peer may have been gone, and its bus client connected again over a new connection, up to two
-   * heartbeats before; false when the peer closed it, or it failed, as it happened.
+   * never sees a message from a connection it was already told is gone. `late`: the close may have been noticed
+   * after the peer's bus client connected again over a new connection — noticed only by the server's heartbeat (up
+   * to two heartbeats after the peer was gone), or a peer on another host (a network outage can deliver its close
+   * after its new connection); false for a peer on this host that closed it, or whose process died, as it happened.
    */
   onConnectionClosed?(listener: (connection: string, late: boolean) => void): Unsubscribe;
   /** A client connection opened (before anything it sends is delivered). */

@@ -50,6 +50,8 @@ interface Client {
   readonly socket: WebSocket;
   /** The TCP socket under `socket`: corked (`writableCorked`) while a batch of frames for it is being gathered. */
   readonly tcp: Socket;
+  /** Connected over loopback: nothing between it and us can hold its close back while its new connection opens. */
+  readonly onThisHost: boolean;
   alive: boolean;
   gone: boolean;
 }
@@ -214,7 +216,14 @@ export class BusServer implements Bus {
   }
 
   #onConnection(ws: WebSocket, request: IncomingMessage): void {
-    const client: Client = { id: `${this.#nextClientId++}@${remoteOf(request)}`, socket: ws, tcp: request.socket, alive: true, gone: false };
+    const client: Client = {
+      id: `${this.#nextClientId++}@${remoteOf(request)}`,
+      socket: ws,
+      tcp: request.socket,
+      onThisHost: isLoopback(request.socket.remoteAddress),
+      alive: true,
+      gone: false,
+    };
     ws.on('pong', () => {
       client.alive = true;
     });
@@ -255,14 +264,16 @@ export class BusServer implements Bus {
   }
 
   /**
-   * Once per client, whatever ended it: no more broadcasts to it, and in-process listeners are told — `late` when
-   * only the heartbeat noticed it (the peer may have been gone since up to two heartbeats).
+   * Once per client, whatever ended it: no more broadcasts to it, and in-process listeners are told — `late` (see
+   * `Bus.onConnectionClosed`) when only the heartbeat noticed it (the peer may have been gone since up to two
+   * heartbeats), and for any peer on another host: a network outage can deliver its close (a reset, a close frame
+   * retransmitted) after its bus client's new connection.
    */
-  #gone(client: Client, late = false): void {
+  #gone(client: Client, byHeartbeat = false): void {
     this.#clients.delete(client);
     if (client.gone) return;
     client.gone = true;
-    this.#local.closeConnection(client.id, late);
+    this.#local.closeConnection(client.id, byHeartbeat || !client.onThisHost);
   }
 
   #drop(client: Client, reason: FrameDropReason, frame: string): void {
@@ -324,9 +335,9 @@ export class BusServer implements Bus {
     }
   }
 
-  #dropClient(client: Client, reason: string, detail: Record<string, number>, late = false): void {
+  #dropClient(client: Client, reason: string, detail: Record<string, number>, byHeartbeat = false): void {
     this.#logger.warn({ reason, client: client.id, ...detail }, 'bus client dropped');
-    this.#gone(client, late);
+    this.#gone(client, byHeartbeat);
     client.socket.terminate();
   }
 }
@@ -335,6 +346,13 @@ function toBuffer(data: RawData): Buffer {
   if (Buffer.isBuffer(data)) return data;
   if (Array.isArray(data)) return Buffer.concat(data);
   return Buffer.from(data);
+}
+
+/** A loopback address, IPv4 (127.0.0.0/8, also IPv4-mapped) or IPv6 (::1). */
+export function isLoopback(address: string | undefined): boolean {
+  if (address === undefined) return false;
+  const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;
+  return v4.startsWith('127.') || address === '::1';
 }
 
 function remoteOf(request: IncomingMessage): string {

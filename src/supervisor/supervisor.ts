@@ -121,9 +121,9 @@ type ServiceHandler<K extends InboundKind> = (inbound: InboundOf<K>, message: Me
 /**
  * A client connection closed. `skills`: the skill_ids that spoke over it and over no other open connection — now
  * unreachable. `spoke`: every skill_id that spoke over it (one that also speaks over another connection is another
- * instance, still there; what this connection's instance was doing is gone).
+ * instance, still there; what this connection's instance was doing is gone). `late`: the close may have been noticed
+ * after the peer's bus client reconnected (see `Bus.onConnectionClosed`).
  */
-/** `late`: the close was noticed only by the bus server's heartbeat (see `Bus.onConnectionClosed`). */
 export type ConnectionClosedHandler = (connection: string, skills: readonly string[], spoke: readonly string[], late: boolean) => void;
 
 /** At most this many skill_ids are remembered per connection (one client may host several skills). */

@@ -6,7 +6,8 @@ import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { WebSocket } from 'ws';
-import { BusServer } from '../../src/bus/ws-server.js';
+import { BusServer, isLoopback } from '../../src/bus/ws-server.js';
+import { networkInterfaces } from 'node:os';
 import { createMessage, encodeMessage, type Message } from '../../src/bus/message.js';
 import type { Logger } from '../../src/log/logger.js';
 import { Recorder } from '../support/recorder.js';
@@ -261,6 +262,27 @@ describe('BusServer protects everyone else from one bad client', () => {
     healthy.ws.close();
     await closes.waitFor((c) => !c.late, 'the healthy client closing');
     expect(closes.items.map((c) => c.late)).toEqual([true, false]);
+  });
+
+  it('a peer on another host: its close, whatever ended it, is reported late (a network outage can deliver it after its new connection); loopback is this host', async () => {
+    expect([isLoopback('127.0.0.1'), isLoopback('127.8.9.10'), isLoopback('::1'), isLoopback('::ffff:127.0.0.1')]).toEqual([true, true, true, true]);
+    expect([isLoopback('192.0.2.2'), isLoopback('::ffff:10.0.0.1'), isLoopback('fe80::1'), isLoopback('1.127.0.0'), isLoopback(undefined)]).toEqual([false, false, false, false, false]);
+    // Over a real socket, through this machine's own non-loopback address when it has one (an address "on another host" as far as the server can tell).
+    const address = Object.values(networkInterfaces()).flat().find((i) => i !== undefined && i.family === 'IPv4' && !i.internal)?.address;
+    if (address === undefined) return;
+    const server = await BusServer.start({ host: '0.0.0.0', port: 0, route: '/core', maxFrameBytes: 1024 * 1024, logger: captureLogs().logger });
+    cleanups.push(() => server.close());
+    const closes = new Recorder<{ connection: string; late: boolean }>();
+    server.onConnectionClosed((connection, late) => closes.push({ connection, late }));
+    const remote = await connect(`ws://${address}:${server.port}/core`);
+    remote.ws.close();
+    const local = await connect(`ws://127.0.0.1:${server.port}/core`);
+    local.ws.close();
+    await closes.waitFor((c) => c.connection.includes('127.0.0.1'), 'the loopback close');
+    expect(closes.items.map((c) => [c.connection.split('@')[1]!.split(':')[0], c.late])).toEqual([
+      [address, true],
+      ['127.0.0.1', false],
+    ]);
   });
 
   it('ovos-wire-today (the bus server): frames gathered in one turn do not make a reading client look slow, however small the limit (no slow_consumer); they arrive in order', async () => {

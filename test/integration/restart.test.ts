@@ -135,7 +135,9 @@ describe('restart', () => {
   });
 
   it('ovos-wire-today: a legacy skill whose new socket opens before its old one is noticed dead (by the heartbeat) is still asked (not taken for away)', async () => {
-    const d = await daemon(join(mkdtempSync(join(tmpdir(), 'ovos-registry-')), 'r.json'), 0, 300);
+    // Heartbeat 1 s: the old socket is dropped 1–2 s after it opened, the new one opens a few ms after it — well within
+    // the 2 s window even on a loaded machine.
+    const d = await daemon(join(mkdtempSync(join(tmpdir(), 'ovos-registry-')), 'r.json'), 0, 1_000);
     const user = await Probe.connect(d.url); // the listener's long-lived connection
     cleanups.push(() => user.close());
     const first = await workshopConnection(d.url, 'wiki.fb', false); // its network gone: no pong to the heartbeat

@@ -37,9 +37,6 @@ export interface FallbackPluginOptions {
   readonly reconnectWindowMs?: number;
 }
 
-/** Open connections remembered for the reconnect window, at most. */
-const MAX_RECENT_OPENS = 1024;
-
 /** A per-skill ping timeout or a refused registration is logged at most once per key per minute. */
 const LOG_WINDOW_MS = 60_000;
 
@@ -68,8 +65,6 @@ export class FallbackPlugin {
   #skillListeners: Array<(event: FallbackSkillEvent) => void> = [];
   /** Live contests of every stage: told when a skill becomes unreachable. */
   readonly #contests = new Set<Contest<typeof fallbackMachine>>();
-  /** Client connections still open, by when they opened (the newest `MAX_RECENT_OPENS`). */
-  readonly #recentOpens = new Map<string, number>();
   readonly #reconnectWindowMs: number;
   /** What this plugin hears from the bus directly (not through the supervisor): let go by `close`. */
   readonly #unsubscribe: Unsubscribe[] = [];
@@ -148,9 +143,8 @@ export class FallbackPlugin {
     // heard from, it is away again once every connection opened since has closed (a short-lived client, say, the
     // `say` command, was not its bus client): a dead skill does not cost every contest its ping timeout.
     supervisor.onConnectionClosed((connection, gone, _spoke, late) => {
-      this.#recentOpens.delete(connection);
-      // A close noticed as it happened (the peer closed it, or its process died): its bus client reconnects after it.
-      const released = this.registry.releaseConnection(connection, late ? this.#possibleReconnects() : []);
+      // A close noticed as it happened (see `Bus.onConnectionClosed`): its bus client can only reconnect after it.
+      const released = this.registry.releaseConnection(connection, late ? supervisor.clock.now() - this.#reconnectWindowMs : undefined);
       if (released.length === 0) return;
       const skills = [...new Set(released.map((entry) => entry.skillId))];
       for (const skill of skills) {
@@ -175,22 +169,20 @@ export class FallbackPlugin {
         const away = kept.filter((entry) => this.registry.entry(entry.sessionId, entry.skillId)?.away === true);
         supervisor.logger.info(
           { reason: 'connection_closed', connection, skills: skillsOf(kept), sessions: sessionsOf(kept), away: skillsOf(away) },
-          'legacy fallback registrations kept: asked again once a client connection opens (its bus client reconnecting)',
+          'legacy fallback registrations kept: asked again over the connection their bus client reconnects on (those away: once a client connection opens)',
         );
       }
       if (awayAgain.length > 0) {
         supervisor.logger.info(
           { reason: 'connection_closed', connection, skills: skillsOf(awayAgain), sessions: sessionsOf(awayAgain) },
-          'legacy fallback skills away again: every connection opened since theirs closed has closed without them',
+          'legacy fallback skills away again: every open connection they might have been on has closed without them being heard',
         );
       }
     });
     // A legacy skill away (its connection closed) may be back on any connection that opens: pools hold it again, and
     // its first pong binds it.
     const unsubscribeOpened = supervisor.bus.onConnectionOpened?.((connection) => {
-      this.#recentOpens.set(connection, supervisor.clock.now());
-      if (this.#recentOpens.size > MAX_RECENT_OPENS) this.#recentOpens.delete(this.#recentOpens.keys().next().value!);
-      const back = this.registry.connectionOpened(connection);
+      const back = this.registry.connectionOpened(connection, supervisor.clock.now());
       if (back > 0) supervisor.logger.debug({ registrations: back }, 'a client connection opened: legacy fallback skills away are asked again');
     });
     if (unsubscribeOpened !== undefined) this.#unsubscribe.push(unsubscribeOpened);
@@ -264,14 +256,6 @@ export class FallbackPlugin {
   }
 
   /** Breaker transitions are logged once each: suspension at warn, resumption at info. */
-  /** Client connections still open that opened within the reconnect window: a skill's bus client may be on one. */
-  #possibleReconnects(): string[] {
-    const since = this.#supervisor.clock.now() - this.#reconnectWindowMs;
-    const open: string[] = [];
-    for (const [connection, openedAt] of this.#recentOpens) if (openedAt >= since) open.push(connection);
-    return open;
-  }
-
   #report(transition: BreakerTransition | undefined): void {
     if (transition !== undefined) this.#tell({ type: transition.type, skill_id: transition.skill_id });
     if (transition?.type === 'suspended') {

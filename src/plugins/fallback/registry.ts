@@ -17,16 +17,18 @@ export interface RegistryEntry {
   /** Registered in the legacy dialect (ovos-workshop FallbackSkill): asked by broadcast, dispatched the legacy way. */
   readonly legacy: boolean;
   /**
-   * Legacy, its connection closed, and no client connection has opened since: it cannot be on the bus, so no pool
-   * holds it (nobody waits for it) until a connection opens — which may be its bus client reconnecting.
+   * Legacy, its connection closed, and no client connection it might be on is open (none opened since, or every one
+   * that did closed before it was heard on it): it cannot be on the bus, so no pool holds it (nobody waits for it)
+   * until a connection opens — which may be its bus client reconnecting.
    */
   readonly away?: true;
   /**
-   * Legacy and unbound since its connection closed, yet in the pools: the client connections opened since (or within
-   * the reconnect window before) that are still open — one of them may be its bus client's. It is away again when the
-   * last of them closes before the skill was heard on one (a short-lived client, say, is not its reconnect).
+   * Legacy and unbound since its connection closed, yet in the pools: it may be on any client connection still open
+   * whose open number (`connectionOpened` numbers them in order) is at least this one — those opened since, or within
+   * the reconnect window before the close. It is away again when the last of them closes before it was heard on one
+   * (a short-lived client, say, was not its reconnect).
    */
-  readonly maybeOn?: readonly string[];
+  readonly backSince?: number;
 }
 
 /** A registration `releaseConnection` let go of or kept, and whether it was bound to the closed connection. */
@@ -35,7 +37,7 @@ export interface ReleasedEntry {
   readonly skillId: string;
   /** Legacy: kept, unbound (spec ones are removed). */
   readonly kept: boolean;
-  /** False for a legacy registration only maybe on that connection (`maybeOn`), away again now that it closed. */
+  /** False for a legacy registration that was only maybe on that connection (`backSince`), away again now. */
   readonly bound: boolean;
 }
 
@@ -50,6 +52,9 @@ export class FallbackRegistry {
   readonly #bySession = new Map<string, Map<string, RegistryEntry>>();
   readonly #maxSkillsPerSession: number;
   readonly #maxSessions: number;
+  /** Client connections open, with their open number and time, in open order (a Map keeps insertion order). */
+  readonly #open = new Map<string, { readonly number: number; readonly at: number }>();
+  #opened = 0;
 
   constructor(bounds: RegistryBounds = {}) {
     this.#maxSkillsPerSession = bounds.maxSkillsPerSession ?? Infinity;
@@ -95,23 +100,29 @@ export class FallbackRegistry {
   /**
    * `connection` closed. Spec registrations made over it, in every session, are removed (the skill SDK registers
    * again when it reconnects). Legacy ones are kept, unbound, as after a restart: ovos-workshop never registers again
-   * by itself, so its first pong over a new connection binds them again (`bindUnbound`). `reconnects` are the open
-   * connections that may already be its bus client's (opened within the reconnect window): with none, they are
-   * `away`; otherwise they stay in the pools, `maybeOn` those. A legacy registration unbound and `maybeOn` this
-   * connection alone is away again. A skill that registered again over another connection since keeps that newer
-   * registration.
+   * by itself, so its first pong over a new connection binds them again (`bindUnbound`). With `reconnectSince` (a
+   * time: the close may have been noticed after its bus client reconnected), the connections still open that opened
+   * at or after it may be its own: they stay in the pools, `backSince` the first of them; otherwise they are `away`.
+   * A legacy registration back in the pools that can be on no open connection any more is away again. A skill that
+   * registered again over another connection since keeps that newer registration.
    */
-  releaseConnection(connection: string, reconnects: readonly string[] = []): ReleasedEntry[] {
+  releaseConnection(connection: string, reconnectSince?: number): ReleasedEntry[] {
+    this.#open.delete(connection);
+    let since: number | undefined;
+    let newest = 0;
+    for (const { number, at } of this.#open.values()) {
+      if (since === undefined && reconnectSince !== undefined && at >= reconnectSince) since = number;
+      newest = number;
+    }
     const released: ReleasedEntry[] = [];
     for (const [sessionId, skills] of this.#bySession) {
       for (const [skillId, entry] of skills) {
         if (entry.connection === connection) {
           released.push({ sessionId, skillId, kept: entry.legacy, bound: true });
-          if (entry.legacy) skills.set(skillId, unbound(entry, reconnects));
-        } else if (entry.maybeOn?.includes(connection) === true) {
-          const maybeOn = entry.maybeOn.filter((other) => other !== connection);
-          skills.set(skillId, unbound(entry, maybeOn));
-          if (maybeOn.length === 0) released.push({ sessionId, skillId, kept: true, bound: false });
+          if (entry.legacy) skills.set(skillId, unbound(entry, since));
+        } else if (entry.backSince !== undefined && entry.backSince > newest) {
+          skills.set(skillId, unbound(entry, undefined));
+          released.push({ sessionId, skillId, kept: true, bound: false });
         }
       }
     }
@@ -135,16 +146,18 @@ export class FallbackRegistry {
   }
 
   /**
-   * Client connection `connection` opened: every registration away may be back (its bus client reconnecting), and it
-   * may be on this one as well as on those it was maybe on. How many were away.
+   * Client connection `connection` opened at `at`: every registration away may be back on it (its bus client
+   * reconnecting). How many were away.
    */
-  connectionOpened(connection: string): number {
+  connectionOpened(connection: string, at: number): number {
+    this.#open.delete(connection);
+    this.#open.set(connection, { number: ++this.#opened, at });
     let back = 0;
     for (const skills of this.#bySession.values()) {
       for (const [skillId, entry] of skills) {
-        if (entry.away === true) back++;
-        else if (entry.maybeOn === undefined) continue;
-        skills.set(skillId, unbound(entry, [...(entry.maybeOn ?? []), connection]));
+        if (entry.away !== true) continue;
+        skills.set(skillId, unbound(entry, this.#opened));
+        back++;
       }
     }
     return back;
@@ -183,7 +196,7 @@ export class FallbackRegistry {
   }
 }
 
-/** A legacy registration without its connection: in the pools `maybeOn` the connections given, away with none. */
-function unbound(entry: RegistryEntry, maybeOn: readonly string[]): RegistryEntry {
-  return maybeOn.length === 0 ? { priority: entry.priority, connection: undefined, legacy: true, away: true } : { priority: entry.priority, connection: undefined, legacy: true, maybeOn };
+/** A legacy registration without its connection: in the pools, maybe on the connections from `backSince` on; away without. */
+function unbound(entry: RegistryEntry, backSince: number | undefined): RegistryEntry {
+  return backSince === undefined ? { priority: entry.priority, connection: undefined, legacy: true, away: true } : { priority: entry.priority, connection: undefined, legacy: true, backSince };
 }

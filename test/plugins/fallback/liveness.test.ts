@@ -288,7 +288,7 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     h.bus.closeConnection('c1');
     return { h, skill };
   }
-  const KEPT = 'legacy fallback registrations kept: asked again once a client connection opens (its bus client reconnecting)';
+  const KEPT = 'legacy fallback registrations kept: asked again over the connection their bus client reconnects on (those away: once a client connection opens)';
 
   it('FALLBACK-1 §3.1 + ovos-wire-today: after a reconnect the skill, which never registers again, answers the next utterance and wins it', async () => {
     const h = createHarness(CONFIG);
@@ -299,7 +299,7 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     reconnect(h, skill, 'c2');
     await h.settle();
     expect(withReason(h, 'connection_closed').find((l) => l['msg'] === KEPT)).toMatchObject({ skills: ['wiki.fb'], sessions: ['default'] });
-    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, maybeOn: ['c2'] });
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, backSince: 1 });
 
     h.utter('what is a barrel roll', { session: session('s1'), utteranceId: 'u1' });
     await h.advance(5);
@@ -366,7 +366,7 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     expect(winners(h)).toEqual(Array(suspendAfter + 1).fill('catch.all'));
   });
 
-  const AWAY_AGAIN = 'legacy fallback skills away again: every connection opened since theirs closed has closed without them';
+  const AWAY_AGAIN = 'legacy fallback skills away again: every open connection they might have been on has closed without them being heard';
 
   it('FALLBACK-1 §6.1: a short-lived connection (the say command) that brought it back closes without it: away again, no contest waits for it', async () => {
     const { h } = await dropped('gone.fb');
@@ -407,7 +407,7 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     await h.settle();
     h.bus.closeConnection('say-1');
     await h.settle();
-    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, maybeOn: ['c2'] });
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, backSince: 1 });
     expect(withReason(h, 'connection_closed').filter((l) => l['msg'] === AWAY_AGAIN)).toEqual([]);
     h.utter('what is a barrel roll', { session: session('s1'), utteranceId: 'u1' });
     await h.advance(5);
@@ -423,7 +423,7 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     h.bus.openConnection('listener');
     h.bus.closeConnection('c1', true); // noticed by the heartbeat
     await h.settle();
-    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, maybeOn: ['listener'] });
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, backSince: 1 });
     h.bus.closeConnection('listener');
     await h.settle();
     expect(h.system.fallback.registry.entry('default', 'wiki.fb')?.away).toBe(true);
@@ -459,7 +459,7 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     await h.advance(2 * HEARTBEAT_MS); // the dead c1 is noticed as late as the bus server can notice it
     h.bus.closeConnection('c1', true);
     await h.settle();
-    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, maybeOn: ['c2'] });
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, backSince: 1 });
     expect(withReason(h, 'connection_closed').find((l) => l['msg'] === KEPT)).toMatchObject({ skills: ['wiki.fb'], away: [] });
     h.utter('what is a barrel roll', { session: session('s1'), utteranceId: 'u1' });
     await h.advance(5);

@@ -55,29 +55,31 @@ describe('FALLBACK-1 §3.4 registrations remember their connection', () => {
     // Away: in no pool, in no session — until a client connection opens.
     expect(registry.availableFor('default').has('legacy.a')).toBe(false);
     expect(registry.availableFor('kitchen').has('legacy.a')).toBe(false);
-    expect(registry.connectionOpened('c2')).toBe(2);
-    expect(registry.connectionOpened('c3')).toBe(0);
+    expect(registry.connectionOpened('c2', 0)).toBe(2);
+    expect(registry.connectionOpened('c3', 0)).toBe(0);
     expect(registry.availableFor('kitchen').get('legacy.a')).toBe(20);
-    expect(registry.entry('default', 'legacy.a')).toEqual({ priority: 10, connection: undefined, legacy: true, maybeOn: ['c2', 'c3'] });
+    // Maybe on any connection from the first opened since (open number 1) on.
+    expect(registry.entry('default', 'legacy.a')).toEqual({ priority: 10, connection: undefined, legacy: true, backSince: 1 });
     expect(registry.bindUnbound('legacy.a', 'c2')).toBe(2);
     expect(registry.entry('kitchen', 'legacy.a')).toEqual({ priority: 20, connection: 'c2', legacy: true });
   });
 
   it('FALLBACK-1 §6.1: a legacy registration back in the pools is away again once every connection opened since has closed without it being heard', () => {
     const registry = new FallbackRegistry();
+    registry.connectionOpened('front-end', 0); // open before it went away, and still open: not its reconnect
     registry.register('default', 'legacy.a', 10, 'c1', true);
     registry.register('kitchen', 'legacy.a', 20, 'c1', true);
     registry.register('default', 'restored', 30, undefined, true); // after a restart: unbound, never away
     registry.releaseConnection('c1');
-    expect(registry.connectionOpened('cli')).toBe(2);
-    expect(registry.connectionOpened('c2')).toBe(0);
-    expect(registry.entry('kitchen', 'legacy.a')).toEqual({ priority: 20, connection: undefined, legacy: true, maybeOn: ['cli', 'c2'] });
+    expect(registry.entry('kitchen', 'legacy.a')?.away).toBe(true);
+    expect(registry.connectionOpened('cli', 1)).toBe(2);
+    expect(registry.connectionOpened('c2', 2)).toBe(0);
+    expect(registry.entry('kitchen', 'legacy.a')).toEqual({ priority: 20, connection: undefined, legacy: true, backSince: 2 });
     expect(registry.entry('default', 'restored')).toEqual({ priority: 30, connection: undefined, legacy: true });
     // One of two closes: it may still be on the other, and stays in the pools.
     expect(registry.releaseConnection('cli')).toEqual([]);
     expect(registry.availableFor('kitchen').get('legacy.a')).toBe(20);
-    expect(registry.entry('default', 'legacy.a')).toEqual({ priority: 10, connection: undefined, legacy: true, maybeOn: ['c2'] });
-    // The last closes: away again, in no pool; reported as kept, not bound to that connection.
+    // The last closes (the front end, older, is still open): away again, in no pool; kept, not bound to that connection.
     expect(registry.releaseConnection('c2')).toEqual([
       { sessionId: 'default', skillId: 'legacy.a', kept: true, bound: false },
       { sessionId: 'kitchen', skillId: 'legacy.a', kept: true, bound: false },
@@ -87,27 +89,35 @@ describe('FALLBACK-1 §3.4 registrations remember their connection', () => {
     expect(registry.availableFor('default').get('restored')).toBe(30);
     expect(registry.releaseConnection('c2')).toEqual([]);
     // Back again with the next connection, and bound for good once heard on it.
-    expect(registry.connectionOpened('c3')).toBe(2);
+    expect(registry.connectionOpened('c3', 3)).toBe(2);
     expect(registry.bindUnbound('legacy.a', 'c3')).toBe(2);
     expect(registry.entry('default', 'legacy.a')).toEqual({ priority: 10, connection: 'c3', legacy: true });
-    expect(registry.connectionOpened('c4')).toBe(0);
+    expect(registry.connectionOpened('c4', 4)).toBe(0);
     expect(registry.releaseConnection('c4')).toEqual([]);
     expect(registry.entry('default', 'legacy.a')).toEqual({ priority: 10, connection: 'c3', legacy: true });
   });
 
-  it('FALLBACK-1 §6.1: a legacy registration whose connection closes within the reconnect window stays in the pools, maybe on the connections given', () => {
+  it('FALLBACK-1 §6.1: a legacy registration whose close may have come after its reconnect stays in the pools, maybe on the connections opened from then on', () => {
     const registry = new FallbackRegistry();
+    registry.connectionOpened('old', 0);
+    registry.connectionOpened('c1', 10);
     registry.register('default', 'legacy.a', 10, 'c1', true);
     registry.register('default', 'spec.b', 20, 'c1');
-    expect(registry.releaseConnection('c1', ['c2', 'c3'])).toEqual([
+    registry.connectionOpened('c2', 100);
+    registry.connectionOpened('c3', 150);
+    expect(registry.releaseConnection('c1', 100)).toEqual([
       { sessionId: 'default', skillId: 'legacy.a', kept: true, bound: true },
       { sessionId: 'default', skillId: 'spec.b', kept: false, bound: true },
     ]);
-    expect(registry.entry('default', 'legacy.a')).toEqual({ priority: 10, connection: undefined, legacy: true, maybeOn: ['c2', 'c3'] });
+    expect(registry.entry('default', 'legacy.a')).toEqual({ priority: 10, connection: undefined, legacy: true, backSince: 3 });
     expect(registry.availableFor('default').get('legacy.a')).toBe(10);
     expect(registry.releaseConnection('c3')).toEqual([]);
     expect(registry.releaseConnection('c2')).toEqual([{ sessionId: 'default', skillId: 'legacy.a', kept: true, bound: false }]);
     expect(registry.availableFor('default').has('legacy.a')).toBe(false);
+    // None opened at or after the time given: away at once.
+    registry.register('default', 'legacy.c', 10, 'c4', true);
+    expect(registry.releaseConnection('c4', 1_000)).toEqual([{ sessionId: 'default', skillId: 'legacy.c', kept: true, bound: true }]);
+    expect(registry.entry('default', 'legacy.c')?.away).toBe(true);
   });
 
   it('FALLBACK-1 §3.4: a session\'s own legacy registration away leaves the "default" one (another instance, still connected) available', () => {
