@@ -26,8 +26,9 @@ export interface Bus {
    * A client connection closed. Reported after every message that arrived on it has been delivered, so a listener
    * never sees a message from a connection it was already told is gone. `late`: the close may have been noticed
    * after the peer's bus client connected again over a new connection — noticed only by the server's heartbeat (up
-   * to two heartbeats after the peer was gone), or a peer on another host (a network outage can deliver its close
-   * after its new connection); false for a peer on this host that closed it, or whose process died, as it happened.
+   * to two heartbeats after the peer was gone), or a peer not connected over loopback (another host, a container: a
+   * network outage can deliver its close after its new connection); false for a peer over loopback that closed it,
+   * or whose process died, as it happened.
    */
   onConnectionClosed?(listener: (connection: string, late: boolean) => void): Unsubscribe;
   /** A client connection opened (before anything it sends is delivered). */

@@ -266,8 +266,8 @@ export class BusServer implements Bus {
   /**
    * Once per client, whatever ended it: no more broadcasts to it, and in-process listeners are told — `late` (see
    * `Bus.onConnectionClosed`) when only the heartbeat noticed it (the peer may have been gone since up to two
-   * heartbeats), and for any peer on another host: a network outage can deliver its close (a reset, a close frame
-   * retransmitted) after its bus client's new connection.
+   * heartbeats), and for any peer not over loopback (another host, a container): a network outage can deliver its
+   * close (a reset, a close frame retransmitted) after its bus client's new connection.
    */
   #gone(client: Client, byHeartbeat = false): void {
     this.#clients.delete(client);

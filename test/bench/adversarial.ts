@@ -172,7 +172,7 @@ export async function benchAdversarial(): Promise<Section> {
       rows,
       notes: [
         `the spec skills' crashy connection reconnected ${specReconnects} times, the legacy bus client ${legacyReconnects} times`,
-        `daemon log lines at warn or above: ${daemon.warnings()} (the silent fallback skill's ping timeouts among them)`,
+        `daemon log lines at warn or above: ${daemon.warnings()} (ping timeouts would be among them: the silent fallback skill, at 90, is only asked when nothing before it answers)`,
         'lost = never handled; doubled = more than one ovos.utterance.handled; a question nobody answered ends with the fallback or unmatched, which is not lost',
         'a legacy skill that leaves the handled to the core costs the 1 s grace once, then none; a grace during which its socket dropped teaches nothing, so a client that reconnects often waits it more',
       ],

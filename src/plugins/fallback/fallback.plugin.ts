@@ -137,11 +137,11 @@ export class FallbackPlugin {
     // Embedded bus: a closed connection takes every spec registration made over it, in every session, with it; a
     // legacy one is kept (ovos-workshop never registers again by itself: its bus client reconnects, and its first pong
     // binds it to the new connection). Kept where the skill is: bound to its other connection when it already speaks
-    // over one; in the pools when the close was noticed late (by the heartbeat) and a client connection opened within
-    // the reconnect window before it (it may be its own, opened before this one was noticed dead); otherwise away — in
-    // no pool — until one opens. Back in the pools but not yet
-    // heard from, it is away again once every connection opened since has closed (a short-lived client, say, the
-    // `say` command, was not its bus client): a dead skill does not cost every contest its ping timeout.
+    // over one; in the pools when the close may have been noticed after its reconnect (`late`: by the heartbeat, or a
+    // peer not on loopback) and a client connection opened after it, within the reconnect window before the close (it
+    // may be its own); otherwise away — in no pool — until one opens. Back in the pools but not yet heard from, it is
+    // away again once every connection it might be on has closed (a short-lived client, say the `say` command, was not
+    // its bus client): a dead skill does not cost every contest its ping timeout.
     supervisor.onConnectionClosed((connection, gone, _spoke, late) => {
       // A close noticed as it happened (see `Bus.onConnectionClosed`): its bus client can only reconnect after it.
       const released = this.registry.releaseConnection(connection, late ? supervisor.clock.now() - this.#reconnectWindowMs : undefined);
@@ -175,7 +175,7 @@ export class FallbackPlugin {
       if (awayAgain.length > 0) {
         supervisor.logger.info(
           { reason: 'connection_closed', connection, skills: skillsOf(awayAgain), sessions: sessionsOf(awayAgain) },
-          'legacy fallback skills away again: every open connection they might have been on has closed without them being heard',
+          'legacy fallback skills away again: every connection they might have been on has closed without them being heard',
         );
       }
     });

@@ -102,16 +102,19 @@ export class FallbackRegistry {
    * again when it reconnects). Legacy ones are kept, unbound, as after a restart: ovos-workshop never registers again
    * by itself, so its first pong over a new connection binds them again (`bindUnbound`). With `reconnectSince` (a
    * time: the close may have been noticed after its bus client reconnected), the connections still open that opened
-   * at or after it may be its own: they stay in the pools, `backSince` the first of them; otherwise they are `away`.
+   * after this one and at or after that time may be its own: they stay in the pools, `backSince` the first of them;
+   * otherwise they are `away`.
    * A legacy registration back in the pools that can be on no open connection any more is away again. A skill that
    * registered again over another connection since keeps that newer registration.
    */
   releaseConnection(connection: string, reconnectSince?: number): ReleasedEntry[] {
+    // A connection opened before this one cannot be its reconnect.
+    const closed = this.#open.get(connection)?.number ?? 0;
     this.#open.delete(connection);
     let since: number | undefined;
     let newest = 0;
     for (const { number, at } of this.#open.values()) {
-      if (since === undefined && reconnectSince !== undefined && at >= reconnectSince) since = number;
+      if (since === undefined && reconnectSince !== undefined && at >= reconnectSince && number > closed) since = number;
       newest = number;
     }
     const released: ReleasedEntry[] = [];

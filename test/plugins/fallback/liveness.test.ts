@@ -366,7 +366,7 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     expect(winners(h)).toEqual(Array(suspendAfter + 1).fill('catch.all'));
   });
 
-  const AWAY_AGAIN = 'legacy fallback skills away again: every open connection they might have been on has closed without them being heard';
+  const AWAY_AGAIN = 'legacy fallback skills away again: every connection they might have been on has closed without them being heard';
 
   it('FALLBACK-1 §6.1: a short-lived connection (the say command) that brought it back closes without it: away again, no contest waits for it', async () => {
     const { h } = await dropped('gone.fb');

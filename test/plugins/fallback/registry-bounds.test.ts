@@ -118,6 +118,12 @@ describe('FALLBACK-1 §3.4 registrations remember their connection', () => {
     registry.register('default', 'legacy.c', 10, 'c4', true);
     expect(registry.releaseConnection('c4', 1_000)).toEqual([{ sessionId: 'default', skillId: 'legacy.c', kept: true, bound: true }]);
     expect(registry.entry('default', 'legacy.c')?.away).toBe(true);
+    // A connection opened within that time but before its own cannot be its reconnect: away.
+    registry.connectionOpened('listener', 2_000);
+    registry.connectionOpened('c5', 2_001);
+    registry.register('default', 'legacy.d', 10, 'c5', true);
+    registry.releaseConnection('c5', 1_500);
+    expect(registry.entry('default', 'legacy.d')?.away).toBe(true);
   });
 
   it('FALLBACK-1 §3.4: a session\'s own legacy registration away leaves the "default" one (another instance, still connected) available', () => {
