@@ -33,8 +33,13 @@ export interface RegistryRow {
   readonly dialect: 'spec' | 'legacy';
   /** The client connection it registered over; null in process, on a foreign bus (no connection identity), or unbound. */
   readonly connection: string | null;
-  /** Legacy, its connection closed, no client connection opened since: in no pool until one opens. */
+  /** Legacy, its connection closed, and no client connection it might be on is open: in no pool until one opens. */
   readonly away: boolean;
+  /**
+   * Legacy, its connection closed, back in the pools but not heard from since: it may be on a connection opened since
+   * (its bus client reconnecting), and is away again if they all close first.
+   */
+  readonly maybe_back: boolean;
   /** Circuit breaker: `open` = suspended from every pool. */
   readonly breaker: 'closed' | 'open' | 'half_open';
 }
@@ -60,6 +65,7 @@ export function systemView(system: ContestSystem): SystemView {
       dialect: entry.legacy ? 'legacy' : 'spec',
       connection: entry.connection ?? null,
       away: entry.away === true,
+      maybe_back: entry.backSince !== undefined,
       breaker: system.fallback.breaker.state(entry.skillId),
     };
   });

@@ -165,17 +165,24 @@ describe('inspector server', () => {
 });
 
 describe('the inspector\'s registry view', () => {
-  it('a legacy skill whose connection closed shows as away (in no pool) until a client connection opens', async () => {
+  it('FALLBACK-1 §6.1: a legacy skill whose connection closed shows as away (in no pool) until a client connection opens, then maybe back until heard or away again', async () => {
     const h = createHarness();
     h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: 'wiki.fb', priority: 10 }, { session: { session_id: 'default' } }), 'c1');
     await h.settle();
     const row = (): RegistryRow | undefined => systemView(h.system).registry.find((r) => r.skill_id === 'wiki.fb');
-    expect(row()).toMatchObject({ dialect: 'legacy', connection: 'c1', away: false });
+    expect(row()).toMatchObject({ dialect: 'legacy', connection: 'c1', away: false, maybe_back: false });
     h.bus.closeConnection('c1');
     await h.settle();
-    expect(row()).toMatchObject({ connection: null, away: true });
+    expect(row()).toMatchObject({ connection: null, away: true, maybe_back: false });
     h.bus.openConnection('c2');
     await h.settle();
-    expect(row()).toMatchObject({ connection: null, away: false });
+    expect(row()).toMatchObject({ connection: null, away: false, maybe_back: true });
+    h.bus.closeConnection('c2');
+    await h.settle();
+    expect(row()).toMatchObject({ connection: null, away: true, maybe_back: false });
+    h.bus.openConnection('c3');
+    h.bus.publish(createMessage('ovos.skills.fallback.pong', { skill_id: 'wiki.fb', can_handle: false }, { session: { session_id: 's9' }, utterance_id: 'elsewhere' }), 'c3'); // a pong to a broadcast: heard
+    await h.settle();
+    expect(row()).toMatchObject({ connection: 'c3', away: false, maybe_back: false });
   });
 });
