@@ -12,6 +12,8 @@
  *    10 ms; it speaks itself on question:action). Neither sends its own ovos.utterance.handled (the newest
  *    ovos-workshop next to ovos-core ≥ 2.3.0a1). Every 20th fallback request its socket dies 5 ms after it answered;
  *    it reconnects 30 ms later and does not register again (ovos-bus-client + ovos-workshop).
+ *  - `dead`: an ovos-workshop FallbackSkill `wk.dead` (priority 20) that registers, says it is ready and is then
+ *    killed by the benchmark (SIGKILL): a skill that crashed.
  *
  * Sends `{ ready: true }` once connected and registered; on `stop`, `{ reconnects }` and exits.
  */
@@ -114,8 +116,13 @@ async function legacy(): Promise<void> {
   send(current, frame('ovos.common_query.pong', { skill_id: 'cq.wiki', is_classic_cq: false }, { skill_id: 'cq.wiki' }));
 }
 
+async function dead(): Promise<void> {
+  const socket = await connect(() => {});
+  send(socket, frame('ovos.skills.fallback.register', { skill_id: 'wk.dead', priority: 20 }, {}));
+}
+
 process.on('message', (message: { type?: string }) => {
   if (message.type === 'stop') process.send?.({ reconnects }, () => process.exit(0));
 });
-await (cast === 'legacy' ? legacy() : spec());
+await (cast === 'legacy' ? legacy() : cast === 'dead' ? dead() : spec());
 process.send?.({ ready: true });

@@ -11,6 +11,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { WebSocket } from 'ws';
+import { DEFAULT_CONFIG } from '../../src/config/defaults.js';
 import { startDaemonProcess } from './mixed-load.js';
 import type { Section } from './report.js';
 import { summarize } from './stats.js';
@@ -37,6 +38,8 @@ interface Outcome {
 }
 
 const GRACE_MS = 3_000;
+/** The daemon's fallback ping timeout (it runs with the defaults). */
+const PING_TIMEOUT_MS = DEFAULT_CONFIG.fallback.pingTimeoutMs;
 const PLANS: readonly Plan[] = [
   {
     name: 'spec skills: the same question twice at once and a command, 2 sessions',
@@ -113,6 +116,54 @@ async function drive(url: string, plan: Plan): Promise<Outcome> {
   };
 }
 
+/**
+ * A legacy skill that crashed, then short-lived clients (`npm run say`, a script) between utterances from a front end
+ * connected all along (`front`, open since before any skill: a connection that opens later, and stays, may be a
+ * legacy skill's reconnect, and a dead one then costs its ping timeout until the circuit breaker suspends it). Each
+ * short-lived connection brings the skill back to the pools (it may be its bus client reconnecting); once it has
+ * closed, no utterance may wait the skill's ping timeout. Counts the utterances that did (and the lost).
+ */
+async function deadLegacySkill(url: string, registered: () => number, front: WebSocket): Promise<{ utterances: number; lost: number; waited: number; ms: number[] }> {
+  const before = registered();
+  const child: ChildProcess = fork(new URL('./adversarial-skills-process.js', import.meta.url), [url, 'dead'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  await new Promise((resolve) => child.once('message', resolve));
+  const deadline = Date.now() + 10_000;
+  while (registered() === before && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+  child.kill('SIGKILL');
+  await new Promise((resolve) => child.once('exit', resolve));
+  const waiting = new Map<string, () => void>();
+  front.on('message', (raw) => {
+    const m = JSON.parse(String(raw)) as { type: string; context: Record<string, unknown> };
+    if (m.type === 'ovos.utterance.handled' && typeof m.context['utterance_id'] === 'string') waiting.get(m.context['utterance_id'])?.();
+  });
+  const ms: number[] = [];
+  let lost = 0;
+  const ROUNDS = 10;
+  for (let round = 0; round < ROUNDS; round++) {
+    const brief = new WebSocket(url); // opens, and goes: it was not the skill's bus client
+    await new Promise<void>((resolve, reject) => {
+      brief.once('open', () => resolve());
+      brief.once('error', reject);
+    });
+    brief.close();
+    await new Promise((resolve) => brief.once('close', resolve));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const id = `dead-${round}`;
+    const started = performance.now();
+    const handled = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), 10_000);
+      waiting.set(id, () => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+      front.send(JSON.stringify({ type: 'ovos.utterance.handle', data: { utterances: ['do a cartwheel'] }, context: { session: { session_id: 'study' }, utterance_id: id } }));
+    });
+    if (handled) ms.push(performance.now() - started);
+    else lost += 1;
+  }
+  return { utterances: ROUNDS, lost, waited: ms.filter((t) => t >= PING_TIMEOUT_MS * 0.8).length, ms };
+}
+
 function startSkills(url: string, cast: 'spec' | 'legacy'): Promise<{ stop(): Promise<number> }> {
   const child: ChildProcess = fork(new URL('./adversarial-skills-process.js', import.meta.url), [url, cast], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   return new Promise((resolve, reject) => {
@@ -134,12 +185,18 @@ function startSkills(url: string, cast: 'spec' | 'legacy'): Promise<{ stop(): Pr
 export async function benchAdversarial(): Promise<Section> {
   const daemon = await startDaemonProcess();
   const skills: Array<{ stop(): Promise<number> }> = [];
+  const front = new WebSocket(daemon.url);
   try {
+    await new Promise<void>((resolve, reject) => {
+      front.once('open', () => resolve());
+      front.once('error', reject);
+    });
     skills.push(await startSkills(daemon.url, 'spec'), await startSkills(daemon.url, 'legacy'));
     const deadline = Date.now() + 10_000;
     while (daemon.registered() < 3 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
     const outcomes = await Promise.all(PLANS.map((plan) => drive(daemon.url, plan)));
     const [specReconnects, legacyReconnects] = await Promise.all(skills.splice(0).map((s) => s.stop()));
+    const dead = await deadLegacySkill(daemon.url, () => daemon.registered(), front);
     const rows = outcomes.map((o) => {
       const gap = summarize(o.afterEnd);
       return {
@@ -175,13 +232,16 @@ export async function benchAdversarial(): Promise<Section> {
         `daemon log lines at warn or above: ${daemon.warnings()} (ping timeouts would be among them: the silent fallback skill, at 90, is only asked when nothing before it answers)`,
         'lost = never handled; doubled = more than one ovos.utterance.handled; a question nobody answered ends with the fallback or unmatched, which is not lost',
         'a legacy skill that leaves the handled to the core costs the 1 s grace once, then none; a grace during which its socket dropped teaches nothing, so a client that reconnects often waits it more',
+        `then a legacy fallback skill (priority 20) registered and was killed (SIGKILL), and ${dead.utterances} times a short-lived client connected and left before a command: handled after ${dead.ms.map((t) => t.toFixed(0)).join(', ')} ms; ${dead.waited} waited the ${PING_TIMEOUT_MS} ms ping timeout, ${dead.lost} lost`,
       ],
       checks: [
         { name: 'no utterance lost', ok: lost === 0, detail: `lost ${lost}` },
         { name: 'no utterance handled twice', ok: doubled === 0, detail: `doubled ${doubled}` },
+        { name: 'a crashed legacy skill costs no ping timeout once the short-lived client that brought it back has left', ok: dead.waited === 0 && dead.lost === 0, detail: `waited ${dead.waited}, lost ${dead.lost} of ${dead.utterances}` },
       ],
     };
   } finally {
+    front.close();
     await Promise.all(skills.map((s) => s.stop()));
     await daemon.stop();
   }
