@@ -66,12 +66,18 @@ const PLANS: readonly Plan[] = [
   },
 ];
 
-async function drive(url: string, plan: Plan): Promise<Outcome> {
+/** A websocket client of the daemon, once open. */
+async function openSocket(url: string): Promise<WebSocket> {
   const socket = new WebSocket(url);
   await new Promise<void>((resolve, reject) => {
     socket.once('open', () => resolve());
     socket.once('error', reject);
   });
+  return socket;
+}
+
+async function drive(url: string, plan: Plan): Promise<Outcome> {
+  const socket = await openSocket(url);
   const handled = new Map<string, number>();
   const matched = new Map<string, string>();
   const ended = new Map<string, number>();
@@ -140,11 +146,7 @@ async function deadLegacySkill(url: string, registered: () => number, front: Web
   let lost = 0;
   const ROUNDS = 10;
   for (let round = 0; round < ROUNDS; round++) {
-    const brief = new WebSocket(url); // opens, and goes: it was not the skill's bus client
-    await new Promise<void>((resolve, reject) => {
-      brief.once('open', () => resolve());
-      brief.once('error', reject);
-    });
+    const brief = await openSocket(url); // opens, and goes: it was not the skill's bus client
     brief.close();
     await new Promise((resolve) => brief.once('close', resolve));
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -185,12 +187,8 @@ function startSkills(url: string, cast: 'spec' | 'legacy'): Promise<{ stop(): Pr
 export async function benchAdversarial(): Promise<Section> {
   const daemon = await startDaemonProcess();
   const skills: Array<{ stop(): Promise<number> }> = [];
-  const front = new WebSocket(daemon.url);
+  const front = await openSocket(daemon.url);
   try {
-    await new Promise<void>((resolve, reject) => {
-      front.once('open', () => resolve());
-      front.once('error', reject);
-    });
     skills.push(await startSkills(daemon.url, 'spec'), await startSkills(daemon.url, 'legacy'));
     const deadline = Date.now() + 10_000;
     while (daemon.registered() < 3 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));

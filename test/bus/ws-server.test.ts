@@ -243,7 +243,7 @@ describe('BusServer (ovos-messagebus compatible)', () => {
 });
 
 describe('BusServer protects everyone else from one bad client', () => {
-  it('heartbeat: a client that never answers pings is dropped (heartbeat_timeout), reported closed late; one that answers stays, and its own close is not late', async () => {
+  it('heartbeat, FALLBACK-1 §6.1 (reconnect window): a client that never answers pings is dropped (heartbeat_timeout), reported closed late; one that answers stays, and its own close is not late', async () => {
     const logs = captureLogs();
     const server = await BusServer.start({ host: '127.0.0.1', port: 0, route: '/core', maxFrameBytes: 1024 * 1024, logger: logs.logger, heartbeatMs: 30 });
     cleanups.push(() => server.close());
@@ -264,7 +264,7 @@ describe('BusServer protects everyone else from one bad client', () => {
     expect(closes.items.map((c) => c.late)).toEqual([true, false]);
   });
 
-  it('a peer on another host: its close, whatever ended it, is reported late (a network outage can deliver it after its new connection); loopback is this host', async () => {
+  it('FALLBACK-1 §6.1 (reconnect window): a peer not over loopback: its close, whatever ended it, is reported late (a network outage can deliver it after its new connection); loopback is this host', async () => {
     expect([isLoopback('127.0.0.1'), isLoopback('127.8.9.10'), isLoopback('::1'), isLoopback('::ffff:127.0.0.1')]).toEqual([true, true, true, true]);
     expect([isLoopback('192.0.2.2'), isLoopback('::ffff:10.0.0.1'), isLoopback('fe80::1'), isLoopback('1.127.0.0'), isLoopback(undefined)]).toEqual([false, false, false, false, false]);
     // Over a real socket, through this machine's own non-loopback address when it has one (an address "on another host" as far as the server can tell).

@@ -49,7 +49,7 @@ describe('Supervisor: skills and their connections (README "Dead skills")', () =
     expect(s.logs.filter((l) => Number(l['level']) >= 50)).toEqual([]); // nothing threw on the way
   });
 
-  it('a close only the bus heartbeat noticed reaches the plugins as late (the reconnect window applies to it alone)', async () => {
+  it('FALLBACK-1 §6.1: a close the bus reports late (it may have come after the peer reconnected) reaches the plugins as late; the reconnect window applies to it alone', async () => {
     const s = setup();
     await s.speak('fb.a', 'c1');
     await s.speak('fb.b', 'c2');
