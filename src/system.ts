@@ -62,6 +62,7 @@ export function createContestSystem(options: SystemOptions): ContestSystem {
     matchTimeoutMs: config.orchestrator.matchTimeoutMs,
     // The embedded bus server notices a dead peer within two heartbeats (a missed pong, then the next ping).
     reconnectWindowMs: 2 * config.bus.heartbeatMs,
+    forgetAfterMs: config.fallback.forgetAfterMs,
     ...(options.registryStore === undefined ? {} : { store: options.registryStore }),
   });
   for (const stage of fallback.stages()) orchestrator.register(stage);

@@ -11,6 +11,7 @@ import { fallbackMachine } from '../machines/fallback/fallback.machine.js';
 import { utteranceMachine } from '../machines/utterance/utterance.machine.js';
 import { DEFAULT_CONFIG } from '../src/config/defaults.js';
 import { machineGraph, toDot, toMermaid } from '../src/inspect/diagram.js';
+import { stageBoundMs } from '../src/plugins/fallback/stage-bound.js';
 
 const { fallback, orchestrator, commonQuery } = DEFAULT_CONFIG;
 
@@ -18,6 +19,7 @@ const { fallback, orchestrator, commonQuery } = DEFAULT_CONFIG;
 export const DELAYS: Readonly<Record<string, { readonly key: string; readonly ms: number; readonly clause: string }>> = {
   pingTimeout: { key: 'fallback.pingTimeoutMs', ms: fallback.pingTimeoutMs, clause: 'OVOS-FALLBACK-1 §6.1' },
   matchTimeout: { key: 'orchestrator.matchTimeoutMs', ms: orchestrator.matchTimeoutMs, clause: 'OVOS-PIPELINE-1 §4.4' },
+  stageBound: { key: 'orchestrator.matchTimeoutMs less 5 ms (at most a tenth)', ms: stageBoundMs(orchestrator.matchTimeoutMs), clause: 'OVOS-PIPELINE-1 §4.4 × OVOS-FALLBACK-1 §6.2 (our choice, README: the match bound never throws a yes away)' },
   handlerTimeout: { key: 'orchestrator.handlerTimeoutMs', ms: orchestrator.handlerTimeoutMs, clause: 'OVOS-PIPELINE-1 §8' },
   pollClaimBound: { key: 'commonQuery.pollClaimBoundMs', ms: commonQuery.pollClaimBoundMs, clause: 'OVOS-COMMON-QUERY-1 §6.3' },
   pollWindow: { key: 'commonQuery.pollWindowMs', ms: commonQuery.pollWindowMs, clause: 'OVOS-COMMON-QUERY-1 §6.3, Appendix A' },

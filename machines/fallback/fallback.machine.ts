@@ -15,6 +15,12 @@
  * by its turn is waited for like any other, `pingTimeout` from its turn. So the winner is always the first willing
  * skill in pool order, never the first to answer.
  *
+ * The stage bound (`stageBound`, when `boundMs` is given: the orchestrator's match bound, PIPELINE-1 §4.4, less a
+ * margin so the result still counts) ends the contest while skills are still silent. The silent skills are treated
+ * as at their timeout (§6.1: no reply is `can_handle: false`), so §6.2 selects the first willing skill of those that
+ * did answer, in pool order: a broadcast skill that already said yes is never thrown away for stale skills ahead of
+ * it that never answer. With no such answer the pool is exhausted (`cut` says the bound decided).
+ *
  * No bus here: `sendPing` and `sendBroadcast` are provided from outside (the plugin derives the pings by `reply` /
  * `forward` of the utterance).
  */
@@ -38,9 +44,15 @@ export interface FallbackInput {
   readonly pingTimeoutMs: number;
   /** Skills of the pool asked together by one broadcast when the contest starts (none: every skill its own ping). */
   readonly broadcast?: readonly string[];
+  /** The stage must decide within this many ms of its start (the match bound less a margin); absent: no bound. */
+  readonly boundMs?: number;
 }
 
-export type SkillOutcome = 'willing' | 'declined' | 'timeout' | 'gone';
+/** The delay armed when no stage bound is given: setTimeout's largest (about 24.8 days); a contest never lasts it. */
+export const NO_BOUND_MS = 2_147_483_647;
+
+/** `cut`: still silent (or never asked) when the stage bound fired. */
+export type SkillOutcome = 'willing' | 'declined' | 'timeout' | 'gone' | 'cut';
 
 export interface FallbackContext {
   readonly query: FallbackQuery;
@@ -56,6 +68,11 @@ export interface FallbackContext {
   readonly broadcast: readonly string[];
   /** Answers (can_handle) of broadcast skills received before their turn. */
   readonly early: Readonly<Record<string, boolean>>;
+  readonly boundMs: number;
+  /** The stage bound decided: skills were still silent when it fired. */
+  readonly cut: boolean;
+  /** With `cut`: how many of `outcomes` were recorded before it (the rest were decided by it). */
+  readonly decidedBeforeCut: number;
 }
 
 export type FallbackEvent =
@@ -64,6 +81,8 @@ export type FallbackEvent =
 
 export type FallbackEmitted =
   | { readonly type: 'ping.timeout'; readonly skill_id: string; readonly after_ms: number }
+  /** At the stage bound: skills asked by the broadcast and silent for at least their ping timeout. */
+  | { readonly type: 'ping.timeouts'; readonly skill_ids: readonly string[]; readonly after_ms: number }
   | { readonly type: 'pong.ignored'; readonly skill_id: string; readonly reason: 'duplicate' | 'late' | 'not_awaited' | 'not_in_pool' };
 
 /** The selected skill, or null when every skill declined or stayed silent (§6.2). */
@@ -74,6 +93,15 @@ const current = (context: FallbackContext): string | undefined => context.pool[c
 const earlyAnswer = (context: FallbackContext): boolean | undefined => {
   const skill = current(context);
   return skill !== undefined && Object.hasOwn(context.early, skill) ? context.early[skill] : undefined;
+};
+
+/** At the stage bound: the index of the first skill from the current one on that already said yes; -1 when none did. */
+const willingAhead = (context: FallbackContext): number => {
+  for (let i = context.index; i < context.pool.length; i++) {
+    const skill = context.pool[i]!;
+    if (!context.gone.includes(skill) && context.early[skill] === true) return i;
+  }
+  return -1;
 };
 
 /** The index of the next skill to ask after `index`, skipping unreachable ones; `pool.length` when none is left. */
@@ -109,11 +137,39 @@ export const fallbackMachine = setup({
       ],
     }),
     advance: assign({ index: ({ context }) => nextIndex(context, context.index) }),
+    /**
+     * The stage bound fired: the skills still silent up to the first one that said yes (or to the end) are recorded as
+     * `cut` (§6.1: no reply counts as can_handle false); that one, if any, as willing. `index` stays at the skill that
+     * was awaited.
+     */
+    cutAtBound: assign(({ context }) => {
+      const chosen = willingAhead(context);
+      const last = chosen === -1 ? context.pool.length - 1 : chosen;
+      const outcomes = [...context.outcomes];
+      for (let i = context.index; i <= last; i++) {
+        const skill = context.pool[i]!;
+        if (context.gone.includes(skill)) continue;
+        if (i === chosen) outcomes.push({ skill_id: skill, outcome: 'willing' });
+        else if (context.early[skill] === false) outcomes.push({ skill_id: skill, outcome: 'declined' });
+        else outcomes.push({ skill_id: skill, outcome: 'cut' });
+      }
+      return { outcomes, cut: true, decidedBeforeCut: context.outcomes.length };
+    }),
     markGone: assign({ gone: ({ context, event }) => [...context.gone, eventOf(event, 'GONE').skill_id] }),
     reportTimeout: emit(({ context }) => ({
       type: 'ping.timeout' as const,
       skill_id: current(context) ?? '',
       after_ms: context.pingTimeoutMs,
+    })),
+    /**
+     * At the stage bound: broadcast skills asked at the start and silent all along have had their whole ping timeout
+     * (when the bound is at least that long) — reported as timed out, as at their turn (`ping.timeouts`, maybe none).
+     */
+    reportCutTimeouts: emit(({ context }) => ({
+      type: 'ping.timeouts' as const,
+      skill_ids:
+        context.boundMs < context.pingTimeoutMs ? [] : context.outcomes.filter((o) => o.outcome === 'cut' && context.broadcast.includes(o.skill_id)).map((o) => o.skill_id),
+      after_ms: context.boundMs,
     })),
     reportIgnored: emit(({ context, event }) => {
       const earlier = context.outcomes.find((o) => o.skill_id === event.skill_id);
@@ -127,6 +183,8 @@ export const fallbackMachine = setup({
   },
   guards: {
     poolEmpty: ({ context }) => context.pool.length === 0,
+    /** At the stage bound: a skill from the current one on already said yes. */
+    willingAhead: ({ context }) => willingAhead(context) !== -1,
     fromAwaitedSkill: ({ context, event }) => event.skill_id === current(context),
     willing: ({ event }) => eventOf(event, 'PONG').can_handle,
     hasNext: ({ context }) => nextIndex(context, context.index) < context.pool.length,
@@ -141,6 +199,7 @@ export const fallbackMachine = setup({
   },
   delays: {
     pingTimeout: ({ context }) => context.pingTimeoutMs,
+    stageBound: ({ context }) => context.boundMs,
   },
 }).createMachine({
   id: 'fallback',
@@ -153,9 +212,19 @@ export const fallbackMachine = setup({
     gone: [],
     broadcast: (input.broadcast ?? []).filter((skill) => input.pool.includes(skill)),
     early: {},
+    boundMs: input.boundMs ?? NO_BOUND_MS,
+    cut: false,
+    decidedBeforeCut: 0,
   }),
   // A skill that becomes unreachable before its turn is skipped when its turn comes.
   on: { GONE: { actions: 'markGone' } },
+  // PIPELINE-1 §4.4 × §6.1–6.2: the stage decides before the match bound, with what the skills have said by then.
+  after: {
+    stageBound: [
+      { guard: 'willingAhead', target: '.matched', actions: ['cutAtBound', 'reportCutTimeouts'] },
+      { target: '.exhausted', actions: ['cutAtBound', 'reportCutTimeouts'] },
+    ],
+  },
   initial: 'start',
   states: {
     start: {

@@ -45,6 +45,12 @@ export class BusClientError extends Error {
   }
 }
 
+/**
+ * Until the bus has been up once (a daemon or skill started before the bus, as systemd may start them), connecting
+ * is retried this often, so the bus is joined within about this of it coming up; backoff is for a bus that went away.
+ */
+export const FIRST_JOIN_RETRY_MS = 100;
+
 /** How long `close` waits for the server's close frame before cutting the socket. */
 const CLOSE_GRACE_MS = 1000;
 const FRAME_LOG_CHARS = 200;
@@ -61,6 +67,8 @@ export class BusClient implements Bus {
   #up = false;
   #closed = false;
   #attempt = 0;
+  /** The bus has been up at least once (FIRST_JOIN_RETRY_MS until then). */
+  #everUp = false;
   /** Set before we cut the socket ourselves, so the `close` event reports why. */
   #downReason: BusDownReason | undefined;
   #reconnectTimer: ReturnType<typeof setTimeout> | undefined;
@@ -179,7 +187,9 @@ export class BusClient implements Bus {
       // Aborting a handshake in `close` raises an error that is ours, not news.
       if (this.#closed) return;
       // A failed (re)connect attempt is expected while the bus is away: one info line, no stack.
-      if (!this.#up) this.#logger.info({ reason: 'connect_failed', url: this.#options.url, code: error.code, detail: error.message }, 'bus not reachable');
+      if (!this.#up) {
+        if (this.#logsAttempt()) this.#logger.info({ reason: 'connect_failed', url: this.#options.url, code: error.code, detail: error.message, attempt: this.#attempt + 1 }, 'bus not reachable');
+      }
       else this.#logger.warn({ reason: 'error', url: this.#options.url, code: error.code, err: error }, 'bus socket error');
     });
     socket.on('close', (code: number) => this.#onClose(socket, code));
@@ -188,6 +198,7 @@ export class BusClient implements Bus {
   #onOpen(socket: WebSocket): void {
     if (socket !== this.#socket) return;
     this.#up = true;
+    this.#everUp = true;
     this.#attempt = 0;
     this.#logger.info({ url: this.#options.url }, 'bus connected');
     this.#startHeartbeat(socket);
@@ -210,13 +221,20 @@ export class BusClient implements Bus {
     if (!this.#closed) this.#scheduleReconnect();
   }
 
+  /** Before the first join, retries are frequent: only attempts 1, 2, 4, 8, … are logged. */
+  #logsAttempt(): boolean {
+    const attempt = this.#attempt + 1;
+    return this.#everUp || (attempt & (attempt - 1)) === 0;
+  }
+
   #scheduleReconnect(): void {
     const { reconnectInitialMs, reconnectMaxMs } = this.#options;
-    // Full jitter: uniform over [0, min(cap, base * 2^attempt)).
+    // Never up yet: a steady short retry. Then full jitter: uniform over [0, min(cap, base * 2^attempt)).
     const ceilingMs = Math.min(reconnectMaxMs, reconnectInitialMs * 2 ** this.#attempt);
-    const delayMs = Math.round(this.#random() * ceilingMs);
+    const delayMs = this.#everUp ? Math.round(this.#random() * ceilingMs) : Math.min(FIRST_JOIN_RETRY_MS, reconnectInitialMs);
+    const log = this.#logsAttempt();
     this.#attempt += 1;
-    this.#logger.info({ url: this.#options.url, attempt: this.#attempt, delay_ms: delayMs }, 'bus reconnect scheduled');
+    if (log) this.#logger.info({ url: this.#options.url, attempt: this.#attempt, delay_ms: delayMs }, 'bus reconnect scheduled');
     this.#reconnectTimer = setTimeout(() => {
       this.#reconnectTimer = undefined;
       if (!this.#closed) this.#open();

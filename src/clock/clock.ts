@@ -1,11 +1,15 @@
 /**
  * The one clock every actor uses. XState v5 accepts `{ setTimeout, clearTimeout }` as `createActor(…, { clock })`;
- * we add `now()` (epoch milliseconds) so machines and the orchestrator never read `Date.now()` themselves.
+ * we add `now()` (epoch milliseconds) so machines and the orchestrator never read `Date.now()` themselves, and
+ * `monotonic()` for intervals that must not move when the wall clock is stepped (at boot, by NTP).
  */
 export type TimerId = unknown;
 
 export interface Clock {
+  /** Wall-clock time, epoch ms: for what outlives the process or is shown to people. */
   now(): number;
+  /** Milliseconds on a clock that never steps (its origin is arbitrary): for measuring intervals. */
+  monotonic(): number;
   setTimeout(fn: () => void, ms: number): TimerId;
   clearTimeout(id: TimerId): void;
 }
@@ -25,6 +29,7 @@ interface SystemTimer {
  */
 export const systemClock: Clock = {
   now: () => Date.now(),
+  monotonic: () => performance.now(),
   setTimeout: (fn, ms) => {
     const handle: SystemTimer = { timer: undefined, immediate: undefined };
     handle.timer = setTimeout(() => {

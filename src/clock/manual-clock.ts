@@ -28,6 +28,11 @@ export class ManualClock implements Clock {
     return this.#now;
   }
 
+  /** The same time as `now()`: a manual clock never steps but by `advance`. */
+  monotonic(): number {
+    return this.#now;
+  }
+
   setTimeout(fn: () => void, ms: number): TimerId {
     const id = ++this.#seq;
     this.#push({ id, due: this.#now + Math.max(0, ms), fn });

@@ -236,14 +236,17 @@ const fallback = section({
     .describe('registry bound (§3.4): sessions other than "default" that may hold session-scoped registrations'),
   registryFile: matching(/^\S.*$/, 'a file path, or null to keep no registry on disk')
     .nullable()
-    .default('$STATE/fallback-registry.json')
+    .default('$STATE/fallback-registry-$BUS.json')
     .describe(
-      'keep fallback registrations across restarts in this file ($STATE/ = $XDG_STATE_HOME/ovos-contests/, default ~/.local/state/ovos-contests/); null: nowhere',
+      'keep fallback registrations across restarts in this file, one per bus ($STATE/ = $XDG_STATE_HOME/ovos-contests/, default ~/.local/state/ovos-contests/; $BUS = the bus served or joined, e.g. 127.0.0.1-8181-core); null: nowhere',
     )
     .register(CONFIG_KEY_META, {
       flag: { name: '--registry-file', arg: 'FILE', env: 'OVOS_CONTESTS_REGISTRY_FILE' },
       switches: [{ flag: '--no-registry-file', value: null, help: 'keep no registrations on disk (a restart forgets skills that do not register again)' }],
     }),
+  forgetAfterMs: intIn(60_000)
+    .default(30 * 24 * 3_600_000)
+    .describe('a registration not heard from for this long is forgotten (a skill uninstalled without deregistering), at start and while running'),
 }).describe('the fallback pipeline plugin (OVOS-FALLBACK-1)');
 
 /** One language's gate words: both lists, no defaults (a language added in a config file gives both). */

@@ -46,22 +46,44 @@ function clientOf(url: string, config: Config, logger: Logger): BusClient {
   });
 }
 
-/** Registrations not heard from for this long are forgotten at start (a skill uninstalled without deregistering). */
-const FORGET_AFTER_MS = 30 * 24 * 3_600_000;
+/**
+ * The name of a bus in a file name: the embedded bus's host, port (the one bound, for port 0) and route
+ * (`127.0.0.1-8181-core`), or the joined bus's URL (`ws-10.0.0.5-8181-core`). Two buses never share one.
+ */
+export function busKey(bus: { readonly url: string | null; readonly host: string; readonly route: string }, port: number): string {
+  let parts: string[];
+  if (bus.url === null) parts = [bus.host, String(port), bus.route];
+  else {
+    const url = new URL(bus.url);
+    parts = [url.protocol.replace(/:$/, ''), url.hostname, url.port === '' ? (url.protocol === 'wss:' ? '443' : '80') : url.port, url.pathname + url.search];
+  }
+  return parts
+    .map((part) => part.replace(/[^A-Za-z0-9._]+/g, '_').replace(/^_+|_+$/g, ''))
+    .filter((part) => part !== '')
+    .join('-');
+}
 
-/** `fallback.registryFile` with `$STATE/` expanded to `$XDG_STATE_HOME/ovos-contests/` (default ~/.local/state). */
-export function registryPath(file: string, env: NodeJS.ProcessEnv = process.env): string {
-  if (!file.startsWith('$STATE/')) return file;
+/**
+ * `fallback.registryFile` with `$STATE/` expanded to `$XDG_STATE_HOME/ovos-contests/` (default ~/.local/state) and
+ * `$BUS` to `busKey`: one registry per bus, so two daemons of one user never restore each other's skills.
+ */
+export function registryPath(file: string, bus: string, env: NodeJS.ProcessEnv = process.env): string {
+  const named = file.replaceAll('$BUS', bus);
+  if (!named.startsWith('$STATE/')) return named;
   const base = env['XDG_STATE_HOME'] !== undefined && env['XDG_STATE_HOME'] !== '' ? env['XDG_STATE_HOME'] : join(homedir(), '.local', 'state');
-  return join(base, 'ovos-contests', file.slice('$STATE/'.length));
+  return join(base, 'ovos-contests', named.slice('$STATE/'.length));
 }
 
 export async function startDaemon(config: Config, logger: Logger): Promise<Daemon> {
   const closers: Array<() => Promise<void>> = [];
-  // The registry survives restarts (issue 11): skills that registered before are asked again at once.
-  const store = config.fallback.registryFile === null
-    ? undefined
-    : RegistryStore.open(registryPath(config.fallback.registryFile), { logger: logger.child({ component: 'registry-store' }), forgetAfterMs: FORGET_AFTER_MS });
+  // The registry survives restarts, one file per bus: skills that registered before are asked again once they may be
+  // on the bus (README, "Liveness and restarts").
+  let store: RegistryStore | undefined;
+  const openStore = (port: number): void => {
+    if (config.fallback.registryFile === null) return;
+    const file = registryPath(config.fallback.registryFile, busKey(config.bus, port));
+    store = RegistryStore.open(file, { logger: logger.child({ component: 'registry-store' }), forgetAfterMs: config.fallback.forgetAfterMs });
+  };
   let url: string;
   let system: ContestSystem;
   let clients: (() => number) | undefined;
@@ -79,6 +101,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   if (config.bus.url !== null) {
     const client = clientOf(config.bus.url, config, logger.child({ component: 'bus-client' }));
     url = config.bus.url;
+    openStore(config.bus.port);
     // The system subscribes before the first connection so it sees that first "up" too.
     system = systemOn(client);
     closers.push(() => client.close());
@@ -89,6 +112,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   } else {
     const server = await BusServer.start({ ...config.bus, logger: logger.child({ component: 'bus' }) }); // heartbeatMs included
     url = server.url;
+    openStore(server.port);
     system = systemOn(server);
     clients = () => server.clientCount;
     closers.push(() => server.close());

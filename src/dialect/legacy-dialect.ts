@@ -97,7 +97,7 @@ export function classifyLegacy(message: Message): Classified {
       }
       const canHandle = data['can_handle'];
       if (typeof canHandle !== 'boolean') return fail('fallback.pong', 'can_handle_invalid');
-      return { ok: true, inbound: { kind: 'fallback.pong', skill_id: skillId, can_handle: canHandle } };
+      return { ok: true, inbound: { kind: 'fallback.pong', skill_id: skillId, can_handle: canHandle, legacy: true } };
     }
     case legacyTopics.utteranceHandled:
       return { ok: true, inbound: { kind: 'utterance.handled' } };

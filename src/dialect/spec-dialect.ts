@@ -51,7 +51,8 @@ export type Inbound =
   | { readonly kind: 'fallback.register'; readonly skill_id: string; readonly priority: number; readonly legacy?: true }
   /** `context_skill_id`: the plugin decides who may deregister (§3.2 does not require context.skill_id). */
   | { readonly kind: 'fallback.deregister'; readonly skill_id: string; readonly context_skill_id: string | undefined; readonly legacy?: true }
-  | { readonly kind: 'fallback.pong'; readonly skill_id: string; readonly can_handle: boolean }
+  /** `legacy`: the broadcast pong of an ovos-workshop skill (its skill may be one that never registered with us). */
+  | { readonly kind: 'fallback.pong'; readonly skill_id: string; readonly can_handle: boolean; readonly legacy?: true }
   | {
       readonly kind: 'common_query.pong';
       readonly skill_id: string;

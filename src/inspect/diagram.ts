@@ -108,10 +108,15 @@ export function machineGraph(machine: AnyStateMachine): MachineGraph {
   };
   visit(root, null);
   const global: string[] = [];
+  // Transitions of the machine itself (taken in whatever state it is): event [guard] / actions → target.
   for (const [eventType, list] of root.transitions) {
+    const after = root.after.find((a) => a.eventType === eventType);
+    if (after !== undefined && typeof after.delay === 'string' && !delays.includes(after.delay)) delays.push(after.delay);
     for (const t of list) {
+      const guard = guardName(t.guard);
       const actions = t.actions.map(actionName).filter((a): a is string => a !== undefined);
-      global.push(`${eventType}${actions.length ? ` / ${actions.join(', ')}` : ''}`);
+      const targets = (t.target ?? []).map((target) => target.key);
+      global.push([eventLabel(root, eventType), guard === undefined ? '' : `[${guard}]`, actions.length ? `/ ${actions.join(', ')}` : '', targets.length ? `→ ${targets.join(', ')}` : ''].filter(Boolean).join(' '));
     }
   }
   return { id: root.id, states, initials, edges: edgeList, global, delays };

@@ -33,11 +33,13 @@ export interface RegistryRow {
   readonly dialect: 'spec' | 'legacy';
   /** The client connection it registered over; null in process, on a foreign bus (no connection identity), or unbound. */
   readonly connection: string | null;
-  /** Legacy, its connection closed, and no client connection it might be on is open: in no pool until one opens. */
+  /** In no pool: its connection closed (or it was restored) and no client connection it might be on is open, or dormant. */
   readonly away: boolean;
+  /** Away after a missed ping while not heard from (or restored so): back only once its skill is heard from. */
+  readonly dormant: boolean;
   /**
-   * Legacy, its connection closed, back in the pools but not heard from since: it may be on a connection opened since
-   * (its bus client reconnecting), and is away again if they all close first.
+   * Not heard from since its connection closed (or a restart), back in the pools on probation: it may be on a
+   * connection opened since (its bus client reconnecting); away again if they all close first, dormant after a missed ping.
    */
   readonly maybe_back: boolean;
   /** Circuit breaker: `open` = suspended from every pool. */
@@ -65,7 +67,8 @@ export function systemView(system: ContestSystem): SystemView {
       dialect: entry.legacy ? 'legacy' : 'spec',
       connection: entry.connection ?? null,
       away: entry.away === true,
-      maybe_back: entry.backSince !== undefined,
+      dormant: entry.dormant === true,
+      maybe_back: entry.unheard === true && entry.away !== true,
       breaker: system.fallback.breaker.state(entry.skillId),
     };
   });

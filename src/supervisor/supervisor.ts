@@ -152,6 +152,7 @@ export class Supervisor {
   /** skill_ids whose latest connection closed and that have not spoken since (bounded, oldest forgotten first). */
   readonly #gone = new Set<string>();
   #closedHandlers: ConnectionClosedHandler[] = [];
+  #heardHandlers: Array<(skillId: string, connection: string | undefined) => void> = [];
   #observers: SupervisorObserver[] = [];
   readonly #refusalHandlers = new Map<InboundKind, Array<(message: Message, reason: DropReason) => void>>();
   /** Refused fallback registrations: at most one warn per reason and skill per minute. */
@@ -183,6 +184,17 @@ export class Supervisor {
     this.#closedHandlers = [...this.#closedHandlers, handler];
     return () => {
       this.#closedHandlers = this.#closedHandlers.filter((h) => h !== handler);
+    };
+  }
+
+  /**
+   * Hear of every skill that speaks for itself (any message we consume that names its skill_id, but a deregistration;
+   * valid or not for its session), with the connection it arrived on (undefined without connection identity): it is on the bus.
+   */
+  onSkillHeard(handler: (skillId: string, connection: string | undefined) => void): Unsubscribe {
+    this.#heardHandlers = [...this.#heardHandlers, handler];
+    return () => {
+      this.#heardHandlers = this.#heardHandlers.filter((h) => h !== handler);
     };
   }
 
@@ -324,6 +336,17 @@ export class Supervisor {
     }
     const { inbound } = classified;
     this.#learnPeer(inbound, message);
+    // A deregistration is a skill leaving, not a sign that it is there.
+    if ('skill_id' in inbound && inbound.kind !== 'fallback.deregister' && this.#heardHandlers.length > 0) {
+      const connection = this.connectionOf(message);
+      for (const handler of this.#heardHandlers) {
+        try {
+          handler(inbound.skill_id, connection);
+        } catch (error) {
+          this.logger.error({ err: error, reason: 'service_threw', type: message.type }, 'skill-heard handler threw');
+        }
+      }
+    }
     const sessionId = sessionIdOf(message);
     if (sessionId === undefined) {
       // OVOS-SESSION-1 §2.5: never substitute the default session; tell the sender why its message went nowhere
@@ -429,6 +452,14 @@ export class Supervisor {
         this.logger.error({ err: error, type: message.type, reason: 'service_threw' }, 'refusal handler threw');
       }
     }
+  }
+
+  /**
+   * An id in this supervisor's contest-id space that no contest will ever have: a message stamped with it (a probe
+   * that expects answers but no contest) gets its replies dropped quietly as `finished_contest`.
+   */
+  reserveId(kind: string): string {
+    return `${kind}:${this.#prefix}.${++this.#seq}`;
   }
 
   /** Spawn one contest actor, route its replies, forget it when it finishes. */

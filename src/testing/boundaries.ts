@@ -4,6 +4,7 @@
  * lists the delays of every machine and fails when one has no entry here, so a new delay cannot go untested.
  */
 import type { Config } from '../config/defaults.js';
+import { stageBoundMs } from '../plugins/fallback/stage-bound.js';
 import { gateAccepts } from './gate-verdict.js';
 import { expectedMarks, initialWindowOf, settleOf, type Marks } from './model.js';
 import type { CommonQuerySkillScript, FallbackSkillScript, SkillScript, TimingScenario } from './scenario.js';
@@ -78,6 +79,17 @@ export const DELAY_BOUNDARIES: Readonly<Record<string, DelayBoundary>> = {
       const s = fallbackOnly(skill);
       const M = config.orchestrator.matchTimeoutMs;
       return s === null ? null : { T: M, at: (ms) => ({ ...s, pongAfterMs: ms }), config: { ...config, fallback: { ...config.fallback, pingTimeoutMs: M + 1 } } };
+    },
+  },
+  stageBound: {
+    machine: 'fallback',
+    clause: 'OVOS-PIPELINE-1 §4.4 × OVOS-FALLBACK-1 §6.2 stage bound',
+    // The skill's pong at the fallback stage's own bound (just before the match bound); the ping timeout lifted past
+    // the match bound so the stage bound is what decides. A legacy skill's pong counts from the broadcast.
+    place: (config, skill) => {
+      const s = fallbackOnly(skill);
+      const M = config.orchestrator.matchTimeoutMs;
+      return s === null ? null : { T: stageBoundMs(M), at: (ms) => ({ ...s, pongAfterMs: ms }), config: { ...config, fallback: { ...config.fallback, pingTimeoutMs: M + 1 } } };
     },
   },
   handlerTimeout: {

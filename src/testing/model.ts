@@ -9,6 +9,7 @@
  * closes at d (`disconnectAtMs`) closes before anything else due at d, and the skill sends nothing from d on.
  */
 import type { Config } from '../config/defaults.js';
+import { stageBoundMs } from '../plugins/fallback/stage-bound.js';
 import type { CommonQuerySkillScript, FallbackSkillScript, TimingScenario } from './scenario.js';
 
 type CollectionConfig = Pick<Config['commonQuery'], 'collectionAllowanceMs' | 'collectionInitialMs' | 'collectionCeilingMs'>;
@@ -90,8 +91,10 @@ export interface Marks {
 
 /**
  * OVOS-FALLBACK-1 §6.1–§6.2: skills asked one at a time in pool order; a pong before the ping timeout decides
- * (willing wins, a decline moves on at once), silence moves on at the timeout. PIPELINE-1 §4.4: the stage's match
- * is cut at its bound (a cut at the same instant as a timeout comes first: it was armed first).
+ * (willing wins, a decline moves on at once), silence moves on at the timeout. PIPELINE-1 §4.4: the stage decides at
+ * its bound, `stageBoundMs(matchTimeoutMs)` after it starts (a bound at the same instant as a timeout comes first: it
+ * was armed first): the skills still silent count as can_handle false, and the first skill from the awaited one on, in
+ * pool order, that has already said yes wins (README "The match bound never throws a yes away"); with none, None.
  *
  * Legacy skills (README "Legacy fallback skills") are all asked by one broadcast when the stage starts, so a legacy
  * skill's pong is due `pongAfterMs` after the stage's start, not after its turn; the order of decision stays the
@@ -100,15 +103,27 @@ export interface Marks {
  */
 function fallbackStage(config: Config, stage: string, start: number, skills: readonly FallbackSkillScript[], trail: string[], { turns }: Marks): StageEnd {
   const T = config.fallback.pingTimeoutMs;
-  const cut = start + config.orchestrator.matchTimeoutMs;
+  const cut = start + stageBoundMs(config.orchestrator.matchTimeoutMs);
   let t = start;
   const pool = fallbackPool(config, stage, skills).filter((s) => spoken(config, s));
   if (pool.some((s) => s.dialect === 'legacy' && (s.disconnectAtMs ?? Infinity) > start)) trail.push(`${stage}: one broadcast ovos.skills.fallback.ping at ${start} ms asks its legacy skills at once (README, Legacy fallback skills)`);
-  for (const skill of pool) {
-    if (t >= cut) break;
+  /** At the bound: the first skill from `from` on that has already answered the broadcast with yes, still connected. */
+  const atBound = (from: number, awaited: string | undefined): StageEnd => {
+    for (const skill of pool.slice(from)) {
+      const pong = skill.pongAfterMs ?? FALLBACK_DEFAULTS.pongAfterMs;
+      if (skill.dialect !== 'legacy' || pong === 'never' || (skill.disconnectAtMs ?? Infinity) <= cut) continue;
+      if (start + pong >= cut || !(skill.willing ?? FALLBACK_DEFAULTS.willing)) continue;
+      trail.push(`${stage}: the stage bound at ${cut} ms${awaited === undefined ? '' : ` while ${awaited} is awaited`}: ${skill.skill_id} had said yes at ${start + pong} ms — the first willing in pool order, the silent ones ahead count as can_handle false (OVOS-PIPELINE-1 §4.4, OVOS-FALLBACK-1 §6.2)`);
+      return { winner: skill.skill_id, at: cut };
+    }
+    trail.push(`${stage}: the stage bound cuts the stage at ${cut} ms${awaited === undefined ? '' : ` while ${awaited} is awaited`}, nobody has said yes → None (OVOS-PIPELINE-1 §4.4)`);
+    return { winner: null, at: cut };
+  };
+  for (const [index, skill] of pool.entries()) {
+    if (t >= cut) return atBound(index, undefined);
     const gone = skill.disconnectAtMs ?? Infinity;
     if (gone <= t) {
-      // README "Dead skills": a closed connection takes its registrations with it — no longer in the pool.
+      // README "Dead skills": a skill whose connection closed is in no pool (away) — not asked.
       trail.push(`${stage}: ${skill.skill_id}'s connection closed at ${gone} ms, before its turn — not asked (README, Dead skills)`);
       continue;
     }
@@ -133,17 +148,11 @@ function fallbackStage(config: Config, stage: string, start: number, skills: rea
       t = gone;
       continue;
     }
-    if (cut <= deadline) {
-      trail.push(`${stage}: the match bound cuts the stage at ${cut} ms while ${skill.skill_id} is awaited (OVOS-PIPELINE-1 §4.4)`);
-      return { winner: null, at: cut };
-    }
+    if (cut <= deadline) return atBound(index + 1, skill.skill_id);
     trail.push(`${stage}: ${skill.skill_id} silent until its ping timeout ${deadline} ms — treated as can_handle false (§6.1)`);
     t = deadline;
   }
-  if (t >= cut) {
-    trail.push(`${stage}: cut by the match bound at ${cut} ms (OVOS-PIPELINE-1 §4.4)`);
-    return { winner: null, at: cut };
-  }
+  if (t >= cut) return atBound(pool.length, undefined);
   trail.push(`${stage}: pool exhausted at ${t} ms → None (§6.2)`);
   return { winner: null, at: t };
 }

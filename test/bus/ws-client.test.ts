@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { BusStatus } from '../../src/bus/bus.js';
 import { createMessage, type Message } from '../../src/bus/message.js';
-import { BusClient, BusClientError, type BusClientOptions } from '../../src/bus/ws-client.js';
+import { BusClient, FIRST_JOIN_RETRY_MS, BusClientError, type BusClientOptions } from '../../src/bus/ws-client.js';
 import { BusServer } from '../../src/bus/ws-server.js';
 import type { Logger } from '../../src/log/logger.js';
 import { GUARD_MS, Recorder } from '../support/recorder.js';
@@ -237,13 +237,32 @@ describe('BusClient', () => {
     expect(next.delay_ms).toBe(20);
   });
 
-  it('reconnect: full jitter scales the delay by random()', async () => {
-    const port = await freePort();
-    const { client, logs } = makeClient(`ws://127.0.0.1:${port}/core`, { random: () => 0.5 });
-    client.connect();
+  it('reconnect: full jitter scales the delay by random() once the bus has been up', async () => {
+    const server = await startServer();
+    const { client, logs } = await connected(server.url, { random: () => 0.5 });
+    await server.close();
     await logs.waitFor((l) => l.msg === 'bus reconnect scheduled' && l.attempt === 3, 'third attempt');
     const delays = logs.items.filter((l) => l.msg === 'bus reconnect scheduled').map((l) => l.delay_ms);
     expect(delays.slice(0, 3)).toEqual([10, 20, 40]);
+    expect(client.connected).toBe(false);
+  });
+
+  it('first join: a bus never up yet (started after us, as systemd may) is retried every 100 ms, not with backoff, and logged at attempts 1, 2, 4, 8 only', async () => {
+    const port = await freePort();
+    const { client, logs, statuses } = makeClient(`ws://127.0.0.1:${port}/core`, { reconnectInitialMs: 500, reconnectMaxMs: 30_000 });
+    client.connect();
+    await logs.waitFor((l) => l.msg === 'bus reconnect scheduled' && l.attempt === 8, 'eighth attempt');
+    const scheduled = logs.items.filter((l) => l.msg === 'bus reconnect scheduled');
+    expect(scheduled.map((l) => l.attempt)).toEqual([1, 2, 4, 8]);
+    expect(scheduled.every((l) => l.delay_ms === FIRST_JOIN_RETRY_MS)).toBe(true);
+    expect(logs.items.filter((l) => l.reason === 'connect_failed').map((l) => l.attempt)).toEqual([1, 2, 4, 8]);
+    // The bus comes up: joined at the next retry.
+    const server = await startServer(port);
+    await statuses.waitFor((s) => s.up, 'up');
+    await server.close();
+    // Once it has been up, a bus that goes away is retried with backoff (500 ms × random 1 the first time).
+    const first = await logs.waitFor((l) => l.msg === 'bus reconnect scheduled' && l.delay_ms !== FIRST_JOIN_RETRY_MS, 'backoff');
+    expect(first.delay_ms).toBe(500);
   });
 
   it('heartbeat: a bus that never answers pings is cut (heartbeat_timeout) and reconnected to', async () => {

@@ -183,6 +183,13 @@ describe('the inspector\'s registry view', () => {
     h.bus.openConnection('c3');
     h.bus.publish(createMessage('ovos.skills.fallback.pong', { skill_id: 'wiki.fb', can_handle: false }, { session: { session_id: 's9' }, utterance_id: 'elsewhere' }), 'c3'); // a pong to a broadcast: heard
     await h.settle();
-    expect(row()).toMatchObject({ connection: 'c3', away: false, maybe_back: false });
+    expect(row()).toMatchObject({ connection: 'c3', away: false, maybe_back: false, dormant: false });
+    // Its connection closes, one opens, and it misses its ping there: dormant (away, back only once heard).
+    h.bus.closeConnection('c3');
+    h.bus.openConnection('c4');
+    await h.settle();
+    h.utter('do a barrel roll', { session: { session_id: 's1' } });
+    await h.advance(h.system.config.fallback.pingTimeoutMs);
+    expect(row()).toMatchObject({ connection: null, away: true, maybe_back: false, dormant: true });
   });
 });

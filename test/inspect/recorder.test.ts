@@ -150,13 +150,17 @@ describe('inspector recorder', () => {
         { stage: 'fallback_low', why: 'no_match' },
       ],
     });
-    // A stage that ran into the match bound (OVOS-PIPELINE-1 §4.4) says so.
+    // A fallback stage that ran into its stage bound (OVOS-PIPELINE-1 §4.4, 5 ms before the match bound) declines
+    // itself, and its timeline says when and why.
     const slow = createHarness(withConfig((c) => ({ ...c, orchestrator: { ...c.orchestrator, matchTimeoutMs: 300 } })), { recorder: {} });
     timedFallbackSkill(slow, 'silent.skill', 10, 'never');
     await slow.settle();
+    slow.recorder!.setDetailed(true);
     slow.utter('do a barrel roll');
     await slow.advance(1_500);
-    expect(slow.recorder!.utterances()[0]!.decision?.declined[0]).toEqual({ stage: 'fallback_high', why: 'timeout' });
+    const cut = slow.recorder!.utterances()[0]!;
+    expect(cut.decision?.declined[0]).toEqual({ stage: 'fallback_high', why: 'no_match' });
+    expect(cut.timeline.filter((e) => e.kind === 'timeout')).toEqual([{ at: 295, kind: 'timeout', type: 'stageBound', contest: 'fallback/fallback_high' }]);
   });
 
   it('a reply no utterance owns is listed among the strays with its reason code; utterances are not touched', async () => {

@@ -82,6 +82,10 @@ class TrackingClock implements Clock {
     return systemClock.now();
   }
 
+  monotonic(): number {
+    return systemClock.monotonic();
+  }
+
   setTimeout(fn: () => void, ms: number): TimerId {
     const id = ++this.#next;
     const handle = setTimeout(() => {
@@ -237,8 +241,8 @@ describe('the daemon as a client of an existing bus (--bus URL)', () => {
       [UTTERANCE],
     );
     await skill.waitFor((message) => message.type === `${SILENT_SKILL}.fallback.ping` && utteranceIdOf(message) === 'timers-1', 'the ping');
-    // Armed now: the utterance's match bound and the fallback contest's ping timeout.
-    expect(clock.armed.sort((a, b) => a - b)).toEqual([NEVER_MS, 2 * NEVER_MS]);
+    // Armed now: the fallback contest's ping timeout and stage bound (5 ms before it), and the utterance's match bound.
+    expect(clock.armed.sort((a, b) => a - b)).toEqual([NEVER_MS, 2 * NEVER_MS - 5, 2 * NEVER_MS]);
 
     await server.close();
     expect(await within(record!.done, GUARD_MS, 'the orchestrator promise')).toBeNull();

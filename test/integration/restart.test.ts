@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMessage, reply } from '../../src/bus/message.js';
-import { registryPath, startDaemon, type Daemon } from '../../src/daemon/daemon.js';
+import { busKey, registryPath, startDaemon, type Daemon } from '../../src/daemon/daemon.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { REGISTRY_FORMAT, RegistryStore } from '../../src/plugins/fallback/registry-store.js';
 import { Probe, captureLogs, configWith, freePort } from './probe.js';
@@ -69,47 +69,58 @@ const storedSkills = (file: string): string[] =>
   existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { entries: Array<{ skill_id: string }> }).entries.map((e) => e.skill_id).sort() : [];
 
 describe('restart', () => {
-  it('a skill that registered once is asked again after a restart, without registering again; a deregistration is kept too', async () => {
+  it('FALLBACK-1 §3.1: after a restart a legacy skill that registered once is asked again without registering; a spec one once heard from (the SDK registers again); a deregistration is kept too', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ovos-registry-'));
     const file = join(dir, 'fallback-registry.json');
     const port = await freePort();
     const first = await daemon(file, port);
-    const once = await skillConnection(first.url, 'once.skill');
-    once.send(createMessage('ovos.fallback.register', { skill_id: 'once.skill', priority: 10 }, { skill_id: 'once.skill' }));
+    const once = await workshopConnection(first.url, 'once.skill');
+    once.send(createMessage('ovos.skills.fallback.register', { skill_id: 'once.skill', priority: 10 }, {}));
+    const quiet = await skillConnection(first.url, 'quiet.spec');
+    quiet.send(createMessage('ovos.fallback.register', { skill_id: 'quiet.spec', priority: 5 }, { skill_id: 'quiet.spec' }));
     const gone = await skillConnection(first.url, 'gone.skill');
     gone.send(createMessage('ovos.fallback.register', { skill_id: 'gone.skill', priority: 20 }, { skill_id: 'gone.skill' }));
     await once.barrier();
+    await quiet.barrier();
     await gone.barrier();
     gone.send(createMessage('ovos.fallback.deregister', { skill_id: 'gone.skill' }, { skill_id: 'gone.skill' }));
     await gone.barrier();
     await first.close();
-    expect(storedSkills(file)).toEqual(['once.skill']);
+    expect(storedSkills(file)).toEqual(['once.skill', 'quiet.spec']);
 
-    // The daemon comes back; the skill's process reconnects (as ovos-bus-client does) but does not register.
+    // The daemon comes back; both skills' processes reconnect (as ovos-bus-client does) but do not register.
     const second = await daemon(file, port);
-    expect([...second.system.fallback.registry.availableFor('default').keys()]).toEqual(['once.skill']);
-    await skillConnection(second.url, 'once.skill');
+    expect([...second.system.fallback.registry.availableFor('default').keys()]).toEqual([]);
+    await workshopConnection(second.url, 'once.skill');
+    const quietAgain = await skillConnection(second.url, 'quiet.spec');
     const user = await Probe.connect(second.url);
     cleanups.push(() => user.close());
     user.utter('blorp the flange', { utteranceId: 'after-restart' });
     await user.handled('after-restart');
     expect(user.of('after-restart').find((m) => m.type === 'ovos.intent.matched')?.data['skill_id']).toBe('once.skill');
-    expect(user.of('after-restart').find((m) => m.type === 'ovos.utterance.speak')?.data['utterance']).toBe('once.skill here');
+    expect(user.of('after-restart').find((m) => m.type === 'speak')?.data['utterance']).toBe('once.skill here');
+    // The spec skill was not waited for (restored, not heard from): no ping. Registering again brings it back.
+    expect(user.of('after-restart').filter((m) => m.type === 'quiet.spec.fallback.ping')).toEqual([]);
+    quietAgain.send(createMessage('ovos.fallback.register', { skill_id: 'quiet.spec', priority: 5 }, { skill_id: 'quiet.spec' }));
+    await quietAgain.barrier();
+    user.utter('blorp the flange', { utteranceId: 'registered-again' });
+    await user.handled('registered-again');
+    expect(user.of('registered-again').find((m) => m.type === 'ovos.intent.matched')?.data['skill_id']).toBe('quiet.spec');
   });
 
-  it('liveness: a restored skill is bound to the connection it is heard on — when that closes it leaves the live registry, not the file', async () => {
+  it('liveness: a restored skill is bound to the connection it is heard on — when that closes it is away in the live registry, and kept in the file', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ovos-registry-'));
     const file = join(dir, 'fallback-registry.json');
-    writeFileSync(file, JSON.stringify({ format: REGISTRY_FORMAT, entries: [{ session_id: 'default', skill_id: 'back.skill', priority: 10, legacy: false, last_seen: Date.now() }] }));
+    writeFileSync(file, JSON.stringify({ format: REGISTRY_FORMAT, entries: [{ session_id: 'default', skill_id: 'back.skill', priority: 10, legacy: true, last_seen: Date.now() }] }));
     const d = await daemon(file);
-    const skill = await skillConnection(d.url, 'back.skill');
+    const skill = await workshopConnection(d.url, 'back.skill');
     const user = await Probe.connect(d.url);
     cleanups.push(() => user.close());
     user.utter('blorp', { utteranceId: 'u1' });
     await user.handled('u1');
     expect(d.system.fallback.registry.entry('default', 'back.skill')?.connection).toEqual(expect.any(String));
     await skill.close();
-    await expect.poll(() => d.system.fallback.registry.holds('back.skill'), { timeout: 10_000 }).toBe(false);
+    await expect.poll(() => d.system.fallback.registry.entry('default', 'back.skill')?.away, { timeout: 10_000 }).toBe(true);
     await d.close();
     expect(storedSkills(file)).toEqual(['back.skill']);
   });
@@ -121,7 +132,7 @@ describe('restart', () => {
     await first.barrier();
     expect(d.system.fallback.registry.entry('default', 'wiki.fb')?.connection).toEqual(expect.any(String));
     await first.close();
-    await expect.poll(() => d.system.fallback.registry.entry('default', 'wiki.fb'), { timeout: 10_000 }).toEqual({ priority: 10, connection: undefined, legacy: true, away: true });
+    await expect.poll(() => d.system.fallback.registry.entry('default', 'wiki.fb'), { timeout: 10_000 }).toEqual({ priority: 10, connection: undefined, legacy: true, unheard: true, away: true });
     // ovos-bus-client reconnects; ovos-workshop does not register again. Its new connection opening brings it back.
     await workshopConnection(d.url, 'wiki.fb');
     await expect.poll(() => d.system.fallback.registry.entry('default', 'wiki.fb')?.away, { timeout: 10_000 }).toBeUndefined();
@@ -205,7 +216,35 @@ describe('restart', () => {
     ] }));
     const store = RegistryStore.open(file, { logger: silentLogger(), now: () => now, forgetAfterMs: 30 * 86_400_000 });
     expect(store.entries().map((e) => e.skill_id)).toEqual(['recent']);
-    expect(registryPath('$STATE/fallback-registry.json', { XDG_STATE_HOME: '/var/lib/x' })).toBe('/var/lib/x/ovos-contests/fallback-registry.json');
-    expect(registryPath('/etc/ovos/reg.json', {})).toBe('/etc/ovos/reg.json');
+    expect(registryPath('$STATE/fallback-registry-$BUS.json', '127.0.0.1-8181-core', { XDG_STATE_HOME: '/var/lib/x' })).toBe('/var/lib/x/ovos-contests/fallback-registry-127.0.0.1-8181-core.json');
+    expect(registryPath('/etc/ovos/reg.json', 'any', {})).toBe('/etc/ovos/reg.json');
+    expect(registryPath('/etc/ovos/reg-$BUS.json', 'ws-h-1-core', {})).toBe('/etc/ovos/reg-ws-h-1-core.json');
+  });
+
+  it('one registry per bus: two daemons of one user on two ports, from one file pattern, keep two files and never restore each other\'s skills', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ovos-registry-'));
+    const pattern = join(dir, 'fallback-registry-$BUS.json');
+    const [portA, portB] = [await freePort(), await freePort()];
+    const a = await daemon(pattern, portA);
+    const skill = await skillConnection(a.url, 'only.on.a');
+    skill.send(createMessage('ovos.fallback.register', { skill_id: 'only.on.a', priority: 10 }, { skill_id: 'only.on.a' }));
+    await skill.barrier();
+    await a.close();
+    const b = await daemon(pattern, portB);
+    expect(b.system.fallback.registry.entries()).toEqual([]);
+    await b.close();
+    expect(readdirSync(dir).sort()).toEqual([`fallback-registry-127.0.0.1-${portA}-core.json`]);
+    const again = await daemon(pattern, portA);
+    expect(again.system.fallback.registry.holds('only.on.a')).toBe(true);
+  });
+
+  it('one registry per bus: the file is named after the bus served (host, port, route) or joined (its URL)', () => {
+    const served = { url: null, host: '127.0.0.1', route: '/core' };
+    expect(busKey(served, 8181)).toBe('127.0.0.1-8181-core');
+    expect(busKey(served, 8182)).toBe('127.0.0.1-8182-core');
+    expect(busKey({ ...served, host: '::1', route: '/' }, 8181)).toBe('1-8181');
+    expect(busKey({ ...served, url: 'ws://10.0.0.5:8181/core' }, 8181)).toBe('ws-10.0.0.5-8181-core');
+    expect(busKey({ ...served, url: 'wss://bus.example/core' }, 8181)).toBe('wss-bus.example-443-core');
+    expect(busKey({ ...served, url: 'ws://bus.example/other' }, 8181)).not.toBe(busKey({ ...served, url: 'ws://bus.example/core' }, 8181));
   });
 });

@@ -24,6 +24,8 @@ interface ContestOptions {
   readonly broadcast?: readonly string[];
   /** The stage's range, carried for the legacy broadcast ping. */
   readonly range?: readonly [number, number];
+  /** The stage bound (the match bound less its margin). */
+  readonly boundMs?: number;
 }
 
 function contest(pool: readonly string[], pingTimeoutMs = T, options: ContestOptions = {}) {
@@ -56,10 +58,19 @@ function contest(pool: readonly string[], pingTimeoutMs = T, options: ContestOpt
     },
   });
   const query = options.range === undefined ? QUERY : { ...QUERY, range: options.range };
-  const input = options.broadcast === undefined ? { pool, pingTimeoutMs, query } : { pool, pingTimeoutMs, query, broadcast: options.broadcast };
+  const input = {
+    pool,
+    pingTimeoutMs,
+    query,
+    ...(options.broadcast === undefined ? {} : { broadcast: options.broadcast }),
+    ...(options.boundMs === undefined ? {} : { boundMs: options.boundMs }),
+  };
   const actor = createActor(machine, { input, clock });
   actor.on('pong.ignored', (event) => ignored.push(event));
   actor.on('ping.timeout', (event) => timeouts.push({ ...event, at: clock.now() }));
+  actor.on('ping.timeouts', (event) => {
+    for (const skill_id of event.skill_ids) timeouts.push({ type: 'ping.timeout', skill_id, after_ms: event.after_ms, at: clock.now() });
+  });
   actor.subscribe({ error: (error) => errors.push(error) });
   actor.start();
   const pong = (skill_id: string, can_handle: boolean): void => actor.send({ type: 'PONG', skill_id, can_handle });
@@ -285,13 +296,16 @@ describe('timer hygiene (STYLE 3, ENGINEERING-NOTES)', () => {
     expect(c.clock.pending).toBe(0);
   });
 
-  it('exactly one timer is pending while a skill is awaited', () => {
+  it('exactly one ping timer is pending while a skill is awaited, beside the one stage bound', () => {
     const c = contest(['a', 'b', 'c']);
-    expect(c.clock.pending).toBe(1);
+    expect(c.clock.pending).toBe(2);
     c.pong('a', false);
-    expect(c.clock.pending).toBe(1);
+    expect(c.clock.pending).toBe(2);
     c.clock.advance(T);
-    expect(c.clock.pending).toBe(1);
+    expect(c.clock.pending).toBe(2);
+    c.clock.advance(T);
+    expect(c.done()).toBe(true);
+    expect(c.clock.pending).toBe(0);
   });
 
   it('stopping the actor mid-contest clears its timer', () => {
@@ -531,7 +545,7 @@ describe('OVOS-FALLBACK-1 §6.1/§6.2 + ovos-wire-today legacy broadcast', () =>
 
     it(`${LEGACY}: the first skill of the pool, a broadcast one, times out at exactly T from the start`, () => {
       const c = contest(['a', 'b'], T, { broadcast: ['a'] });
-      expect(c.clock.pending).toBe(1);
+      expect(c.clock.pending).toBe(2); // its ping timer and the stage bound
       c.clock.advance(T - 1);
       expect(c.pings).toEqual([]);
       c.clock.advance(1);
@@ -695,5 +709,79 @@ describe('OVOS-FALLBACK-1 §6.1/§6.2 + ovos-wire-today legacy broadcast', () =>
       expect(c.clock.pending).toBe(0);
       expect(c.errors).toEqual([]);
     });
+  });
+});
+
+describe('PIPELINE-1 §4.4 × FALLBACK-1 §6.1–6.2: the stage bound decides with what the skills said by then', () => {
+  const BOUND = 1_495;
+
+  it('§6.2 at the bound: a broadcast skill that already said yes wins over silent skills ahead of it (they count as timed out, §6.1)', () => {
+    const c = contest(['stale.a', 'stale.b', 'stale.c', 'live'], T, { broadcast: ['stale.a', 'stale.b', 'stale.c', 'live'], boundMs: BOUND });
+    c.clock.advance(3);
+    c.pong('live', true);
+    c.clock.advance(BOUND - 3 - 1);
+    expect(c.done()).toBe(false);
+    c.clock.advance(1);
+    expect(c.output()).toEqual({ skill_id: 'live' });
+    expect(c.outcomes()).toEqual([
+      { skill_id: 'stale.a', outcome: 'timeout' },
+      { skill_id: 'stale.b', outcome: 'timeout' },
+      { skill_id: 'stale.c', outcome: 'cut' },
+      { skill_id: 'live', outcome: 'willing' },
+    ]);
+    expect(c.actor.getSnapshot().context.cut).toBe(true);
+    // stale.c was asked by the broadcast at 0 and stayed silent through the bound: more than its ping timeout.
+    expect(c.timeouts.map((t) => [t.skill_id, t.at])).toEqual([['stale.a', T], ['stale.b', 2 * T], ['stale.c', BOUND]]);
+  });
+
+  it('§6.2 at the bound: the first willing in pool order, not the first to answer; a skill that declined early is passed', () => {
+    const c = contest(['a', 'b', 'c', 'd'], T, { broadcast: ['a', 'b', 'c', 'd'], boundMs: 100 });
+    c.pong('d', true);
+    c.pong('b', false);
+    c.pong('c', true);
+    c.clock.advance(100);
+    expect(c.output()).toEqual({ skill_id: 'c' });
+    expect(c.outcomes()).toEqual([
+      { skill_id: 'a', outcome: 'cut' },
+      { skill_id: 'b', outcome: 'declined' },
+      { skill_id: 'c', outcome: 'willing' },
+    ]);
+    // A bound shorter than the ping timeout: nobody has had a whole timeout, nothing is reported timed out.
+    expect(c.timeouts).toEqual([]);
+  });
+
+  it('§6.2 at the bound: nobody has said yes — the pool is exhausted (None), the silent ones recorded as cut', () => {
+    const c = contest(['a', 'b'], T, { boundMs: 300 });
+    c.clock.advance(299);
+    expect(c.done()).toBe(false);
+    c.clock.advance(1);
+    expect(c.output()).toBeNull();
+    expect(c.outcomes()).toEqual([
+      { skill_id: 'a', outcome: 'cut' },
+      { skill_id: 'b', outcome: 'cut' },
+    ]);
+    expect(c.pinged()).toEqual(['a']);
+    // `a` was pinged on its own 300 ms ago: its ping was cut short, not timed out — nothing counts against it.
+    expect(c.timeouts).toEqual([]);
+  });
+
+  it('§6.2 at the bound: a skill reported gone is never chosen, even if it said yes before it went', () => {
+    const c = contest(['a', 'b', 'c'], T, { broadcast: ['a', 'b', 'c'], boundMs: 200 });
+    c.pong('b', true);
+    c.gone('b');
+    c.pong('c', true);
+    c.clock.advance(200);
+    expect(c.output()).toEqual({ skill_id: 'c' });
+  });
+
+  it('§6.1 before the bound nothing changes: a contest that ends first is not touched by it, and without a bound none fires', () => {
+    const c = contest(['a', 'b'], T, { boundMs: 2_000 });
+    c.clock.advance(T);
+    c.pong('b', true);
+    expect(c.output()).toEqual({ skill_id: 'b' });
+    expect(c.actor.getSnapshot().context.cut).toBe(false);
+    const unbounded = contest(['a'], 10_000_000);
+    unbounded.clock.advance(9_999_999);
+    expect(unbounded.done()).toBe(false);
   });
 });

@@ -27,7 +27,7 @@ describe('two sessions at once (OVOS-COMMON-QUERY-1 §6.3, §7.1; OVOS-FALLBACK-
     const sample = parseSkillsFile(readFileSync('test/testing/sample-skills.json', 'utf8'));
     const report = await runTimingSuite(DEFAULT_CONFIG, sample.utterances!.map((u) => ({ name: u, utterance: u, skills: sample.skills, sessions: 2 })));
     expect(report.paths.filter((p) => !p.ok).map((p) => [p.name, p.failures])).toEqual([]);
-    expect(report.paths).toHaveLength(116);
+    expect(report.paths).toHaveLength(134);
     for (const path of report.paths) {
       expect(handledIn(path.timeline, 'timing'), path.name).toHaveLength(1);
       expect(handledIn(path.timeline, 'timing-2'), path.name).toHaveLength(1);
@@ -38,7 +38,7 @@ describe('two sessions at once (OVOS-COMMON-QUERY-1 §6.3, §7.1; OVOS-FALLBACK-
     const sample = parseSkillsFile(readFileSync('test/testing/sample-legacy-skills.json', 'utf8'));
     const report = await runTimingSuite(DEFAULT_CONFIG, sample.utterances!.map((u) => ({ name: u, utterance: u, skills: sample.skills, sessions: 3 })));
     expect(report.paths.filter((p) => !p.ok).map((p) => [p.name, p.failures])).toEqual([]);
-    expect(report.paths).toHaveLength(101);
+    expect(report.paths).toHaveLength(119);
     for (const path of report.paths) for (const session of ['timing', 'timing-2', 'timing-3']) expect(handledIn(path.timeline, session), `${path.name} ${session}`).toHaveLength(1);
   });
 

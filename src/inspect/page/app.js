@@ -167,7 +167,7 @@ function renderSide() {
         el('td', { class: 'num' }, r.priority === r.effective_priority ? r.priority : `${r.priority} → ${r.effective_priority}`),
         el('td', {}, r.stage ?? 'none (never asked)'),
         el('td', {}, r.dialect),
-        el('td', {}, r.away ? 'away (its connection closed)' : r.maybe_back ? 'maybe back (not heard since its connection closed)' : (r.connection ?? '—')),
+        el('td', {}, r.dormant ? 'dormant (missed a ping while not heard from: back once heard)' : r.away ? 'away (its connection closed)' : r.maybe_back ? 'maybe back (not heard since its connection closed or a restart)' : (r.connection ?? '—')),
         el('td', {}, r.breaker === 'closed' ? 'ok' : r.breaker === 'open' ? 'suspended' : 'probing'),
       ),
     ),

@@ -5,7 +5,7 @@
 import type { Unsubscribe } from '../../bus/bus.js';
 import type { Config, PriorityRange } from '../../config/defaults.js';
 import { createMessage, reply, utteranceIdOf, withContext, type Message } from '../../bus/message.js';
-import { sessionIdOf, type SessionView } from '../../bus/session.js';
+import { DEFAULT_SESSION_ID, sessionIdOf, type SessionView } from '../../bus/session.js';
 import { legacyFallbackPing, legacyFallbackRequest } from '../../dialect/legacy-dialect.js';
 import { registrationRefused, topics, type DropReason } from '../../dialect/spec-dialect.js';
 import type { Logger } from '../../log/logger.js';
@@ -15,6 +15,9 @@ import { fallbackMachine, type FallbackContext, type FallbackEmitted, type Fallb
 import type { RegistryStore } from './registry-store.js';
 import { FallbackRegistry } from './registry.js';
 import { buildPool } from './pool.js';
+import { stageBoundMs } from './stage-bound.js';
+
+export { stageBoundMs };
 import { LogRateLimiter } from '../../log/rate-limit.js';
 import { SkillBreaker, type BreakerTransition } from './breaker.js';
 
@@ -35,7 +38,22 @@ export interface FallbackPluginOptions {
    * within this of another connection opening is not taken for away (until that one closes too). Default 0.
    */
   readonly reconnectWindowMs?: number;
+  /** Registrations in `store` not heard from for this long are forgotten, at start and while the daemon runs. */
+  readonly forgetAfterMs?: number;
 }
+
+/**
+ * The priority given to a legacy skill learnt from its pong (it never registered with us), unless `fallback.priorities`
+ * names it: ovos-workshop's own default (`@fallback_handler(priority=50)`).
+ */
+export const LEARNED_PRIORITY = 50;
+
+/** How often registrations are checked against `forgetAfterMs` while the daemon runs (at most). */
+const SWEEP_EVERY_MS = 3_600_000;
+
+type Ref = { readonly sessionId: string; readonly skillId: string };
+const sessionsOf = (entries: readonly Ref[]): string[] => [...new Set(entries.map((entry) => entry.sessionId))];
+const skillsOf = (entries: readonly Ref[]): string[] => [...new Set(entries.map((entry) => entry.skillId))];
 
 /** A per-skill ping timeout or a refused registration is logged at most once per key per minute. */
 const LOG_WINDOW_MS = 60_000;
@@ -68,14 +86,27 @@ export class FallbackPlugin {
   readonly #reconnectWindowMs: number;
   /** What this plugin hears from the bus directly (not through the supervisor): let go by `close`. */
   readonly #unsubscribe: Unsubscribe[] = [];
+  readonly #store: RegistryStore | undefined;
+  #sweepTimer: unknown;
+  /** Utterances whose dormant legacy skills were already probed (one broadcast per utterance). */
+  readonly #probed = new WeakSet<Message>();
+  /**
+   * The bus came (back) up and no broadcast ping has gone out since: a legacy skill may have registered while we were
+   * not there (it never registers again), so the next utterance probes for it.
+   */
+  #discover = false;
+  /** A legacy skill learnt from its pong: warned at most once a minute per skill. */
+  readonly #learnLog = new LogRateLimiter(LOG_WINDOW_MS);
 
   constructor(supervisor: Supervisor, settings: FallbackSettings, options: FallbackPluginOptions = {}) {
     this.#supervisor = supervisor;
     this.#settings = settings;
     this.#matchTimeoutMs = options.matchTimeoutMs;
     this.#reconnectWindowMs = options.reconnectWindowMs ?? 0;
+    this.#store = options.store;
     this.registry = new FallbackRegistry({ maxSkillsPerSession: settings.maxSkillsPerSession, maxSessions: settings.maxSessions });
-    this.breaker = new SkillBreaker(settings, () => supervisor.clock.now());
+    // Intervals on the monotonic clock: a wall-clock step at boot neither widens nor shrinks a suspension.
+    this.breaker = new SkillBreaker(settings, () => supervisor.clock.monotonic());
     const bus = supervisor.bus;
     // §6.1: `<skill_id>.fallback.ping`, derived via reply from the inbound utterance message, {utterances, lang}.
     this.#machine = fallbackMachine.provide({
@@ -116,8 +147,11 @@ export class FallbackPlugin {
       }
     });
     // After (re)connecting to an existing bus the registry may be empty while skills stay connected: ask them.
+    // Legacy skills know no such request: the next utterance's broadcast ping finds them (`#probeDormant`).
     this.#unsubscribe.push(supervisor.bus.onStatus((status) => {
-      if (status.up) bus.publish(createMessage(topics.fallbackReregister, {}, { source: 'fallback', session: { session_id: 'default' } }));
+      if (!status.up) return;
+      bus.publish(createMessage(topics.fallbackReregister, {}, { source: 'fallback', session: { session_id: 'default' } }));
+      this.#discover = true;
     }));
     supervisor.on('fallback.deregister', (inbound, message) => {
       const sessionId = sessionIdOf(message)!;
@@ -134,77 +168,77 @@ export class FallbackPlugin {
       if (removed && !this.registry.holds(inbound.skill_id)) this.breaker.forget(inbound.skill_id);
       supervisor.logger.info({ skill_id: inbound.skill_id, session_id: sessionId, removed }, 'fallback skill deregistered');
     });
-    // Embedded bus: a closed connection takes every spec registration made over it, in every session, with it; a
-    // legacy one is kept (ovos-workshop never registers again by itself: its bus client reconnects, and its first pong
-    // binds it to the new connection). Kept where the skill is: bound to its other connection when it already speaks
-    // over one; in the pools when the close may have been noticed after its reconnect (`late`: by the heartbeat, or a
-    // peer not on loopback) and a client connection opened after it, within the reconnect window before the close (it
-    // may be its own); otherwise away — in no pool — until one opens. Back in the pools but not yet heard from, it is
-    // away again once every connection it might be on has closed (a short-lived client, say the `say` command, was not
-    // its bus client): a dead skill does not cost every contest its ping timeout.
+    // Embedded bus: a closed connection unbinds every registration made or heard over it, in every session (FALLBACK-1
+    // never asks a skill to register again: a spec skill may come back without registering, and ovos-workshop never
+    // registers again). Kept where the skill is: bound to its other connection when it already speaks over one; in
+    // the pools, maybe back, when the close may have been noticed after its reconnect (`late`: by the heartbeat, or a
+    // peer not on loopback) and a client connection opened after it, within the reconnect window before the close;
+    // otherwise away — in no pool — until one opens. Maybe back, it is away again once every connection it might be
+    // on has closed (a short-lived client, say the `say` command, was not its bus client), and dormant after one
+    // missed ping: a dead skill costs at most one ping timeout, a live one is back the moment it is heard.
     supervisor.onConnectionClosed((connection, gone, _spoke, late) => {
       // A close noticed as it happened (see `Bus.onConnectionClosed`): its bus client can only reconnect after it.
-      const released = this.registry.releaseConnection(connection, late ? supervisor.clock.now() - this.#reconnectWindowMs : undefined);
+      const released = this.registry.releaseConnection(connection, late ? supervisor.clock.monotonic() - this.#reconnectWindowMs : undefined);
       if (released.length === 0) return;
       const skills = [...new Set(released.map((entry) => entry.skillId))];
       for (const skill of skills) {
         const elsewhere = gone.includes(skill) ? undefined : supervisor.latestConnectionOf(skill);
-        if (elsewhere !== undefined) this.registry.bindUnbound(skill, elsewhere);
+        if (elsewhere !== undefined) this.registry.heard(skill, elsewhere);
       }
-      // §6.1: a skill that can no longer answer in a contest's session (the registration that put it in that pool
-      // went with the connection, or is away) is passed over now, not after its timeout. The same skill_id registered
-      // over another connection, for another session, is another instance and stays.
-      for (const contest of this.#contests) {
-        const available = this.registry.availableFor(contest.info.sessionId);
-        for (const skill_id of skills) if (!available.has(skill_id)) contest.send({ type: 'GONE', skill_id });
-      }
-      for (const skill of skills) if (!this.registry.holds(skill)) this.breaker.forget(skill);
-      const removed = released.filter((entry) => !entry.kept);
-      const kept = released.filter((entry) => entry.kept && entry.bound);
+      this.#passOverUnavailable(skills);
+      const unbound = released.filter((entry) => entry.bound);
       const awayAgain = released.filter((entry) => !entry.bound && this.registry.entry(entry.sessionId, entry.skillId)?.away === true);
-      const sessionsOf = (entries: typeof released): string[] => [...new Set(entries.map((entry) => entry.sessionId))];
-      const skillsOf = (entries: typeof released): string[] => [...new Set(entries.map((entry) => entry.skillId))];
-      if (removed.length > 0) supervisor.logger.info({ reason: 'connection_closed', connection, skills: skillsOf(removed), sessions: sessionsOf(removed) }, 'fallback registrations removed');
-      if (kept.length > 0) {
-        const away = kept.filter((entry) => this.registry.entry(entry.sessionId, entry.skillId)?.away === true);
+      if (unbound.length > 0) {
+        const away = unbound.filter((entry) => this.registry.entry(entry.sessionId, entry.skillId)?.away === true);
         supervisor.logger.info(
-          { reason: 'connection_closed', connection, skills: skillsOf(kept), sessions: sessionsOf(kept), away: skillsOf(away) },
-          'legacy fallback registrations kept: asked again over the connection their bus client reconnects on (those away: once a client connection opens)',
+          { reason: 'connection_closed', connection, skills: skillsOf(unbound), sessions: sessionsOf(unbound), away: skillsOf(away) },
+          'fallback registrations kept, unbound: asked again once their skill is heard from or may be back (those away: once a client connection opens)',
         );
       }
       if (awayAgain.length > 0) {
         supervisor.logger.info(
           { reason: 'connection_closed', connection, skills: skillsOf(awayAgain), sessions: sessionsOf(awayAgain) },
-          'legacy fallback skills away again: every connection they might have been on has closed without them being heard',
+          'fallback skills away again: every connection they might have been on has closed without them being heard',
         );
       }
     });
-    // A legacy skill away (its connection closed) may be back on any connection that opens: pools hold it again, and
-    // its first pong binds it.
+    // A registration away (its connection closed) may be back on any connection that opens: pools hold it again on
+    // probation (maybe back), until it is heard from, misses a ping, or every connection it might be on closes.
     const unsubscribeOpened = supervisor.bus.onConnectionOpened?.((connection) => {
-      const back = this.registry.connectionOpened(connection, supervisor.clock.now());
-      if (back > 0) supervisor.logger.debug({ registrations: back }, 'a client connection opened: legacy fallback skills away are asked again');
+      const back = this.registry.connectionOpened(connection, supervisor.clock.monotonic());
+      if (back > 0) supervisor.logger.debug({ registrations: back }, 'a client connection opened: fallback skills away may be back on it');
     });
     if (unsubscribeOpened !== undefined) this.#unsubscribe.push(unsubscribeOpened);
-    // Circuit breaker: any pong — willing or not, late or unsolicited — shows the skill is alive. An unbound
-    // registration (restored from the store, or legacy and its connection closed) is bound to the connection its
-    // skill is first heard on.
+    // Any message a skill sends for itself shows it is on the bus: registrations not heard from since they were
+    // restored or their connection closed are back in the pools, bound to the connection it spoke over.
+    this.#unsubscribe.push(supervisor.onSkillHeard((skillId, connection) => {
+      if (!this.registry.holds(skillId)) return;
+      options.store?.seen(skillId);
+      const back = this.registry.heard(skillId, connection);
+      if (back.length > 0) supervisor.logger.info({ skill_id: skillId, connection, sessions: sessionsOf(back) }, 'fallback skill heard from: back in the pools');
+    }));
+    // Circuit breaker: any pong — willing or not, late or unsolicited — shows the skill is alive. A legacy pong of a
+    // skill that never registered with us (it registered before the daemon joined the bus) teaches us the skill.
     supervisor.on('fallback.pong', (inbound, message) => {
       this.#report(this.breaker.alive(inbound.skill_id));
-      if (!this.registry.holds(inbound.skill_id)) return;
-      options.store?.seen(inbound.skill_id);
-      const connection = supervisor.connectionOf(message);
-      if (connection !== undefined && this.registry.bindUnbound(inbound.skill_id, connection) > 0) {
-        supervisor.logger.info({ skill_id: inbound.skill_id, connection }, 'unbound fallback skill heard from: bound to its connection');
-      }
+      if (inbound.legacy === true && !this.registry.holds(inbound.skill_id)) this.#learn(inbound.skill_id, message);
     });
-    // After a restart: every registration the daemon had, unbound until each skill is heard from (legacy skills never
-    // register again by themselves); one that never answers is handled as any silent skill (the circuit breaker).
+    // After a restart: every registration the daemon had (registry.restore says how each starts). None is waited for
+    // before its skill may be on the bus, and one that misses its ping while maybe back goes dormant.
     const restored = options.store?.entries() ?? [];
-    for (const entry of restored) this.registry.register(entry.session_id, entry.skill_id, entry.priority, undefined, entry.legacy);
-    if (restored.length > 0) {
-      supervisor.logger.info({ reason: 'registry_restored', skills: restored.map((e) => e.skill_id), file: options.store?.file }, 'fallback registrations restored');
+    const withConnections = supervisor.bus.onConnectionOpened !== undefined;
+    for (const entry of restored) {
+      this.registry.restore(entry.session_id, entry.skill_id, entry.priority, { legacy: entry.legacy, dormant: entry.dormant === true }, withConnections);
     }
+    if (options.store !== undefined) {
+      const dormant = restored.filter((e) => this.registry.entry(e.session_id, e.skill_id)?.dormant === true);
+      supervisor.logger.info(
+        { reason: 'registry_restored', file: options.store.file, restored: restored.length, skills: restored.map((e) => e.skill_id), dormant: dormant.map((e) => e.skill_id) },
+        `fallback registrations restored: ${restored.length} from ${options.store.file} (asked once their skill is heard from or may be back)`,
+      );
+    }
+    // Registrations not heard from for `forgetAfterMs` are forgotten while the daemon runs too.
+    if (options.store !== undefined && options.forgetAfterMs !== undefined) this.#scheduleSweep(options.store, options.forgetAfterMs);
   }
 
   /**
@@ -235,7 +269,77 @@ export class FallbackPlugin {
   /** Stop listening to the bus (the system closes): a closed plugin publishes nothing when the bus comes back. */
   close(): void {
     for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe();
+    this.#supervisor.clock.clearTimeout(this.#sweepTimer);
+    this.#sweepTimer = undefined;
   }
+
+  /**
+   * A legacy skill answered a broadcast ping without having registered with us (it registered before the daemon
+   * joined the bus, or before a registry file was kept): registered now, in "default", at its `fallback.priorities`
+   * entry or `LEARNED_PRIORITY`, bound to the connection it spoke over — warned, with the way to place it.
+   */
+  #learn(skillId: string, message: Message): void {
+    const connection = this.#supervisor.connectionOf(message);
+    const configured = Object.hasOwn(this.#settings.priorities, skillId);
+    const priority = configured ? this.#settings.priorities[skillId]! : LEARNED_PRIORITY;
+    if (this.registry.register(DEFAULT_SESSION_ID, skillId, priority, connection, true) === 'registry_full') return;
+    this.#store?.register(DEFAULT_SESSION_ID, skillId, priority, true);
+    const { log, suppressed } = this.#learnLog.shouldLog(skillId, this.#supervisor.clock.now());
+    if (log) {
+      this.#supervisor.logger.warn(
+        {
+          reason: 'fallback_skill_learned',
+          skill_id: skillId,
+          priority,
+          connection,
+          suppressed,
+          ...(configured ? {} : { hint: `set fallback.priorities.${skillId} (or skills.fallbacks.fallback_priorities in mycroft.conf) to place it` }),
+        },
+        'a legacy fallback skill answered a broadcast ping without having registered with us: learned',
+      );
+    }
+  }
+
+  /** §6.1: a skill no longer available to a live contest's session is passed over there now, not after its timeout. */
+  #passOverUnavailable(skills: readonly string[]): void {
+    for (const contest of this.#contests) {
+      const available = this.registry.availableFor(contest.info.sessionId);
+      for (const skill_id of skills) if (!available.has(skill_id)) contest.send({ type: 'GONE', skill_id });
+    }
+    for (const skill of skills) if (!this.registry.holds(skill)) this.breaker.forget(skill);
+  }
+
+  /**
+   * Registrations not heard from for `forgetAfterMs` are forgotten (a skill uninstalled without deregistering); one
+   * heard (its skill is on the bus) is kept fresh instead, so a quiet skill that stays connected is never forgotten.
+   */
+  #scheduleSweep(store: RegistryStore, forgetAfterMs: number): void {
+    this.#sweepTimer = this.#supervisor.clock.setTimeout(() => {
+      this.#sweep(store, forgetAfterMs);
+      this.#scheduleSweep(store, forgetAfterMs);
+    }, Math.min(forgetAfterMs, SWEEP_EVERY_MS));
+  }
+
+  #sweep(store: RegistryStore, forgetAfterMs: number): void {
+    const forgotten: Ref[] = [];
+    for (const stale of store.staleSince(store.now() - forgetAfterMs)) {
+      const entry = this.registry.entry(stale.session_id, stale.skill_id);
+      if (entry !== undefined && entry.unheard !== true) {
+        store.seen(stale.skill_id);
+        continue;
+      }
+      this.registry.deregister(stale.session_id, stale.skill_id);
+      store.deregister(stale.session_id, stale.skill_id);
+      forgotten.push({ sessionId: stale.session_id, skillId: stale.skill_id });
+    }
+    if (forgotten.length === 0) return;
+    this.#passOverUnavailable(skillsOf(forgotten));
+    this.#supervisor.logger.info(
+      { reason: 'registry_forgotten', skills: skillsOf(forgotten), sessions: sessionsOf(forgotten), forget_after_ms: forgetAfterMs, file: store.file },
+      'fallback registrations not heard from for too long were forgotten',
+    );
+  }
+
 
   /** Ping timeouts and circuit-breaker transitions of fallback skills, as they happen (metrics). */
   onSkillEvent(listener: (event: FallbackSkillEvent) => void): () => void {
@@ -266,12 +370,41 @@ export class FallbackPlugin {
     }
   }
 
-  /** A ping went unanswered (§6.1): warn (at most once a minute per skill), and count it against the skill. */
+  /**
+   * A ping went unanswered (§6.1): warn (at most once a minute per skill), and count it against the skill. A
+   * registration maybe back (not heard from since its connection closed or a restart) that misses its ping is
+   * dormant at once — across restarts too —, in no pool until its skill is heard from.
+   */
   #pingTimedOut(skillId: string, afterMs: number, logger: Logger): void {
     const { log, suppressed } = this.#timeoutLog.shouldLog(skillId, this.#supervisor.clock.now());
     if (log) logger.warn({ reason: 'ping_timeout', skill_id: skillId, after_ms: afterMs, suppressed }, 'fallback skill did not answer its ping');
     this.#tell({ type: 'ping_timeout', skill_id: skillId });
     this.#report(this.breaker.timeout(skillId));
+    const dormant = this.registry.missed(skillId);
+    if (dormant.length === 0) return;
+    for (const { sessionId } of dormant) this.#store?.dormant(sessionId, skillId);
+    this.#passOverUnavailable([skillId]);
+    this.#supervisor.logger.info(
+      { reason: 'maybe_back_missed', skill_id: skillId, sessions: sessionsOf(dormant) },
+      'fallback skill not heard from since its connection closed (or a restart) missed its ping: dormant, asked again once it is heard from',
+    );
+  }
+
+  /**
+   * Dormant legacy registrations come back only by being heard from, an ovos-workshop skill speaks only when pinged,
+   * and one that registered before the daemon joined the bus is known only once it answers a ping. So while any legacy
+   * registration is dormant, or the bus came up since the last broadcast, a stage's turn with no legacy skill of its
+   * pool to ask (whose broadcast would reach them all anyway) sends one broadcast ping per utterance (a forward of it,
+   * as every legacy ping is): a skill that is alive answers — heard (or learnt), it is in the pools for the next
+   * utterance. Its answers go to no contest (`reserveId`).
+   */
+  #probeDormant(request: Omit<MatchRequest, 'signal'>, range: PriorityRange | undefined, pool: readonly string[]): void {
+    if (this.#probed.has(request.message) || !(this.#discover || this.registry.hasDormantLegacy())) return;
+    this.#discover = false;
+    if (pool.some((skillId) => this.registry.effectiveEntry(request.session.sessionId, skillId)?.legacy === true)) return;
+    this.#probed.add(request.message);
+    const ping = legacyFallbackPing(request.message, request.utterances, request.lang, range ?? FULL_RANGE);
+    this.#supervisor.bus.publish(withContext(ping, { contest_id: this.#supervisor.reserveId('fallback-probe') }));
   }
 
   /** Stage ids configured for this plugin, each with its range. */
@@ -284,8 +417,12 @@ export class FallbackPlugin {
     return {
       pipelineId,
       match: (request) => this.#match(pipelineId, range, request),
-      // §5: an empty pool returns None immediately.
-      declines: (request) => this.pool(request.session, range).length === 0,
+      // §5: an empty pool returns None immediately. Dormant legacy skills are probed here, at the stage's turn.
+      declines: (request) => {
+        const pool = this.pool(request.session, range);
+        this.#probeDormant(request, range, pool);
+        return pool.length === 0;
+      },
       intents: (sessionId) => this.#intents(sessionId, range),
       // A legacy winner is dispatched the way ovos-workshop's FallbackSkill listens for it.
       dispatchFor: (dispatch, match, utterance) => {
@@ -347,20 +484,25 @@ export class FallbackPlugin {
    */
   #reportCut(pipelineId: string, context: FallbackContext, startedAt: number, logger: Logger): void {
     const awaiting = context.pool[context.index];
-    const neverAsked = context.pool.slice(context.index + 1).filter((skillId) => !context.gone.includes(skillId));
+    const chose = context.cut ? (context.outcomes.find((o) => o.outcome === 'willing')?.skill_id ?? null) : null;
+    // Asked by the broadcast or pinged in turn, or gone: not "never asked".
+    const neverAsked = context.pool.slice(context.index + 1).filter((skillId) => !context.gone.includes(skillId) && !context.broadcast.includes(skillId));
     logger.warn(
       {
         reason: 'match_bound_cut',
         stage: pipelineId,
         awaiting,
+        chose,
         never_asked: neverAsked,
-        asked: context.outcomes.map((o) => o.skill_id),
+        asked: (context.cut ? context.outcomes.slice(0, context.decidedBeforeCut) : context.outcomes).map((o) => o.skill_id),
         after_ms: this.#supervisor.clock.now() - startedAt,
         ...(this.#matchTimeoutMs === undefined ? {} : { match_timeout_ms: this.#matchTimeoutMs }),
         ping_timeout_ms: this.#settings.pingTimeoutMs,
         hint: 'lower fallback.pingTimeoutMs or raise orchestrator.matchTimeoutMs',
       },
-      'fallback stage cut by the match bound: skills never asked',
+      chose === null
+        ? 'fallback stage cut by the match bound: skills never asked'
+        : 'fallback stage cut by the match bound: the first skill that had said yes was chosen over silent ones ahead of it',
     );
   }
 
@@ -383,6 +525,7 @@ export class FallbackPlugin {
         pingTimeoutMs: this.#settings.pingTimeoutMs,
         query: { origin: request.message, utterances: request.utterances, lang: request.lang, range: range ?? FULL_RANGE },
         broadcast: pool.filter((skillId) => this.registry.effectiveEntry(request.session.sessionId, skillId)?.legacy === true),
+        ...(this.#matchTimeoutMs === undefined ? {} : { boundMs: stageBoundMs(this.#matchTimeoutMs) }),
       },
       routes: ['fallback.pong'],
       correlate: (inbound): FallbackEvent | 'not_awaited' =>
@@ -392,13 +535,17 @@ export class FallbackPlugin {
     contest.actor.on('ping.timeout', (event: FallbackEmitted) => {
       if (event.type === 'ping.timeout') this.#pingTimedOut(event.skill_id, event.after_ms, contest.logger);
     });
+    contest.actor.on('ping.timeouts', (event: FallbackEmitted) => {
+      if (event.type === 'ping.timeouts') for (const skillId of event.skill_ids) this.#pingTimedOut(skillId, event.after_ms, contest.logger);
+    });
     this.#contests.add(contest);
     void contest.done.then(() => this.#contests.delete(contest));
     const result = await contest.until(request.signal);
-    // `until` stops a contest still running when the signal fires with exactly this reason; any other stop
-    // (bus down, shutdown) has its own and is logged by the supervisor.
-    if (result.status === 'stopped' && result.reason === 'match_aborted') {
-      this.#reportCut(pipelineId, (contest.actor.getSnapshot() as { context: FallbackContext }).context, startedAt, contest.logger);
+    // The stage bound decided (skills still silent), or — without one — `until` stopped the contest when the match
+    // bound fired, with exactly this reason; any other stop (bus down, shutdown) has its own, logged by the supervisor.
+    const context = (contest.actor.getSnapshot() as { context: FallbackContext }).context;
+    if (context.cut || (result.status === 'stopped' && result.reason === 'match_aborted')) {
+      this.#reportCut(pipelineId, context, startedAt, contest.logger);
     }
     if (result.status !== 'done' || result.output === null) return null;
     // §6.3 Match shape: the selected skill, reserved intent_name "fallback", empty slots.

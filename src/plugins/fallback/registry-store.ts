@@ -1,12 +1,12 @@
 /**
  * The fallback registry on disk, so a daemon restart loses no skill (legacy OVOS skills register only at their own
- * start-up, never again). One small JSON file, replaced atomically on every change with `write-file-atomic` (write
+ * start-up, never again). One file per bus (the daemon names it after the bus it serves or joins). One small JSON file, replaced atomically on every change with `write-file-atomic` (write
  * a temporary file, fsync, rename: a crash leaves the old file or the new one, never half of either). Writes are
  * coalesced and serialised; a file that cannot be read is set aside (`.corrupt-<time>`) and the daemon starts empty.
  *
- * What it keeps is intent, not liveness: a registration stays until it is deregistered — a closed connection removes
- * a spec one from the live registry (README, Dead skills) but never from here. `last_seen` (the last registration or
- * pong, to the hour) lets entries of skills gone for good be forgotten after `forgetAfterMs`.
+ * What it keeps is intent, not liveness: a registration stays until it is deregistered or forgotten. `last_seen` (the last registration or
+ * pong, to the hour) lets entries of skills gone for good be forgotten after `forgetAfterMs`; `dormant` remembers a
+ * registration that missed its ping while maybe back, so a skill gone for good costs no ping timeout after a restart.
  */
 import { mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -22,6 +22,11 @@ export interface StoredRegistration {
   readonly legacy: boolean;
   /** Epoch ms of the last registration or pong. */
   readonly last_seen: number;
+  /**
+   * It missed its ping while not known to be on the bus (maybe back after its connection closed or a restart): it is
+   * asked again only once it is heard from, across restarts too. Absent: false.
+   */
+  readonly dormant?: boolean;
 }
 
 const HOUR_MS = 3_600_000;
@@ -35,7 +40,8 @@ function isStored(value: unknown): value is StoredRegistration {
     typeof v['priority'] === 'number' &&
     Number.isInteger(v['priority']) &&
     typeof v['legacy'] === 'boolean' &&
-    typeof v['last_seen'] === 'number'
+    typeof v['last_seen'] === 'number' &&
+    (v['dormant'] === undefined || typeof v['dormant'] === 'boolean')
   );
 }
 
@@ -114,16 +120,39 @@ export class RegistryStore {
     if (this.#entries.delete(keyOf(sessionId, skillId))) this.#schedule();
   }
 
-  /** The skill spoke (a pong): its entries are fresh. Written at most once an hour per skill. */
+  /** Entries not seen since before `cutoff` (epoch ms): candidates to forget. */
+  staleSince(cutoff: number): StoredRegistration[] {
+    return this.entries().filter((entry) => entry.last_seen < cutoff);
+  }
+
+  /** The wall-clock time the store stamps `last_seen` with. */
+  now(): number {
+    return this.#now();
+  }
+
+  /**
+   * The skill spoke (or is connected): its entries are fresh, and none is dormant. `last_seen` alone is written at
+   * most once an hour per skill.
+   */
   seen(skillId: string): void {
     const now = this.#now();
     let changed = false;
     for (const [key, entry] of this.#entries) {
-      if (entry.skill_id !== skillId || now - entry.last_seen < HOUR_MS) continue;
-      this.#entries.set(key, { ...entry, last_seen: now });
+      if (entry.skill_id !== skillId || (now - entry.last_seen < HOUR_MS && entry.dormant !== true)) continue;
+      const { dormant: _dormant, ...fresh } = entry;
+      this.#entries.set(key, { ...fresh, last_seen: now });
       changed = true;
     }
     if (changed) this.#schedule();
+  }
+
+  /** It missed its ping while maybe back: kept dormant across restarts (until `seen` or `register`). */
+  dormant(sessionId: string, skillId: string): void {
+    const key = keyOf(sessionId, skillId);
+    const entry = this.#entries.get(key);
+    if (entry === undefined || entry.dormant === true) return;
+    this.#entries.set(key, { ...entry, dormant: true });
+    this.#schedule();
   }
 
   /** Everything written so far is on disk. */

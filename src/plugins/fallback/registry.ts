@@ -3,42 +3,58 @@
  * by the registering message's session_id; "default" entries are available to every session, a session's own
  * entries extend (and, for the same skill, override) them for that session only.
  *
- * Each entry remembers the client connection it was registered over (undefined in-process, on a foreign bus, or for a
- * legacy registration whose connection closed), so a closed connection takes its spec registrations with it and a
- * connection-bound deregistration can be checked.
+ * Liveness. FALLBACK-1 never asks a skill to register again, so a registration outlives the connection it was made
+ * over (README, "Liveness and restarts"); what changes is whether pools hold it:
+ *   - heard: bound to the connection the skill speaks over (or, with no connection identity — in process, a foreign
+ *     bus — simply heard): in the pools;
+ *   - away: its connection closed (or it was restored from disk) and no client connection it might be on is open: in
+ *     no pool, nobody waits for it;
+ *   - maybe back (`backSince`, or restored on a bus without connection identity): not heard from since, but it may be
+ *     on a connection that is open — in the pools on probation (`unheard`). A missed ping sends it away again at once,
+ *     `dormant`;
+ *   - dormant: away, and only being heard from (a pong, a registration, any message of its own) brings it back —
+ *     connections opening do not. So a skill gone for good costs at most one ping timeout, and a live one is never
+ *     lost: the next thing it says brings it back.
  * Session ids come off the bus, so the registry is bounded: at most `maxSkillsPerSession` skills per session and
- * at most `maxSessions` sessions other than "default" holding registrations.
+ * at most `maxSessions` sessions other than "default" holding registrations; a registration away gives its place
+ * up to a new one when the bound is reached.
  */
 import { DEFAULT_SESSION_ID } from '../../bus/session.js';
 
 export interface RegistryEntry {
   readonly priority: number;
+  /** The client connection the skill was registered or last heard over, while it is open; undefined when unbound. */
   readonly connection: string | undefined;
   /** Registered in the legacy dialect (ovos-workshop FallbackSkill): asked by broadcast, dispatched the legacy way. */
   readonly legacy: boolean;
-  /**
-   * Legacy, its connection closed, and no client connection it might be on is open (none opened since, or every one
-   * that did closed before it was heard on it): it cannot be on the bus, so no pool holds it (nobody waits for it)
-   * until a connection opens — which may be its bus client reconnecting.
-   */
+  /** Not heard from since its connection closed or it was restored: one missed ping makes it `dormant`. */
+  readonly unheard?: true;
+  /** In no pool: it cannot be on the bus (no connection it might be on is open), or it is `dormant`. */
   readonly away?: true;
+  /** Away, and brought back only by being heard from (it missed its ping while maybe back, or a spec one restored). */
+  readonly dormant?: true;
   /**
-   * Legacy and unbound since its connection closed, yet in the pools: it may be on any client connection still open
-   * whose open number (`connectionOpened` numbers them in order) is at least this one — those opened since, or within
-   * the reconnect window before the close. It is away again when the last of them closes before it was heard on one
-   * (a short-lived client, say, was not its reconnect).
+   * Maybe back: in the pools, and it may be on any client connection still open whose open number
+   * (`connectionOpened` numbers them in order) is at least this one — those opened since it went away, or within the
+   * reconnect window before the close. It is away again when the last of them closes before it was heard on one (a
+   * short-lived client, say, was not its reconnect).
    */
   readonly backSince?: number;
 }
 
-/** A registration `releaseConnection` let go of or kept, and whether it was bound to the closed connection. */
+/** A registration `releaseConnection` unbound, or sent away again. */
 export interface ReleasedEntry {
   readonly sessionId: string;
   readonly skillId: string;
-  /** Legacy: kept, unbound (spec ones are removed). */
-  readonly kept: boolean;
-  /** False for a legacy registration that was only maybe on that connection (`backSince`), away again now. */
+  /** False for a registration that was only maybe on that connection (`backSince`), away again now. */
   readonly bound: boolean;
+}
+
+/** How a registration restored from disk starts (`restore`). */
+export interface RestoredRegistration {
+  readonly legacy: boolean;
+  /** It missed its ping while maybe back before the restart: it stays dormant. */
+  readonly dormant: boolean;
 }
 
 export interface RegistryBounds {
@@ -47,6 +63,12 @@ export interface RegistryBounds {
 }
 
 export type RegisterResult = 'registered' | 'registry_full';
+
+/** A registration whose liveness changed, by session and skill. */
+export interface EntryRef {
+  readonly sessionId: string;
+  readonly skillId: string;
+}
 
 export class FallbackRegistry {
   readonly #bySession = new Map<string, Map<string, RegistryEntry>>();
@@ -62,20 +84,49 @@ export class FallbackRegistry {
   }
 
   /**
-   * §3.1: re-registration with the same skill_id replaces the prior entry (always allowed, whatever the bounds).
-   * A new skill beyond `maxSkillsPerSession`, or a new session beyond `maxSessions`, is refused.
+   * §3.1: re-registration with the same skill_id replaces the prior entry (always allowed, whatever the bounds). A
+   * new skill beyond `maxSkillsPerSession`, or a new session beyond `maxSessions`, takes the place of a registration
+   * away (the oldest first) or, when none is, is refused. A registration is heard from: in the pools at once.
    */
   register(sessionId: string, skillId: string, priority: number, connection?: string, legacy = false): RegisterResult {
+    return this.#put(sessionId, skillId, { priority, connection, legacy });
+  }
+
+  /**
+   * A registration kept on disk, after a restart. A spec one is dormant until its skill is heard from (the skill SDK
+   * registers again when it reconnects, and is asked to with `ovos.fallback.reregister`); a legacy one (ovos-workshop
+   * never registers again) is away until a client connection opens — `withConnections` false (a foreign bus shows
+   * none): maybe back at once —, unless it had already missed its ping while maybe back (`dormant`).
+   */
+  restore(sessionId: string, skillId: string, priority: number, restored: RestoredRegistration, withConnections: boolean): RegisterResult {
+    const base = { priority, connection: undefined, legacy: restored.legacy, unheard: true } as const;
+    const entry: RegistryEntry = !restored.legacy || restored.dormant ? { ...base, away: true, dormant: true } : withConnections ? { ...base, away: true } : base;
+    return this.#put(sessionId, skillId, entry);
+  }
+
+  #put(sessionId: string, skillId: string, entry: RegistryEntry): RegisterResult {
     let skills = this.#bySession.get(sessionId);
     if (skills === undefined) {
-      if (sessionId !== DEFAULT_SESSION_ID && this.sessionCount >= this.#maxSessions) return 'registry_full';
+      if (sessionId !== DEFAULT_SESSION_ID && this.sessionCount >= this.#maxSessions && !this.#evictAwaySession()) return 'registry_full';
       if (this.#maxSkillsPerSession < 1) return 'registry_full';
       this.#bySession.set(sessionId, (skills = new Map()));
-    } else if (!skills.has(skillId) && skills.size >= this.#maxSkillsPerSession) {
+    } else if (!skills.has(skillId) && skills.size >= this.#maxSkillsPerSession && !evictAway(skills)) {
       return 'registry_full';
     }
-    skills.set(skillId, { priority, connection, legacy });
+    skills.set(skillId, entry);
     return 'registered';
+  }
+
+  /** A session (not "default") whose every registration is away gives its place up. */
+  #evictAwaySession(): boolean {
+    for (const [sessionId, skills] of this.#bySession) {
+      if (sessionId === DEFAULT_SESSION_ID) continue;
+      if ([...skills.values()].every((entry) => entry.away === true)) {
+        this.#bySession.delete(sessionId);
+        return true;
+      }
+    }
+    return false;
   }
 
   /** §3.2: unknown skill_id is a no-op. */
@@ -98,14 +149,12 @@ export class FallbackRegistry {
   }
 
   /**
-   * `connection` closed. Spec registrations made over it, in every session, are removed (the skill SDK registers
-   * again when it reconnects). Legacy ones are kept, unbound, as after a restart: ovos-workshop never registers again
-   * by itself, so its first pong over a new connection binds them again (`bindUnbound`). With `reconnectSince` (a
-   * time: the close may have been noticed after its bus client reconnected), the connections still open that opened
-   * after this one and at or after that time may be its own: they stay in the pools, `backSince` the first of them;
-   * otherwise they are `away`.
-   * A legacy registration back in the pools that can be on no open connection any more is away again. A skill that
-   * registered again over another connection since keeps that newer registration.
+   * `connection` closed. Registrations made or last heard over it, in every session, are kept, unbound (FALLBACK-1
+   * never asks a skill to register again: a skill whose bus client reconnects is asked over its new connection). With
+   * `reconnectSince` (a time: the close may have been noticed after its bus client reconnected), the connections still
+   * open that opened after this one and at or after that time may be its own: it stays in the pools, maybe back
+   * (`backSince` the first of them); otherwise it is away.
+   * A registration maybe back that can be on no open connection any more is away again.
    */
   releaseConnection(connection: string, reconnectSince?: number): ReleasedEntry[] {
     // A connection opened before this one cannot be its reconnect.
@@ -121,36 +170,52 @@ export class FallbackRegistry {
     for (const [sessionId, skills] of this.#bySession) {
       for (const [skillId, entry] of skills) {
         if (entry.connection === connection) {
-          released.push({ sessionId, skillId, kept: entry.legacy, bound: true });
-          if (entry.legacy) skills.set(skillId, unbound(entry, since));
+          released.push({ sessionId, skillId, bound: true });
+          skills.set(skillId, unbound(entry, since));
         } else if (entry.backSince !== undefined && entry.backSince > newest) {
           skills.set(skillId, unbound(entry, undefined));
-          released.push({ sessionId, skillId, kept: true, bound: false });
+          released.push({ sessionId, skillId, bound: false });
         }
       }
     }
-    for (const { sessionId, skillId, kept } of released) if (!kept) this.deregister(sessionId, skillId);
     return released;
   }
 
   /**
-   * Registrations of `skillId` made over no known connection (restored after a restart, or legacy ones whose
-   * connection closed) now belong to `connection`, the one the skill was just heard on.
+   * `skillId` was heard from (`connection`: the one it spoke over; undefined without connection identity). Its
+   * registrations not heard from since they were restored or their connection closed — away, dormant or maybe back —
+   * are back in the pools, bound to that connection. Those that changed.
    */
-  bindUnbound(skillId: string, connection: string): number {
-    let bound = 0;
-    for (const skills of this.#bySession.values()) {
+  heard(skillId: string, connection: string | undefined): EntryRef[] {
+    const changed: EntryRef[] = [];
+    for (const [sessionId, skills] of this.#bySession) {
       const entry = skills.get(skillId);
-      if (entry === undefined || entry.connection !== undefined) continue;
+      if (entry?.unheard !== true) continue;
       skills.set(skillId, { priority: entry.priority, connection, legacy: entry.legacy });
-      bound++;
+      changed.push({ sessionId, skillId });
     }
-    return bound;
+    return changed;
   }
 
   /**
-   * Client connection `connection` opened at `at`: every registration away may be back on it (its bus client
-   * reconnecting). How many were away.
+   * A ping to `skillId` went unanswered (§6.1). Its registrations in the pools but not heard from since they went
+   * away or were restored (maybe back) cannot be told from a skill gone for good: dormant now, in no pool until it is
+   * heard from. Those that changed.
+   */
+  missed(skillId: string): EntryRef[] {
+    const changed: EntryRef[] = [];
+    for (const [sessionId, skills] of this.#bySession) {
+      const entry = skills.get(skillId);
+      if (entry?.unheard !== true || entry.away === true) continue;
+      skills.set(skillId, { priority: entry.priority, connection: undefined, legacy: entry.legacy, unheard: true, away: true, dormant: true });
+      changed.push({ sessionId, skillId });
+    }
+    return changed;
+  }
+
+  /**
+   * Client connection `connection` opened at `at`: every registration away (not dormant) may be back on it (its bus
+   * client reconnecting). How many were away.
    */
   connectionOpened(connection: string, at: number): number {
     this.#open.delete(connection);
@@ -158,7 +223,7 @@ export class FallbackRegistry {
     let back = 0;
     for (const skills of this.#bySession.values()) {
       for (const [skillId, entry] of skills) {
-        if (entry.away !== true) continue;
+        if (entry.away !== true || entry.dormant === true) continue;
         skills.set(skillId, unbound(entry, this.#opened));
         back++;
       }
@@ -169,6 +234,12 @@ export class FallbackRegistry {
   /** Whether any session (including "default") still holds a registration of `skillId`. */
   holds(skillId: string): boolean {
     for (const skills of this.#bySession.values()) if (skills.has(skillId)) return true;
+    return false;
+  }
+
+  /** Whether any legacy registration is dormant: only a broadcast ping it answers can bring it back. */
+  hasDormantLegacy(): boolean {
+    for (const skills of this.#bySession.values()) for (const entry of skills.values()) if (entry.dormant === true && entry.legacy) return true;
     return false;
   }
 
@@ -199,7 +270,19 @@ export class FallbackRegistry {
   }
 }
 
-/** A legacy registration without its connection: in the pools, maybe on the connections from `backSince` on; away without. */
+/** A registration away gives its place up to a new one; the oldest first (a Map keeps insertion order). */
+function evictAway(skills: Map<string, RegistryEntry>): boolean {
+  for (const [skillId, entry] of skills) {
+    if (entry.away === true) {
+      skills.delete(skillId);
+      return true;
+    }
+  }
+  return false;
+}
+
+/** A registration without its connection, not heard from since: maybe back on the connections from `backSince` on; away without. */
 function unbound(entry: RegistryEntry, backSince: number | undefined): RegistryEntry {
-  return backSince === undefined ? { priority: entry.priority, connection: undefined, legacy: true, away: true } : { priority: entry.priority, connection: undefined, legacy: true, backSince };
+  const base = { priority: entry.priority, connection: undefined, legacy: entry.legacy, unheard: true } as const;
+  return backSince === undefined ? { ...base, away: true } : { ...base, backSince };
 }

@@ -15,6 +15,7 @@ const SUSPEND_MS = CONFIG.fallback.suspendMs;
 
 const session = (id: string): JsonObject => ({ session_id: id });
 const withReason = (h: Harness, reason: string): Array<Record<string, unknown>> => h.logs.filter((line) => line['reason'] === reason);
+const KEPT = 'fallback registrations kept, unbound: asked again once their skill is heard from or may be back (those away: once a client connection opens)';
 const dispatches = (h: Harness): string[] => h.wire.filter((m) => m.type.endsWith(':fallback')).map((m) => m.type);
 
 /** A fallback skill playing over the named client connection: registers (in each session given), answers pings. */
@@ -57,8 +58,8 @@ describe('FALLBACK-1 §3.4 / §6.1 a closed connection takes its registrations w
     await h.settle();
     expect(h.system.fallback.registry.availableFor('kitchen').has('dead')).toBe(false);
     expect(h.system.fallback.registry.availableFor('default').has('dead')).toBe(false);
-    const line = withReason(h, 'connection_closed').find((l) => l['msg'] === 'fallback registrations removed');
-    expect(line).toMatchObject({ level: 30, connection: 'c1', skills: ['dead'], sessions: ['default', 'kitchen'] });
+    const line = withReason(h, 'connection_closed').find((l) => l['msg'] === KEPT);
+    expect(line).toMatchObject({ level: 30, connection: 'c1', skills: ['dead'], sessions: ['default', 'kitchen'], away: ['dead'] });
 
     h.utter('hello', { session: session('kitchen') });
     await h.advance(1);
@@ -288,7 +289,6 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     h.bus.closeConnection('c1');
     return { h, skill };
   }
-  const KEPT = 'legacy fallback registrations kept: asked again over the connection their bus client reconnects on (those away: once a client connection opens)';
 
   it('FALLBACK-1 §3.1 + ovos-wire-today: after a reconnect the skill, which never registers again, answers the next utterance and wins it', async () => {
     const h = createHarness(CONFIG);
@@ -299,7 +299,7 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     reconnect(h, skill, 'c2');
     await h.settle();
     expect(withReason(h, 'connection_closed').find((l) => l['msg'] === KEPT)).toMatchObject({ skills: ['wiki.fb'], sessions: ['default'] });
-    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, backSince: 1 });
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, unheard: true, backSince: 1 });
 
     h.utter('what is a barrel roll', { session: session('s1'), utteranceId: 'u1' });
     await h.advance(5);
@@ -310,7 +310,7 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     // Bound again: when c2 closes, it is kept again — never lost.
     h.bus.closeConnection('c2');
     await h.settle();
-    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, away: true });
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, unheard: true, away: true });
   });
 
   it('FALLBACK-1 §6.1: a legacy skill whose connection closes mid-contest is passed over at once in that contest; it is kept for the next ones', async () => {
@@ -348,25 +348,29 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     expect(withReason(h, 'ping_timeout')).toEqual([]);
   });
 
-  it('FALLBACK-1 §6.1: a connection that opens and is not it brings it back to the pools; then, silent, it costs the ping timeout, counted by the circuit breaker', async () => {
+  it('FALLBACK-1 §6.1: a connection that opens and is not it brings it back to the pools; silent, it costs one ping timeout, then is dormant — no later utterance or connection waits for it', async () => {
     const { h } = await dropped('gone.fb');
     h.bus.openConnection('someone-else');
     await h.settle();
-    const suspendAfter = CONFIG.fallback.suspendAfterTimeouts;
-    for (let i = 0; i < suspendAfter; i++) {
+    h.utter('hello', { session: session('s1'), utteranceId: 'u0' });
+    await h.advance(PING_TIMEOUT_MS - 1);
+    expect(winners(h)).toEqual([]);
+    await h.advance(1);
+    expect(winners(h)).toEqual(['catch.all']);
+    expect(h.system.fallback.registry.entry('default', 'gone.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, unheard: true, away: true, dormant: true });
+    expect(withReason(h, 'maybe_back_missed')).toEqual([expect.objectContaining({ level: 30, skill_id: 'gone.fb', sessions: ['default'] })]);
+    for (let i = 1; i <= 5; i++) {
+      h.bus.openConnection(`client-${i}`);
       h.utter('hello', { session: session('s1'), utteranceId: `u${i}` });
-      await h.advance(PING_TIMEOUT_MS - 1);
-      expect(winners(h)).toHaveLength(i);
       await h.advance(1);
       expect(winners(h)).toHaveLength(i + 1);
     }
-    expect(withReason(h, 'skill_suspended')).toEqual([expect.objectContaining({ skill_id: 'gone.fb' })]);
-    h.utter('hello', { session: session('s1'), utteranceId: 'u-after' });
-    await h.advance(1);
-    expect(winners(h)).toEqual(Array(suspendAfter + 1).fill('catch.all'));
+    expect(winners(h)).toEqual(Array(6).fill('catch.all'));
+    expect(withReason(h, 'ping_timeout')).toHaveLength(1);
+    expect(withReason(h, 'skill_suspended')).toEqual([]);
   });
 
-  const AWAY_AGAIN = 'legacy fallback skills away again: every connection they might have been on has closed without them being heard';
+  const AWAY_AGAIN = 'fallback skills away again: every connection they might have been on has closed without them being heard';
 
   it('FALLBACK-1 §6.1: a short-lived connection (the say command) that brought it back closes without it: away again, no contest waits for it', async () => {
     const { h } = await dropped('gone.fb');
@@ -375,7 +379,7 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     expect(h.system.fallback.registry.availableFor('s1').has('gone.fb')).toBe(true);
     h.bus.closeConnection('say-1');
     await h.settle();
-    expect(h.system.fallback.registry.entry('default', 'gone.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, away: true });
+    expect(h.system.fallback.registry.entry('default', 'gone.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, unheard: true, away: true });
     expect(withReason(h, 'connection_closed').filter((l) => l['msg'] === AWAY_AGAIN)).toEqual([
       expect.objectContaining({ connection: 'say-1', skills: ['gone.fb'], sessions: ['default'] }),
     ]);
@@ -407,7 +411,7 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     await h.settle();
     h.bus.closeConnection('say-1');
     await h.settle();
-    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, backSince: 1 });
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, unheard: true, backSince: 1 });
     expect(withReason(h, 'connection_closed').filter((l) => l['msg'] === AWAY_AGAIN)).toEqual([]);
     h.utter('what is a barrel roll', { session: session('s1'), utteranceId: 'u1' });
     await h.advance(5);
@@ -423,7 +427,7 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     h.bus.openConnection('listener');
     h.bus.closeConnection('c1', true); // noticed by the heartbeat
     await h.settle();
-    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, backSince: 1 });
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, unheard: true, backSince: 1 });
     h.bus.closeConnection('listener');
     await h.settle();
     expect(h.system.fallback.registry.entry('default', 'wiki.fb')?.away).toBe(true);
@@ -442,10 +446,18 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     await h.advance(1);
     expect(winners(h)).toEqual(['catch.all', 'catch.all', 'catch.all', 'catch.all']);
     expect(withReason(h, 'skill_suspended')).toEqual([]);
+    expect(withReason(h, 'maybe_back_missed')).toHaveLength(1);
+    // Dormant, it is not waited for; the one broadcast ping of the next utterance lets it be heard — back for the one after.
     skill.on.connection = 'c2';
     h.utter('what is a barrel roll', { session: session('s1'), utteranceId: 'after' });
     await h.advance(5);
+    expect(winners(h).at(-1)).toBe('catch.all');
+    expect(h.of('ovos.skills.fallback.ping').filter((m) => m.context['utterance_id'] === 'after')).toHaveLength(1);
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: 'c2', legacy: true });
+    h.utter('what is a barrel roll', { session: session('s1'), utteranceId: 'after-2' });
+    await h.advance(5);
     expect(winners(h).at(-1)).toBe('wiki.fb');
+    expect(withReason(h, 'ping_timeout')).toHaveLength(1);
   });
 
   const HEARTBEAT_MS = CONFIG.bus.heartbeatMs;
@@ -459,7 +471,7 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     await h.advance(2 * HEARTBEAT_MS); // the dead c1 is noticed as late as the bus server can notice it
     h.bus.closeConnection('c1', true);
     await h.settle();
-    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, backSince: 1 });
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, unheard: true, backSince: 1 });
     expect(withReason(h, 'connection_closed').find((l) => l['msg'] === KEPT)).toMatchObject({ skills: ['wiki.fb'], away: [] });
     h.utter('what is a barrel roll', { session: session('s1'), utteranceId: 'u1' });
     await h.advance(5);
@@ -473,7 +485,7 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     await h.advance(2 * HEARTBEAT_MS + 1);
     h.bus.closeConnection('c1', true); // noticed by the heartbeat
     await h.settle();
-    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, away: true });
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, unheard: true, away: true });
     expect(withReason(h, 'connection_closed').find((l) => l['msg'] === KEPT)).toMatchObject({ away: ['wiki.fb'] });
   });
 
@@ -486,7 +498,7 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     skill.on.connection = null;
     h.bus.closeConnection('c1'); // noticed at once: its bus client can only reconnect after
     await h.settle();
-    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, away: true });
+    expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: undefined, legacy: true, unheard: true, away: true });
     expect(withReason(h, 'connection_closed').find((l) => l['msg'] === KEPT)).toMatchObject({ away: ['wiki.fb'] });
     h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
     await h.advance(1);
@@ -538,15 +550,29 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     expect(winners(h)).toEqual(['X']);
   });
 
-  it('FALLBACK-1 §3.4: a spec skill\'s registration still goes with its connection (the SDK registers again when it reconnects)', async () => {
+  it('FALLBACK-1 §3.1: a spec skill whose socket drops keeps its registration: away, then maybe back on a new connection, where its pong wins — it never registered again', async () => {
     const h = createHarness(CONFIG);
-    connectedSkill(h, 'spec.fb', 10, 'c1', { verdict: true });
-    workshopSkill(h, 'legacy.fb', 20, 'c1');
+    const spec = connectedSkill(h, 'spec.fb', 10, 'c1'); // its answers are played over c2 below
+    fallbackSkill(h, 'catch.all', 90);
     await h.settle();
     h.bus.closeConnection('c1');
     await h.settle();
-    expect(h.system.fallback.registry.entry('default', 'spec.fb')).toBeUndefined();
-    expect(h.system.fallback.registry.entry('default', 'legacy.fb')).toEqual({ priority: 20, connection: undefined, legacy: true, away: true });
-    expect(withReason(h, 'connection_closed').find((l) => l['msg'] === 'fallback registrations removed')).toMatchObject({ skills: ['spec.fb'] });
+    expect(h.system.fallback.registry.entry('default', 'spec.fb')).toEqual({ priority: 10, connection: undefined, legacy: false, unheard: true, away: true });
+    expect(withReason(h, 'connection_closed').find((l) => l['msg'] === KEPT)).toMatchObject({ skills: ['spec.fb'], away: ['spec.fb'] });
+    h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(1);
+    expect(winners(h)).toEqual(['catch.all']);
+    expect(spec.pings).toHaveLength(0);
+    // Its socket comes back (answering over c2 from now on): asked, it answers, wins, and is bound to c2.
+    h.bus.openConnection('c2');
+    const pong = spec.pings.length;
+    h.bus.subscribe((m) => {
+      if (m.type === 'spec.fb.fallback.ping') h.bus.publish(reply(m, 'spec.fb.fallback.pong', { skill_id: 'spec.fb', can_handle: true }), 'c2');
+    });
+    h.utter('hello', { session: session('s1'), utteranceId: 'u2' });
+    await h.advance(5);
+    expect(spec.pings.length).toBe(pong + 1);
+    expect(winners(h)).toEqual(['catch.all', 'spec.fb']);
+    expect(h.system.fallback.registry.entry('default', 'spec.fb')?.connection).toBe('c2');
   });
 });

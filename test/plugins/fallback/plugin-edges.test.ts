@@ -226,7 +226,7 @@ describe('OVOS-FALLBACK-1 §6.1 circuit breaker: what it remembers once a skill 
     expect(resumed['msg']).toMatch(/resumed/);
   });
 
-  it('FALLBACK-1 §6.1 (embedded bus): a suspended skill whose only connection closed is forgotten; one still registered over another connection stays suspended', async () => {
+  it('FALLBACK-1 §6.1 (embedded bus): a suspended skill whose connections closed is remembered with its kept registration; registering again resumes it', async () => {
     const h = createHarness(QUICK_BREAKER);
     const heard = events(h);
     specSkill(h, 'gone', 'silent', { connection: 'c1' });
@@ -248,15 +248,22 @@ describe('OVOS-FALLBACK-1 §6.1 circuit breaker: what it remembers once a skill 
     await h.advance(1);
     expect(kept.pings).toHaveLength(1); // still left out
 
+    expect(h.system.fallback.breaker.suspended('gone')).toBe(true);
     h.bus.publish(specRegister('gone', 10), 'c4'); // back, over a new connection
     await h.settle();
-    expect(heard.filter((e) => e.type === 'resumed')).toEqual([]);
+    expect(heard.filter((e) => e.type === 'resumed')).toEqual([{ type: 'resumed', skill_id: 'gone' }]);
     expect(h.system.fallback.breaker.state('gone')).toBe('closed');
+    // Deregistered everywhere: nothing left to remember.
+    h.bus.publish(specDeregister('kept', { skill_id: 'kept' }), 'c3');
+    h.bus.publish(specDeregister('kept', { skill_id: 'kept' }, 'kitchen'), 'c3');
+    await h.settle();
+    expect(h.system.fallback.registry.holds('kept')).toBe(false);
+    expect(h.system.fallback.breaker.state('kept')).toBe('closed');
   });
 });
 
 describe('the registry file across a restart (README "Restarts"; FALLBACK-1 §3.1, §3.4)', () => {
-  it('FALLBACK-1 §3.1: each registration comes back in its dialect — the legacy skill asked by broadcast, the spec skill by its own ping — and the start says what it restored', async () => {
+  it('FALLBACK-1 §3.1: each registration comes back in its dialect — the legacy skill asked by broadcast once a connection opens, the spec skill by its own ping once heard from — and the start says what it restored', async () => {
     const file = registryFile();
     const first = boot(file);
     first.h.bus.publish(specRegister('spec.a', 10));
@@ -267,54 +274,63 @@ describe('the registry file across a restart (README "Restarts"; FALLBACK-1 §3.
       { skill_id: 'spec.a', legacy: false },
       { skill_id: 'legacy.b', legacy: true },
     ]);
-    expect(withReason(first.h, 'registry_restored')).toEqual([]); // nothing was there to restore
+    expect(only(withReason(first.h, 'registry_restored'))).toMatchObject({ level: 30, restored: 0, file });
 
     const { h } = boot(file);
     const restored = only(withReason(h, 'registry_restored'));
-    expect(restored).toMatchObject({ level: 30, skills: ['spec.a', 'legacy.b'], file });
-    expect(restored['msg']).toMatch(/restored/);
-    expect(h.system.fallback.registry.entry('default', 'legacy.b')).toEqual({ priority: 20, connection: undefined, legacy: true });
+    expect(restored).toMatchObject({ level: 30, restored: 2, skills: ['spec.a', 'legacy.b'], dormant: ['spec.a'], file });
+    expect(restored['msg']).toContain(`2 from ${file}`);
+    expect(h.system.fallback.registry.entry('default', 'legacy.b')).toEqual({ priority: 20, connection: undefined, legacy: true, unheard: true, away: true });
 
-    const spec = specSkill(h, 'spec.a', false, { connection: undefined });
+    const spec = specSkill(h, 'spec.a', false, { connection: 'spec' });
     legacySkill(h, 'legacy.b', true);
+    h.utter('hello', { session: session('s1'), utteranceId: 'u0' });
+    await h.advance(1);
+    expect(h.of('ovos.intent.unmatched')).toHaveLength(1); // no client connection yet: nobody to wait for
+    expect(h.of('ovos.skills.fallback.ping')).toHaveLength(0);
+    h.bus.openConnection('legacy');
     h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
     await h.advance(1);
-    expect(spec.pings).toHaveLength(1);
+    expect(spec.pings).toHaveLength(0);
     expect(h.of('ovos.skills.fallback.ping')).toHaveLength(1);
     expect(only(h.of('ovos.intent.matched')).data['skill_id']).toBe('legacy.b');
     expect(h.of('ovos.skills.fallback.legacy.b.request')).toHaveLength(1);
+    // The spec skill says something of its own (here: registers again): asked from then on, in its own dialect.
+    h.bus.publish(specRegister('spec.a', 10), 'spec');
+    h.utter('hello', { session: session('s1'), utteranceId: 'u2' });
+    await h.advance(1);
+    expect(spec.pings).toHaveLength(1);
   });
 
-  it('a restored skill is bound to the connection it is first heard on (one info line) and goes when that connection closes; a pong from no connection binds nothing', async () => {
+  it('a restored skill is bound to the connection it is first heard on (one info line) and is away when that connection closes; a pong from no connection brings it back unbound', async () => {
     const file = registryFile();
     const first = boot(file);
-    first.h.bus.publish(specRegister('r.skill', 10));
+    first.h.bus.publish(legacyRegister('r.skill', 10));
     await first.h.settle();
     await first.store().flush();
 
     const { h } = boot(file);
-    const via: { connection: string | undefined } = { connection: undefined };
-    specSkill(h, 'r.skill', false, via);
-    const bound = (): Array<Record<string, unknown>> => h.logs.filter((l) => l['skill_id'] === 'r.skill' && typeof l['msg'] === 'string' && /bound/.test(l['msg']));
+    const back = (): Array<Record<string, unknown>> => withMsg(h, 'fallback skill heard from: back in the pools').filter((l) => l['skill_id'] === 'r.skill');
+    h.bus.openConnection('c1');
+    h.bus.subscribe((m) => {
+      if (m.type === 'ovos.skills.fallback.ping') h.bus.publish(reply(m, 'ovos.skills.fallback.pong', { skill_id: 'r.skill', can_handle: false }), 'c1');
+    });
     h.utter('one', { session: session('s1') });
     await h.advance(1);
-    expect(bound()).toEqual([]);
-    expect(h.system.fallback.registry.entry('default', 'r.skill')?.connection).toBeUndefined();
-
-    via.connection = 'c1';
+    const line = [expect.objectContaining({ level: 30, skill_id: 'r.skill', connection: 'c1', sessions: ['default'] })];
+    expect(back()).toEqual(line); // at its first pong over c1
+    expect(h.system.fallback.registry.entry('default', 'r.skill')).toEqual({ priority: 10, connection: 'c1', legacy: true });
     h.utter('two', { session: session('s1') });
     await h.advance(1);
-    const line = [expect.objectContaining({ level: 30, skill_id: 'r.skill', connection: 'c1' })];
-    expect(bound()).toEqual(line); // at its first pong over c1
-    expect(h.system.fallback.registry.entry('default', 'r.skill')?.connection).toBe('c1');
-    h.utter('three', { session: session('s1') });
-    await h.advance(1);
-    expect(bound()).toEqual(line); // already bound: nothing more to say
+    expect(back()).toEqual(line); // already bound: nothing more to say
 
     h.bus.closeConnection('c1');
     await h.settle();
     expect(registered(h, 'default')).toEqual([]);
-    expect(only(withReason(h, 'connection_closed').filter((l) => l['msg'] === 'fallback registrations removed'))).toMatchObject({ connection: 'c1', skills: ['r.skill'] });
+    expect(only(withReason(h, 'connection_closed'))).toMatchObject({ connection: 'c1', skills: ['r.skill'], away: ['r.skill'] });
+    h.bus.publish(reply(createMessage('x', {}, { session: session('s1'), utterance_id: 'u-x' }), 'ovos.skills.fallback.pong', { skill_id: 'r.skill', can_handle: false }));
+    await h.settle();
+    expect(h.system.fallback.registry.entry('default', 'r.skill')).toEqual({ priority: 10, connection: undefined, legacy: true });
   });
 });
 

@@ -18,86 +18,122 @@ describe('FALLBACK-1 §3.4 registrations remember their connection', () => {
     expect(registry.entry('kitchen', 'a')).toBeUndefined();
   });
 
-  it('FALLBACK-1 §3.4: releaseConnection removes that connection’s spec registrations in every session, and nothing else', () => {
+  it('FALLBACK-1 §3.4: releaseConnection unbinds that connection’s registrations in every session, spec and legacy alike, and nothing else', () => {
     const registry = new FallbackRegistry();
     registry.register('default', 'a', 10, 'c1');
     registry.register('kitchen', 'a', 90, 'c1');
-    registry.register('car', 'k', 30, 'c1');
+    registry.register('car', 'k', 30, 'c1', true);
     registry.register('default', 'b', 20, 'c2');
     registry.register('default', 'local', 30);
     expect(registry.releaseConnection('c1')).toEqual([
-      { sessionId: 'default', skillId: 'a', kept: false, bound: true },
-      { sessionId: 'kitchen', skillId: 'a', kept: false, bound: true },
-      { sessionId: 'car', skillId: 'k', kept: false, bound: true },
+      { sessionId: 'default', skillId: 'a', bound: true },
+      { sessionId: 'kitchen', skillId: 'a', bound: true },
+      { sessionId: 'car', skillId: 'k', bound: true },
     ]);
+    // Away: kept, in no pool — nobody waits for them.
+    expect(registry.entry('default', 'a')).toEqual({ priority: 10, connection: undefined, legacy: false, unheard: true, away: true });
+    expect(registry.entry('car', 'k')).toEqual({ priority: 30, connection: undefined, legacy: true, unheard: true, away: true });
     expect(ids(registry, 'kitchen')).toEqual(['b', 'local']);
     expect(ids(registry, 'car')).toEqual(['b', 'local']);
-    expect(registry.sessionCount).toBe(0);
-    expect(registry.holds('a')).toBe(false);
-    expect(registry.holds('b')).toBe(true);
+    expect(registry.holds('a')).toBe(true);
     expect(registry.releaseConnection('c1')).toEqual([]);
   });
 
-  it('ovos-wire-today (legacy skills never register again): releaseConnection keeps a legacy registration, unbound, until bindUnbound', () => {
+  it('FALLBACK-1 §6.1: away until a client connection opens, then maybe back (in the pools) until heard from, which binds it', () => {
     const registry = new FallbackRegistry();
     registry.register('default', 'legacy.a', 10, 'c1', true);
     registry.register('kitchen', 'legacy.a', 20, 'c1', true);
     registry.register('default', 'spec.b', 30, 'c1');
-    expect(registry.releaseConnection('c1')).toEqual([
-      { sessionId: 'default', skillId: 'legacy.a', kept: true, bound: true },
-      { sessionId: 'default', skillId: 'spec.b', kept: false, bound: true },
-      { sessionId: 'kitchen', skillId: 'legacy.a', kept: true, bound: true },
-    ]);
-    expect(registry.entry('default', 'legacy.a')).toEqual({ priority: 10, connection: undefined, legacy: true, away: true });
-    expect(registry.entry('kitchen', 'legacy.a')).toEqual({ priority: 20, connection: undefined, legacy: true, away: true });
-    expect(registry.holds('spec.b')).toBe(false);
-    expect(registry.releaseConnection('c1')).toEqual([]);
-    // Away: in no pool, in no session — until a client connection opens.
+    registry.releaseConnection('c1');
     expect(registry.availableFor('default').has('legacy.a')).toBe(false);
     expect(registry.availableFor('kitchen').has('legacy.a')).toBe(false);
-    expect(registry.connectionOpened('c2', 0)).toBe(2);
+    expect(registry.connectionOpened('c2', 0)).toBe(3);
     expect(registry.connectionOpened('c3', 0)).toBe(0);
     expect(registry.availableFor('kitchen').get('legacy.a')).toBe(20);
+    expect(registry.availableFor('kitchen').get('spec.b')).toBe(30);
     // Maybe on any connection from the first opened since (open number 1) on.
-    expect(registry.entry('default', 'legacy.a')).toEqual({ priority: 10, connection: undefined, legacy: true, backSince: 1 });
-    expect(registry.bindUnbound('legacy.a', 'c2')).toBe(2);
+    expect(registry.entry('default', 'legacy.a')).toEqual({ priority: 10, connection: undefined, legacy: true, unheard: true, backSince: 1 });
+    expect(registry.heard('legacy.a', 'c2')).toEqual([
+      { sessionId: 'default', skillId: 'legacy.a' },
+      { sessionId: 'kitchen', skillId: 'legacy.a' },
+    ]);
     expect(registry.entry('kitchen', 'legacy.a')).toEqual({ priority: 20, connection: 'c2', legacy: true });
+    // Heard again: nothing changes.
+    expect(registry.heard('legacy.a', 'c3')).toEqual([]);
   });
 
-  it('FALLBACK-1 §6.1: a legacy registration back in the pools is away again once every connection opened since has closed without it being heard', () => {
+  it('FALLBACK-1 §6.1: maybe back and a missed ping: dormant — away, and connections opening do not bring it back; being heard does', () => {
+    const registry = new FallbackRegistry();
+    registry.register('default', 'a', 10, 'c1', true);
+    registry.register('default', 'live', 20, 'c9', true);
+    registry.releaseConnection('c1');
+    registry.connectionOpened('c2', 0);
+    expect(registry.missed('live')).toEqual([]); // heard all along: a missed ping is the circuit breaker's business
+    expect(registry.missed('a')).toEqual([{ sessionId: 'default', skillId: 'a' }]);
+    expect(registry.entry('default', 'a')).toEqual({ priority: 10, connection: undefined, legacy: true, unheard: true, away: true, dormant: true });
+    expect(registry.missed('a')).toEqual([]);
+    expect(registry.hasDormantLegacy()).toBe(true);
+    expect(registry.connectionOpened('c3', 1)).toBe(0);
+    expect(registry.availableFor('default').has('a')).toBe(false);
+    registry.releaseConnection('c3');
+    expect(registry.heard('a', 'c2')).toEqual([{ sessionId: 'default', skillId: 'a' }]);
+    expect(registry.entry('default', 'a')).toEqual({ priority: 10, connection: 'c2', legacy: true });
+    expect(registry.hasDormantLegacy()).toBe(false);
+  });
+
+  it('FALLBACK-1 §3.1: restored from disk — spec dormant, legacy away until a connection opens (maybe back at once without connection identity), dormant stays dormant', () => {
+    const registry = new FallbackRegistry();
+    registry.restore('default', 'spec', 10, { legacy: false, dormant: false }, true);
+    registry.restore('default', 'legacy', 20, { legacy: true, dormant: false }, true);
+    registry.restore('default', 'gone', 30, { legacy: true, dormant: true }, true);
+    registry.restore('kitchen', 'foreign', 40, { legacy: true, dormant: false }, false);
+    expect(ids(registry, 'default')).toEqual([]);
+    expect(ids(registry, 'kitchen')).toEqual(['foreign']);
+    expect(registry.entry('default', 'spec')).toEqual({ priority: 10, connection: undefined, legacy: false, unheard: true, away: true, dormant: true });
+    registry.connectionOpened('c1', 0);
+    expect(ids(registry, 'default')).toEqual(['legacy']);
+    // Without connection identity, heard binds to nothing but still brings it back.
+    expect(registry.missed('foreign')).toEqual([{ sessionId: 'kitchen', skillId: 'foreign' }]);
+    expect(registry.heard('foreign', undefined)).toEqual([{ sessionId: 'kitchen', skillId: 'foreign' }]);
+    expect(registry.entry('kitchen', 'foreign')).toEqual({ priority: 40, connection: undefined, legacy: true });
+    expect(registry.heard('spec', 'c1')).toEqual([{ sessionId: 'default', skillId: 'spec' }]);
+    expect(ids(registry, 'default')).toEqual(['legacy', 'spec']);
+  });
+
+  it('FALLBACK-1 §6.1: a registration back in the pools is away again once every connection opened since has closed without it being heard', () => {
     const registry = new FallbackRegistry();
     registry.connectionOpened('front-end', 0); // open before it went away, and still open: not its reconnect
     registry.register('default', 'legacy.a', 10, 'c1', true);
     registry.register('kitchen', 'legacy.a', 20, 'c1', true);
-    registry.register('default', 'restored', 30, undefined, true); // after a restart: unbound, never away
+    registry.register('default', 'inproc', 30, undefined, true); // in process: never away
     registry.releaseConnection('c1');
     expect(registry.entry('kitchen', 'legacy.a')?.away).toBe(true);
     expect(registry.connectionOpened('cli', 1)).toBe(2);
     expect(registry.connectionOpened('c2', 2)).toBe(0);
-    expect(registry.entry('kitchen', 'legacy.a')).toEqual({ priority: 20, connection: undefined, legacy: true, backSince: 2 });
-    expect(registry.entry('default', 'restored')).toEqual({ priority: 30, connection: undefined, legacy: true });
+    expect(registry.entry('kitchen', 'legacy.a')).toEqual({ priority: 20, connection: undefined, legacy: true, unheard: true, backSince: 2 });
+    expect(registry.entry('default', 'inproc')).toEqual({ priority: 30, connection: undefined, legacy: true });
     // One of two closes: it may still be on the other, and stays in the pools.
     expect(registry.releaseConnection('cli')).toEqual([]);
     expect(registry.availableFor('kitchen').get('legacy.a')).toBe(20);
     // The last closes (the front end, older, is still open): away again, in no pool; kept, not bound to that connection.
     expect(registry.releaseConnection('c2')).toEqual([
-      { sessionId: 'default', skillId: 'legacy.a', kept: true, bound: false },
-      { sessionId: 'kitchen', skillId: 'legacy.a', kept: true, bound: false },
+      { sessionId: 'default', skillId: 'legacy.a', bound: false },
+      { sessionId: 'kitchen', skillId: 'legacy.a', bound: false },
     ]);
-    expect(registry.entry('default', 'legacy.a')).toEqual({ priority: 10, connection: undefined, legacy: true, away: true });
+    expect(registry.entry('default', 'legacy.a')).toEqual({ priority: 10, connection: undefined, legacy: true, unheard: true, away: true });
     expect(registry.availableFor('kitchen').has('legacy.a')).toBe(false);
-    expect(registry.availableFor('default').get('restored')).toBe(30);
+    expect(registry.availableFor('default').get('inproc')).toBe(30);
     expect(registry.releaseConnection('c2')).toEqual([]);
     // Back again with the next connection, and bound for good once heard on it.
     expect(registry.connectionOpened('c3', 3)).toBe(2);
-    expect(registry.bindUnbound('legacy.a', 'c3')).toBe(2);
+    expect(registry.heard('legacy.a', 'c3')).toHaveLength(2);
     expect(registry.entry('default', 'legacy.a')).toEqual({ priority: 10, connection: 'c3', legacy: true });
     expect(registry.connectionOpened('c4', 4)).toBe(0);
     expect(registry.releaseConnection('c4')).toEqual([]);
     expect(registry.entry('default', 'legacy.a')).toEqual({ priority: 10, connection: 'c3', legacy: true });
   });
 
-  it('FALLBACK-1 §6.1: a legacy registration whose close may have come after its reconnect stays in the pools, maybe on the connections opened from then on', () => {
+  it('FALLBACK-1 §6.1: a registration whose close may have come after its reconnect stays in the pools, maybe on the connections opened from then on', () => {
     const registry = new FallbackRegistry();
     registry.connectionOpened('old', 0);
     registry.connectionOpened('c1', 10);
@@ -106,17 +142,20 @@ describe('FALLBACK-1 §3.4 registrations remember their connection', () => {
     registry.connectionOpened('c2', 100);
     registry.connectionOpened('c3', 150);
     expect(registry.releaseConnection('c1', 100)).toEqual([
-      { sessionId: 'default', skillId: 'legacy.a', kept: true, bound: true },
-      { sessionId: 'default', skillId: 'spec.b', kept: false, bound: true },
+      { sessionId: 'default', skillId: 'legacy.a', bound: true },
+      { sessionId: 'default', skillId: 'spec.b', bound: true },
     ]);
-    expect(registry.entry('default', 'legacy.a')).toEqual({ priority: 10, connection: undefined, legacy: true, backSince: 3 });
-    expect(registry.availableFor('default').get('legacy.a')).toBe(10);
+    expect(registry.entry('default', 'legacy.a')).toEqual({ priority: 10, connection: undefined, legacy: true, unheard: true, backSince: 3 });
+    expect(registry.availableFor('default').get('spec.b')).toBe(20);
     expect(registry.releaseConnection('c3')).toEqual([]);
-    expect(registry.releaseConnection('c2')).toEqual([{ sessionId: 'default', skillId: 'legacy.a', kept: true, bound: false }]);
+    expect(registry.releaseConnection('c2')).toEqual([
+      { sessionId: 'default', skillId: 'legacy.a', bound: false },
+      { sessionId: 'default', skillId: 'spec.b', bound: false },
+    ]);
     expect(registry.availableFor('default').has('legacy.a')).toBe(false);
     // None opened at or after the time given: away at once.
     registry.register('default', 'legacy.c', 10, 'c4', true);
-    expect(registry.releaseConnection('c4', 1_000)).toEqual([{ sessionId: 'default', skillId: 'legacy.c', kept: true, bound: true }]);
+    expect(registry.releaseConnection('c4', 1_000)).toEqual([{ sessionId: 'default', skillId: 'legacy.c', bound: true }]);
     expect(registry.entry('default', 'legacy.c')?.away).toBe(true);
     // A connection opened within that time but before its own cannot be its reconnect: away.
     registry.connectionOpened('listener', 2_000);
@@ -124,6 +163,21 @@ describe('FALLBACK-1 §3.4 registrations remember their connection', () => {
     registry.register('default', 'legacy.d', 10, 'c5', true);
     registry.releaseConnection('c5', 1_500);
     expect(registry.entry('default', 'legacy.d')?.away).toBe(true);
+  });
+
+  it('FALLBACK-1 §3.4: a full registry gives the place of a registration away (oldest first) to a new skill; with none away it refuses', () => {
+    const registry = new FallbackRegistry({ maxSkillsPerSession: 2, maxSessions: 1 });
+    registry.register('default', 'a', 10, 'c1');
+    registry.register('default', 'b', 20, 'c2');
+    expect(registry.register('default', 'c', 30, 'c3')).toBe('registry_full');
+    registry.releaseConnection('c1');
+    expect(registry.register('default', 'c', 30, 'c3')).toBe('registered');
+    expect(registry.holds('a')).toBe(false);
+    registry.register('kitchen', 'k', 10, 'c4');
+    expect(registry.register('car', 'k', 10, 'c5')).toBe('registry_full');
+    registry.releaseConnection('c4');
+    expect(registry.register('car', 'k', 10, 'c5')).toBe('registered');
+    expect(registry.entry('kitchen', 'k')).toBeUndefined();
   });
 
   it('FALLBACK-1 §3.4: a session\'s own legacy registration away leaves the "default" one (another instance, still connected) available', () => {

@@ -46,25 +46,31 @@ describe('FALLBACK-1 §3.4 registry bounds at their edges', () => {
   });
 });
 
-describe('FALLBACK-1 §3.4 restored registrations are bound to the connection their skill is heard on', () => {
-  it('bindUnbound binds only the unbound registrations of that skill, in every session, and counts them', () => {
+describe('FALLBACK-1 §3.4 registrations not heard from are bound to the connection their skill is heard on', () => {
+  it('heard binds only the registrations of that skill not heard from since, in every session, and lists them', () => {
     const registry = new FallbackRegistry();
-    registry.register('default', 'a', 10); // restored: no connection yet
+    registry.restore('default', 'a', 10, { legacy: true, dormant: false }, false); // restored: no connection yet
     registry.register('kitchen', 'a', 10, 'c1'); // registered again over c1 since
-    registry.register('car', 'a', 10);
+    registry.restore('car', 'a', 10, { legacy: false, dormant: false }, true);
     registry.register('bedroom', 'other', 10); // a session without the skill
-    registry.register('default', 'b', 10);
-    expect(registry.bindUnbound('a', 'c2')).toBe(2);
+    registry.restore('default', 'b', 10, { legacy: true, dormant: false }, false);
+    registry.register('lounge', 'a', 10); // in process: heard, unbound
+    expect(registry.heard('a', 'c2')).toEqual([
+      { sessionId: 'default', skillId: 'a' },
+      { sessionId: 'car', skillId: 'a' },
+    ]);
     expect(registry.entry('default', 'a')?.connection).toBe('c2');
     expect(registry.entry('car', 'a')?.connection).toBe('c2');
     expect(registry.entry('kitchen', 'a')?.connection).toBe('c1');
+    expect(registry.entry('lounge', 'a')?.connection).toBeUndefined();
     expect(registry.entry('default', 'b')?.connection).toBeUndefined();
-    // c2 closing takes exactly what it was bound to; c1's registration stays.
+    // c2 closing unbinds exactly what it was bound to; c1's registration stays bound.
     expect(registry.releaseConnection('c2')).toEqual([
-      { sessionId: 'default', skillId: 'a', kept: false, bound: true },
-      { sessionId: 'car', skillId: 'a', kept: false, bound: true },
+      { sessionId: 'default', skillId: 'a', bound: true },
+      { sessionId: 'car', skillId: 'a', bound: true },
     ]);
-    expect(registry.bindUnbound('a', 'c3')).toBe(0);
+    expect(registry.entry('kitchen', 'a')?.connection).toBe('c1');
+    expect(registry.heard('a', 'c3')).toHaveLength(2);
   });
 });
 
