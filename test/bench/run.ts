@@ -21,6 +21,7 @@ import { benchFlood } from './flood.js';
 import { benchMixedLoad } from './mixed-load.js';
 import { machineInfo, renderMachine, renderSection, writeResults, type Section } from './report.js';
 import { canCollectGarbage, collectGarbage, settle } from './rig.js';
+import { benchRestartMemory } from './restart-memory.js';
 import { benchRouting } from './routing.js';
 import { benchTimingUnderLoad } from './timing-under-load.js';
 
@@ -38,6 +39,7 @@ const BENCHMARKS: ReadonlyArray<readonly [name: string, run: () => Promise<Secti
   ['mixed load', benchMixedLoad],
   ['flood', benchFlood],
   ['adversarial', benchAdversarial],
+  ['restart memory', benchRestartMemory],
 ];
 // `npm run bench -- inspector memory`: only the benchmarks named (by a word of their name). Results go to the
 // untracked test/bench/results/local/; `--update` writes the committed files the README quotes instead.
