@@ -81,8 +81,11 @@ export type FallbackEvent =
 
 export type FallbackEmitted =
   | { readonly type: 'ping.timeout'; readonly skill_id: string; readonly after_ms: number }
-  /** At the stage bound: skills asked by the broadcast and silent for at least their ping timeout. */
-  | { readonly type: 'ping.timeouts'; readonly skill_ids: readonly string[]; readonly after_ms: number }
+  /**
+   * At the stage bound: `skill_ids`, asked by the broadcast and silent for at least their ping timeout (timed out);
+   * `silent`, every skill asked and still silent (those, and the awaited one, however short its wait).
+   */
+  | { readonly type: 'ping.timeouts'; readonly skill_ids: readonly string[]; readonly silent: readonly string[]; readonly after_ms: number }
   | { readonly type: 'pong.ignored'; readonly skill_id: string; readonly reason: 'duplicate' | 'late' | 'not_awaited' | 'not_in_pool' };
 
 /** The selected skill, or null when every skill declined or stayed silent (§6.2). */
@@ -163,14 +166,18 @@ export const fallbackMachine = setup({
     })),
     /**
      * At the stage bound: broadcast skills asked at the start and silent all along have had their whole ping timeout
-     * (when the bound is at least that long) — reported as timed out, as at their turn (`ping.timeouts`, maybe none).
+     * (when the bound is at least that long) — reported as timed out, as at their turn; with the awaited skill, they
+     * are reported silent (`ping.timeouts`).
      */
-    reportCutTimeouts: emit(({ context }) => ({
-      type: 'ping.timeouts' as const,
-      skill_ids:
-        context.boundMs < context.pingTimeoutMs ? [] : context.outcomes.filter((o) => o.outcome === 'cut' && context.broadcast.includes(o.skill_id)).map((o) => o.skill_id),
-      after_ms: context.boundMs,
-    })),
+    reportCutTimeouts: emit(({ context }) => {
+      const asked = context.outcomes.filter((o) => o.outcome === 'cut' && (context.broadcast.includes(o.skill_id) || o.skill_id === current(context))).map((o) => o.skill_id);
+      return {
+        type: 'ping.timeouts' as const,
+        skill_ids: context.boundMs < context.pingTimeoutMs ? [] : asked.filter((skill) => context.broadcast.includes(skill)),
+        silent: asked,
+        after_ms: context.boundMs,
+      };
+    }),
     reportIgnored: emit(({ context, event }) => {
       const earlier = context.outcomes.find((o) => o.skill_id === event.skill_id);
       // A broadcast skill that already answered before its turn: its second answer is a duplicate.

@@ -230,7 +230,7 @@ const fallback = section({
     .describe('circuit breaker: first suspension period; each failed probe after it doubles it, up to 5 minutes'),
   maxSkillsPerSession: intIn(1)
     .default(64)
-    .describe('registry bound (§3.4): skills one session (including "default") may hold; past it a registration is refused (registry_full)'),
+    .describe('registry bound (§3.4): skills one session (including "default") may hold; past it a new one takes the place of a registration away (a dormant one first), else it is refused (registry_full)'),
   maxSessions: intIn(0)
     .default(1_000)
     .describe('registry bound (§3.4): sessions other than "default" that may hold session-scoped registrations'),

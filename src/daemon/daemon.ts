@@ -4,7 +4,7 @@
  */
 import { BusClient } from '../bus/ws-client.js';
 import { BusServer } from '../bus/ws-server.js';
-import type { Config } from '../config/defaults.js';
+import { DEFAULT_CONFIG, type Config } from '../config/defaults.js';
 import type { Bus } from '../bus/bus.js';
 import { systemClock } from '../clock/clock.js';
 import { createRecordedSystem, InspectorRecorder } from '../inspect/recorder.js';
@@ -12,8 +12,9 @@ import { InspectorServer } from '../inspect/server.js';
 import { createMetrics, serveMetrics } from '../metrics/metrics.js';
 import { startMemoryReclaimer } from './memory-reclaim.js';
 import { RegistryStore } from '../plugins/fallback/registry-store.js';
+import { existsSync, renameSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Logger } from '../log/logger.js';
 import { connectSkill, runCommonQuerySkill, runFallbackSkill } from '../skills/index.js';
 import { dontKnowSkill, localKnowledgeSkill, meaningOfLifeSkill } from '../skills/example-skills.js';
@@ -74,6 +75,26 @@ export function registryPath(file: string, bus: string, env: NodeJS.ProcessEnv =
   return join(base, 'ovos-contests', named.slice('$STATE/'.length));
 }
 
+/** The one registry file every daemon of a user shared before it was kept per bus. */
+const SHARED_FILE = 'fallback-registry.json';
+
+/**
+ * After an upgrade, the first daemon that starts with the default registry file and has no file of its own yet adopts
+ * the old shared one (renamed: no other daemon takes it too). Workshop skills never register again, so dropping it
+ * would lose them; what it holds of other buses costs nothing much — restored spec registrations are dormant, legacy
+ * ones cost at most one ping timeout each.
+ */
+function adoptSharedFile(file: string, logger: Logger): void {
+  const shared = join(dirname(file), SHARED_FILE);
+  if (existsSync(file) || !existsSync(shared)) return;
+  try {
+    renameSync(shared, file);
+    logger.info({ reason: 'registry_file_adopted', from: shared, file }, 'the registry file shared by every daemon of this user is now this bus\'s own');
+  } catch (error) {
+    logger.warn({ reason: 'registry_file_not_adopted', from: shared, file, err: error }, 'the shared registry file could not be adopted; starting without it');
+  }
+}
+
 export async function startDaemon(config: Config, logger: Logger): Promise<Daemon> {
   const closers: Array<() => Promise<void>> = [];
   // The registry survives restarts, one file per bus: skills that registered before are asked again once they may be
@@ -82,6 +103,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   const openStore = (port: number): void => {
     if (config.fallback.registryFile === null) return;
     const file = registryPath(config.fallback.registryFile, busKey(config.bus, port));
+    if (config.fallback.registryFile === DEFAULT_CONFIG.fallback.registryFile) adoptSharedFile(file, logger);
     store = RegistryStore.open(file, { logger: logger.child({ component: 'registry-store' }), forgetAfterMs: config.fallback.forgetAfterMs });
   };
   let url: string;

@@ -152,7 +152,7 @@ export class Supervisor {
   /** skill_ids whose latest connection closed and that have not spoken since (bounded, oldest forgotten first). */
   readonly #gone = new Set<string>();
   #closedHandlers: ConnectionClosedHandler[] = [];
-  #heardHandlers: Array<(skillId: string, connection: string | undefined) => void> = [];
+  #heardHandlers: Array<(inbound: Extract<Inbound, { readonly skill_id: string }>, connection: string | undefined) => void> = [];
   #observers: SupervisorObserver[] = [];
   readonly #refusalHandlers = new Map<InboundKind, Array<(message: Message, reason: DropReason) => void>>();
   /** Refused fallback registrations: at most one warn per reason and skill per minute. */
@@ -191,7 +191,7 @@ export class Supervisor {
    * Hear of every skill that speaks for itself (any message we consume that names its skill_id, but a deregistration;
    * valid or not for its session), with the connection it arrived on (undefined without connection identity): it is on the bus.
    */
-  onSkillHeard(handler: (skillId: string, connection: string | undefined) => void): Unsubscribe {
+  onSkillHeard(handler: (inbound: Extract<Inbound, { readonly skill_id: string }>, connection: string | undefined) => void): Unsubscribe {
     this.#heardHandlers = [...this.#heardHandlers, handler];
     return () => {
       this.#heardHandlers = this.#heardHandlers.filter((h) => h !== handler);
@@ -341,7 +341,7 @@ export class Supervisor {
       const connection = this.connectionOf(message);
       for (const handler of this.#heardHandlers) {
         try {
-          handler(inbound.skill_id, connection);
+          handler(inbound, connection);
         } catch (error) {
           this.logger.error({ err: error, reason: 'service_threw', type: message.type }, 'skill-heard handler threw');
         }
@@ -369,19 +369,20 @@ export class Supervisor {
   }
 
   #route(inbound: Inbound, message: Message, sessionId: string): void {
+    const contestId = stringField(message.context, 'contest_id');
+    // A reply to one of our runs that has finished (late, or — every legacy skill answers every broadcast — to the
+    // previous stage's a moment ago), or to an id no contest has (`reserveId`): dropped as such, before any live
+    // contest is asked.
+    if (contestId !== undefined && contestId.includes(`:${this.#prefix}.`) && !this.#live.has(contestId)) {
+      this.#drop('finished_contest', message);
+      return;
+    }
     const candidates = this.#routes.get(routeKey(inbound.kind, sessionId));
     if (candidates === undefined || candidates.size === 0) {
       this.#drop('no_live_contest', message);
       return;
     }
     const utteranceId = utteranceIdOf(message);
-    const contestId = stringField(message.context, 'contest_id');
-    // A reply to one of our runs that has finished (late, or — every legacy skill answers every broadcast — to the
-    // previous stage's a moment ago): dropped as such, before any live contest is asked.
-    if (contestId !== undefined && contestId.includes(`:${this.#prefix}.`) && !this.#live.has(contestId)) {
-      this.#drop('finished_contest', message);
-      return;
-    }
     let accepted: { live: Live; event: { readonly type: string } } | undefined;
     let acceptedCount = 0;
     let firstDrop: DropReason | undefined;

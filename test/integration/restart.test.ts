@@ -3,7 +3,7 @@
  * restored at start and reconciled with liveness. The skill here registers once and never again — what an
  * ovos-workshop FallbackSkill does (it registers only at its own start-up) — and still takes part after a restart.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -236,6 +236,27 @@ describe('restart', () => {
     expect(readdirSync(dir).sort()).toEqual([`fallback-registry-127.0.0.1-${portA}-core.json`]);
     const again = await daemon(pattern, portA);
     expect(again.system.fallback.registry.holds('only.on.a')).toBe(true);
+  });
+
+  it('upgrade: the first daemon started with the default registry file adopts the file every daemon used to share (renamed: a second one does not)', async () => {
+    const state = mkdtempSync(join(tmpdir(), 'ovos-state-'));
+    mkdirSync(join(state, 'ovos-contests'));
+    const shared = join(state, 'ovos-contests', 'fallback-registry.json');
+    writeFileSync(shared, JSON.stringify({ format: REGISTRY_FORMAT, entries: [{ session_id: 'default', skill_id: 'kept.workshop', priority: 10, legacy: true, last_seen: Date.now() }] }));
+    const before = process.env['XDG_STATE_HOME'];
+    process.env['XDG_STATE_HOME'] = state;
+    try {
+      const [portA, portB] = [await freePort(), await freePort()];
+      const a = await daemon('$STATE/fallback-registry-$BUS.json', portA);
+      expect(a.system.fallback.registry.holds('kept.workshop')).toBe(true);
+      expect(existsSync(shared)).toBe(false);
+      expect(existsSync(join(state, 'ovos-contests', `fallback-registry-127.0.0.1-${portA}-core.json`))).toBe(true);
+      const b = await daemon('$STATE/fallback-registry-$BUS.json', portB);
+      expect(b.system.fallback.registry.entries()).toEqual([]);
+    } finally {
+      if (before === undefined) delete process.env['XDG_STATE_HOME'];
+      else process.env['XDG_STATE_HOME'] = before;
+    }
   });
 
   it('one registry per bus: the file is named after the bus served (host, port, route) or joined (its URL)', () => {

@@ -268,7 +268,7 @@ describe('messages naming no live utterance change nothing and cost no error', (
     expect(handledOf(h, 'u1')).toHaveLength(1);
     h.bus.publish(reply(only(h.of('x.fallback.ping')), 'x.fallback.pong', { skill_id: 'x', can_handle: true }), 'c1');
     await h.settle();
-    expect(withReason(h, 'no_live_contest').map((l) => l['type'])).toEqual(['x.fallback.pong']);
+    expect(withReason(h, 'finished_contest').map((l) => l['type'])).toEqual(['x.fallback.pong']);
     expect(h.of('x:fallback')).toEqual([]);
     expect(errors(h)).toEqual([]);
   });

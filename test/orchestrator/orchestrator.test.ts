@@ -352,7 +352,7 @@ describe('OVOS-PIPELINE-1 §4.4 match bound (a fallback stage decides at its sta
     await h.advance(2 * PING_TIMEOUT_MS);
     expect(dispatches(h)).toEqual([]);
     expect(h.of('ovos.intent.matched')).toEqual([]);
-    expect(only(drops(h, 'no_live_contest'))['type']).toBe('a.fallback.pong');
+    expect(only(drops(h, 'finished_contest'))['type']).toBe('a.fallback.pong');
     expectOneHandledEach(h, ['u1']);
   });
 

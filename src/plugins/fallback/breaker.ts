@@ -2,9 +2,9 @@
  * A circuit breaker per fallback skill, as pure state with an injected `now`.
  *
  * OVOS-FALLBACK-1 §6.1 treats a skill that does not answer within the ping timeout as `can_handle: false`, so a
- * dead skill costs every utterance the whole timeout, in every stage that holds it. On the embedded bus a closed
- * connection removes its spec registrations (a legacy one is kept, unbound, and a legacy skill that never comes back
- * is this breaker's); on a foreign bus (no connection identity) it is the only protection, and it applies on any bus.
+ * dead skill costs every utterance the whole timeout, in every stage that holds it. A registration whose skill is not
+ * heard from after its connection closed or a restart costs at most one ping timeout (registry.ts: dormant); this
+ * breaker is for a skill that is heard — connected — and still does not answer, on any bus.
  *
  * The rule (per skill_id):
  *   - closed: count consecutive ping timeouts; any pong (willing or not, even a late one) or a re-registration

@@ -34,8 +34,8 @@ export interface FallbackPluginOptions {
   readonly store?: RegistryStore;
   /**
    * How long before a connection is noticed closed its skill's bus client may already have reconnected: the bus
-   * server's dead-peer detection (two heartbeats). A legacy skill whose connection is noticed closed by the heartbeat
-   * within this of another connection opening is not taken for away (until that one closes too). Default 0.
+   * server's dead-peer detection (two heartbeats). A skill whose connection is noticed closed by the heartbeat within
+   * this of another connection opening is not taken for away (until that one closes too). Default 0.
    */
   readonly reconnectWindowMs?: number;
   /** Registrations in `store` not heard from for this long are forgotten, at start and while the daemon runs. */
@@ -47,6 +47,15 @@ export interface FallbackPluginOptions {
  * names it: ovos-workshop's own default (`@fallback_handler(priority=50)`).
  */
 export const LEARNED_PRIORITY = 50;
+
+/** `ovos.fallback.reregister` is asked at most this often. */
+const REREGISTER_EVERY_MS = 1_000;
+
+/**
+ * While legacy registrations are dormant: a probe broadcast with every utterance for this long after one went dormant,
+ * then at most once per this long (besides after a connection opens or the bus comes up).
+ */
+export const PROBE_EVERY_MS = 60_000;
 
 /** How often registrations are checked against `forgetAfterMs` while the daemon runs (at most). */
 const SWEEP_EVERY_MS = 3_600_000;
@@ -95,6 +104,12 @@ export class FallbackPlugin {
    * not there (it never registers again), so the next utterance probes for it.
    */
   #discover = false;
+  #reregisteredAt = -Infinity;
+  #reregisterTimer: unknown;
+  /** When the last broadcast ping went out (a contest's or a probe), monotonic ms. */
+  #broadcastAt = -Infinity;
+  /** When a legacy registration last went dormant (or was restored dormant), monotonic ms. */
+  #dormantSince = -Infinity;
   /** A legacy skill learnt from its pong: warned at most once a minute per skill. */
   readonly #learnLog = new LogRateLimiter(LOG_WINDOW_MS);
 
@@ -104,7 +119,16 @@ export class FallbackPlugin {
     this.#matchTimeoutMs = options.matchTimeoutMs;
     this.#reconnectWindowMs = options.reconnectWindowMs ?? 0;
     this.#store = options.store;
-    this.registry = new FallbackRegistry({ maxSkillsPerSession: settings.maxSkillsPerSession, maxSessions: settings.maxSessions });
+    this.registry = new FallbackRegistry({
+      maxSkillsPerSession: settings.maxSkillsPerSession,
+      maxSessions: settings.maxSessions,
+      // A registration away gave its place up to a new skill: gone from the file too (it would come back at a restart).
+      onEvict: ({ sessionId, skillId }) => {
+        options.store?.deregister(sessionId, skillId);
+        if (!this.registry.holds(skillId)) this.breaker.forget(skillId);
+        supervisor.logger.info({ reason: 'registry_evicted', skill_id: skillId, session_id: sessionId }, 'fallback registration away gave its place up to a new one (registry bound reached)');
+      },
+    });
     // Intervals on the monotonic clock: a wall-clock step at boot neither widens nor shrinks a suspension.
     this.breaker = new SkillBreaker(settings, () => supervisor.clock.monotonic());
     const bus = supervisor.bus;
@@ -147,10 +171,10 @@ export class FallbackPlugin {
       }
     });
     // After (re)connecting to an existing bus the registry may be empty while skills stay connected: ask them.
-    // Legacy skills know no such request: the next utterance's broadcast ping finds them (`#probeDormant`).
+    // Legacy skills know no such request: the next utterance's broadcast ping finds them (`#probeDue`).
     this.#unsubscribe.push(supervisor.bus.onStatus((status) => {
       if (!status.up) return;
-      bus.publish(createMessage(topics.fallbackReregister, {}, { source: 'fallback', session: { session_id: 'default' } }));
+      this.#sendReregister();
       this.#discover = true;
     }));
     supervisor.on('fallback.deregister', (inbound, message) => {
@@ -204,15 +228,21 @@ export class FallbackPlugin {
     });
     // A registration away (its connection closed) may be back on any connection that opens: pools hold it again on
     // probation (maybe back), until it is heard from, misses a ping, or every connection it might be on closes.
+    // It may also be a dormant skill's: the next utterance probes for legacy ones, and spec ones are asked to register
+    // again (`ovos.fallback.reregister`: the skill SDK answers it).
     const unsubscribeOpened = supervisor.bus.onConnectionOpened?.((connection) => {
       const back = this.registry.connectionOpened(connection, supervisor.clock.monotonic());
       if (back > 0) supervisor.logger.debug({ registrations: back }, 'a client connection opened: fallback skills away may be back on it');
+      if (this.registry.hasDormant(true)) this.#discover = true;
+      if (this.registry.hasDormant(false)) this.#requestReregister();
     });
     if (unsubscribeOpened !== undefined) this.#unsubscribe.push(unsubscribeOpened);
     // Any message a skill sends for itself shows it is on the bus: registrations not heard from since they were
     // restored or their connection closed are back in the pools, bound to the connection it spoke over.
-    this.#unsubscribe.push(supervisor.onSkillHeard((skillId, connection) => {
-      if (!this.registry.holds(skillId)) return;
+    this.#unsubscribe.push(supervisor.onSkillHeard((inbound, connection) => {
+      const skillId = inbound.skill_id;
+      // A legacy registration is checked first (it never takes over a spec skill's from elsewhere): its handler.
+      if ((inbound.kind === 'fallback.register' && inbound.legacy === true) || !this.registry.holds(skillId)) return;
       options.store?.seen(skillId);
       const back = this.registry.heard(skillId, connection);
       if (back.length > 0) supervisor.logger.info({ skill_id: skillId, connection, sessions: sessionsOf(back) }, 'fallback skill heard from: back in the pools');
@@ -230,6 +260,7 @@ export class FallbackPlugin {
     for (const entry of restored) {
       this.registry.restore(entry.session_id, entry.skill_id, entry.priority, { legacy: entry.legacy, dormant: entry.dormant === true }, withConnections);
     }
+    if (this.registry.hasDormant(true)) this.#dormantSince = supervisor.clock.monotonic();
     if (options.store !== undefined) {
       const dormant = restored.filter((e) => this.registry.entry(e.session_id, e.skill_id)?.dormant === true);
       supervisor.logger.info(
@@ -271,6 +302,32 @@ export class FallbackPlugin {
     for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe();
     this.#supervisor.clock.clearTimeout(this.#sweepTimer);
     this.#sweepTimer = undefined;
+    this.#supervisor.clock.clearTimeout(this.#reregisterTimer);
+    this.#reregisterTimer = undefined;
+  }
+
+  /** Ask every spec skill on the bus to register again (the skill SDK answers `ovos.fallback.reregister`). */
+  #sendReregister(): void {
+    this.#reregisteredAt = this.#supervisor.clock.monotonic();
+    this.#supervisor.bus.publish(createMessage(topics.fallbackReregister, {}, { source: 'fallback', session: { session_id: 'default' } }));
+  }
+
+  /**
+   * A spec registration is dormant and its skill may be on the bus (a connection opened, or it missed a ping while
+   * maybe back): ask again — at most once a second; a request within the second is sent at its end if a spec
+   * registration is still dormant then.
+   */
+  #requestReregister(): void {
+    if (this.#reregisterTimer !== undefined) return;
+    const wait = this.#reregisteredAt + REREGISTER_EVERY_MS - this.#supervisor.clock.monotonic();
+    if (wait <= 0) {
+      this.#sendReregister();
+      return;
+    }
+    this.#reregisterTimer = this.#supervisor.clock.setTimeout(() => {
+      this.#reregisterTimer = undefined;
+      if (this.registry.hasDormant(false)) this.#sendReregister();
+    }, wait);
   }
 
   /**
@@ -370,39 +427,62 @@ export class FallbackPlugin {
     }
   }
 
-  /**
-   * A ping went unanswered (§6.1): warn (at most once a minute per skill), and count it against the skill. A
-   * registration maybe back (not heard from since its connection closed or a restart) that misses its ping is
-   * dormant at once — across restarts too —, in no pool until its skill is heard from.
-   */
+  /** A ping went unanswered (§6.1): warn (at most once a minute per skill), and count it against the skill. */
   #pingTimedOut(skillId: string, afterMs: number, logger: Logger): void {
     const { log, suppressed } = this.#timeoutLog.shouldLog(skillId, this.#supervisor.clock.now());
     if (log) logger.warn({ reason: 'ping_timeout', skill_id: skillId, after_ms: afterMs, suppressed }, 'fallback skill did not answer its ping');
     this.#tell({ type: 'ping_timeout', skill_id: skillId });
     this.#report(this.breaker.timeout(skillId));
+    this.#missed(skillId);
+  }
+
+  /**
+   * `skillId` stayed silent when asked (its ping timed out, or the stage bound came first): a registration of it maybe
+   * back (not heard from since its connection closed or a restart) is dormant now — so in the file too, across
+   * restarts —, in no pool until the skill is heard from. A spec skill is asked to register again (a live one answers
+   * that; a dead one costs nothing more).
+   */
+  #missed(skillId: string): void {
     const dormant = this.registry.missed(skillId);
     if (dormant.length === 0) return;
     for (const { sessionId } of dormant) this.#store?.dormant(sessionId, skillId);
+    if (dormant.some(({ sessionId }) => this.registry.entry(sessionId, skillId)?.legacy === true)) this.#dormantSince = this.#supervisor.clock.monotonic();
     this.#passOverUnavailable([skillId]);
+    if (dormant.some(({ sessionId }) => this.registry.entry(sessionId, skillId)?.legacy === false)) this.#requestReregister();
     this.#supervisor.logger.info(
       { reason: 'maybe_back_missed', skill_id: skillId, sessions: sessionsOf(dormant) },
-      'fallback skill not heard from since its connection closed (or a restart) missed its ping: dormant, asked again once it is heard from',
+      'fallback skill not heard from since its connection closed (or a restart) stayed silent when asked: dormant, asked again once it is heard from',
     );
   }
 
   /**
    * Dormant legacy registrations come back only by being heard from, an ovos-workshop skill speaks only when pinged,
-   * and one that registered before the daemon joined the bus is known only once it answers a ping. So while any legacy
-   * registration is dormant, or the bus came up since the last broadcast, a stage's turn with no legacy skill of its
-   * pool to ask (whose broadcast would reach them all anyway) sends one broadcast ping per utterance (a forward of it,
-   * as every legacy ping is): a skill that is alive answers — heard (or learnt), it is in the pools for the next
-   * utterance. Its answers go to no contest (`reserveId`).
+   * and one that registered before the daemon joined the bus (or whose registration was lost) is known only once it
+   * answers a ping. So an utterance carries one broadcast ping (a forward of it, as every legacy ping is) when no
+   * contest of it broadcasts anyway and either the bus came up, or a client connection opened while legacy
+   * registrations are dormant, since the last broadcast (the skill may be on it), or legacy registrations are
+   * dormant — every utterance within `PROBE_EVERY_MS` of one going
+   * dormant (a live skill that was only slow is back at once), then once per `PROBE_EVERY_MS`. A skill
+   * that is alive answers — heard (or learnt), it is in the pools from the next utterance on. The answers go to no
+   * contest (`reserveId`).
    */
-  #probeDormant(request: Omit<MatchRequest, 'signal'>, range: PriorityRange | undefined, pool: readonly string[]): void {
-    if (this.#probed.has(request.message) || !(this.#discover || this.registry.hasDormantLegacy())) return;
-    this.#discover = false;
-    if (pool.some((skillId) => this.registry.effectiveEntry(request.session.sessionId, skillId)?.legacy === true)) return;
+  #probeDue(request: Omit<MatchRequest, 'signal'>): boolean {
+    if (this.#probed.has(request.message)) return false;
+    if (this.#discover) return true;
+    if (!this.registry.hasDormant(true)) return false;
+    const now = this.#supervisor.clock.monotonic();
+    return now - this.#dormantSince < PROBE_EVERY_MS || now - this.#broadcastAt >= PROBE_EVERY_MS;
+  }
+
+  /** A broadcast ping reaches every legacy skill on the bus: nothing more to probe for this utterance, or for a while. */
+  #broadcastSent(request: Omit<MatchRequest, 'signal'>): void {
     this.#probed.add(request.message);
+    this.#broadcastAt = this.#supervisor.clock.monotonic();
+    this.#discover = false;
+  }
+
+  #probe(request: Omit<MatchRequest, 'signal'>, range: PriorityRange | undefined): void {
+    this.#broadcastSent(request);
     const ping = legacyFallbackPing(request.message, request.utterances, request.lang, range ?? FULL_RANGE);
     this.#supervisor.bus.publish(withContext(ping, { contest_id: this.#supervisor.reserveId('fallback-probe') }));
   }
@@ -417,12 +497,8 @@ export class FallbackPlugin {
     return {
       pipelineId,
       match: (request) => this.#match(pipelineId, range, request),
-      // §5: an empty pool returns None immediately. Dormant legacy skills are probed here, at the stage's turn.
-      declines: (request) => {
-        const pool = this.pool(request.session, range);
-        this.#probeDormant(request, range, pool);
-        return pool.length === 0;
-      },
+      // §5: an empty pool returns None immediately — but `match` runs when this utterance is due a probe (it sends it).
+      declines: (request) => this.pool(request.session, range).length === 0 && !this.#probeDue(request),
       intents: (sessionId) => this.#intents(sessionId, range),
       // A legacy winner is dispatched the way ovos-workshop's FallbackSkill listens for it.
       dispatchFor: (dispatch, match, utterance) => {
@@ -511,6 +587,9 @@ export class FallbackPlugin {
     // microtask): a skill that registered just before is in the pool — an embedder needs no `await bus.idle()`.
     await Promise.resolve();
     const pool = this.pool(request.session, range);
+    const broadcast = pool.filter((skillId) => this.registry.effectiveEntry(request.session.sessionId, skillId)?.legacy === true);
+    if (broadcast.length > 0) this.#broadcastSent(request);
+    else if (this.#probeDue(request)) this.#probe(request, range);
     if (pool.length === 0) return null; // §5: an empty pool returns None immediately
     this.#checkPoolAgainstBound(pipelineId, pool.length);
     const startedAt = this.#supervisor.clock.now();
@@ -524,7 +603,7 @@ export class FallbackPlugin {
         pool,
         pingTimeoutMs: this.#settings.pingTimeoutMs,
         query: { origin: request.message, utterances: request.utterances, lang: request.lang, range: range ?? FULL_RANGE },
-        broadcast: pool.filter((skillId) => this.registry.effectiveEntry(request.session.sessionId, skillId)?.legacy === true),
+        broadcast,
         ...(this.#matchTimeoutMs === undefined ? {} : { boundMs: stageBoundMs(this.#matchTimeoutMs) }),
       },
       routes: ['fallback.pong'],
@@ -536,7 +615,9 @@ export class FallbackPlugin {
       if (event.type === 'ping.timeout') this.#pingTimedOut(event.skill_id, event.after_ms, contest.logger);
     });
     contest.actor.on('ping.timeouts', (event: FallbackEmitted) => {
-      if (event.type === 'ping.timeouts') for (const skillId of event.skill_ids) this.#pingTimedOut(skillId, event.after_ms, contest.logger);
+      if (event.type !== 'ping.timeouts') return;
+      for (const skillId of event.skill_ids) this.#pingTimedOut(skillId, event.after_ms, contest.logger);
+      for (const skillId of event.silent) if (!event.skill_ids.includes(skillId)) this.#missed(skillId);
     });
     this.#contests.add(contest);
     void contest.done.then(() => this.#contests.delete(contest));

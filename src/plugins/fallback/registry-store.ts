@@ -4,9 +4,10 @@
  * a temporary file, fsync, rename: a crash leaves the old file or the new one, never half of either). Writes are
  * coalesced and serialised; a file that cannot be read is set aside (`.corrupt-<time>`) and the daemon starts empty.
  *
- * What it keeps is intent, not liveness: a registration stays until it is deregistered or forgotten. `last_seen` (the last registration or
- * pong, to the hour) lets entries of skills gone for good be forgotten after `forgetAfterMs`; `dormant` remembers a
- * registration that missed its ping while maybe back, so a skill gone for good costs no ping timeout after a restart.
+ * What it keeps is intent, not liveness: a registration stays until it is deregistered or forgotten. `last_seen` (the
+ * last registration or message of the skill, to the hour) lets entries of skills gone for good be forgotten after
+ * `forgetAfterMs`; `dormant` remembers a registration that stayed silent while maybe back, so a skill gone for good
+ * costs no ping timeout after a restart.
  */
 import { mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -20,7 +21,7 @@ export interface StoredRegistration {
   readonly skill_id: string;
   readonly priority: number;
   readonly legacy: boolean;
-  /** Epoch ms of the last registration or pong. */
+  /** Epoch ms of the last registration or message of the skill (written at most hourly). */
   readonly last_seen: number;
   /**
    * It missed its ping while not known to be on the bus (maybe back after its connection closed or a restart): it is

@@ -60,6 +60,8 @@ export interface RestoredRegistration {
 export interface RegistryBounds {
   readonly maxSkillsPerSession?: number;
   readonly maxSessions?: number;
+  /** A registration away gave its place up to a new one (the bounds were reached): told once per registration. */
+  readonly onEvict?: (evicted: EntryRef) => void;
 }
 
 export type RegisterResult = 'registered' | 'registry_full';
@@ -74,6 +76,7 @@ export class FallbackRegistry {
   readonly #bySession = new Map<string, Map<string, RegistryEntry>>();
   readonly #maxSkillsPerSession: number;
   readonly #maxSessions: number;
+  readonly #onEvict: (evicted: EntryRef) => void;
   /** Client connections open, with their open number and time, in open order (a Map keeps insertion order). */
   readonly #open = new Map<string, { readonly number: number; readonly at: number }>();
   #opened = 0;
@@ -81,12 +84,14 @@ export class FallbackRegistry {
   constructor(bounds: RegistryBounds = {}) {
     this.#maxSkillsPerSession = bounds.maxSkillsPerSession ?? Infinity;
     this.#maxSessions = bounds.maxSessions ?? Infinity;
+    this.#onEvict = bounds.onEvict ?? (() => {});
   }
 
   /**
    * §3.1: re-registration with the same skill_id replaces the prior entry (always allowed, whatever the bounds). A
    * new skill beyond `maxSkillsPerSession`, or a new session beyond `maxSessions`, takes the place of a registration
-   * away (the oldest first) or, when none is, is refused. A registration is heard from: in the pools at once.
+   * away — a dormant one first, then the oldest — or, when none is, is refused. A registration is heard from: in the
+   * pools at once.
    */
   register(sessionId: string, skillId: string, priority: number, connection?: string, legacy = false): RegisterResult {
     return this.#put(sessionId, skillId, { priority, connection, legacy });
@@ -110,23 +115,33 @@ export class FallbackRegistry {
       if (sessionId !== DEFAULT_SESSION_ID && this.sessionCount >= this.#maxSessions && !this.#evictAwaySession()) return 'registry_full';
       if (this.#maxSkillsPerSession < 1) return 'registry_full';
       this.#bySession.set(sessionId, (skills = new Map()));
-    } else if (!skills.has(skillId) && skills.size >= this.#maxSkillsPerSession && !evictAway(skills)) {
+    } else if (!skills.has(skillId) && skills.size >= this.#maxSkillsPerSession && !this.#evictAway(sessionId, skills)) {
       return 'registry_full';
     }
     skills.set(skillId, entry);
     return 'registered';
   }
 
-  /** A session (not "default") whose every registration is away gives its place up. */
+  /** A session (not "default") whose every registration is away gives its place up: one all dormant first. */
   #evictAwaySession(): boolean {
-    for (const [sessionId, skills] of this.#bySession) {
-      if (sessionId === DEFAULT_SESSION_ID) continue;
-      if ([...skills.values()].every((entry) => entry.away === true)) {
+    for (const gone of [(entry: RegistryEntry) => entry.dormant === true, (entry: RegistryEntry) => entry.away === true]) {
+      for (const [sessionId, skills] of this.#bySession) {
+        if (sessionId === DEFAULT_SESSION_ID || ![...skills.values()].every(gone)) continue;
         this.#bySession.delete(sessionId);
+        for (const skillId of skills.keys()) this.#onEvict({ sessionId, skillId });
         return true;
       }
     }
     return false;
+  }
+
+  /** A registration away in `skills` gives its place up: a dormant one first, then the oldest away. */
+  #evictAway(sessionId: string, skills: Map<string, RegistryEntry>): boolean {
+    const victim = [...skills].find(([, entry]) => entry.dormant === true) ?? [...skills].find(([, entry]) => entry.away === true);
+    if (victim === undefined) return false;
+    skills.delete(victim[0]);
+    this.#onEvict({ sessionId, skillId: victim[0] });
+    return true;
   }
 
   /** §3.2: unknown skill_id is a no-op. */
@@ -237,9 +252,9 @@ export class FallbackRegistry {
     return false;
   }
 
-  /** Whether any legacy registration is dormant: only a broadcast ping it answers can bring it back. */
-  hasDormantLegacy(): boolean {
-    for (const skills of this.#bySession.values()) for (const entry of skills.values()) if (entry.dormant === true && entry.legacy) return true;
+  /** Whether any registration of that dialect is dormant (a legacy one: only a broadcast ping it answers brings it back). */
+  hasDormant(legacy: boolean): boolean {
+    for (const skills of this.#bySession.values()) for (const entry of skills.values()) if (entry.dormant === true && entry.legacy === legacy) return true;
     return false;
   }
 
@@ -268,17 +283,6 @@ export class FallbackRegistry {
     if (sessionId !== DEFAULT_SESSION_ID) add(this.#bySession.get(sessionId));
     return available;
   }
-}
-
-/** A registration away gives its place up to a new one; the oldest first (a Map keeps insertion order). */
-function evictAway(skills: Map<string, RegistryEntry>): boolean {
-  for (const [skillId, entry] of skills) {
-    if (entry.away === true) {
-      skills.delete(skillId);
-      return true;
-    }
-  }
-  return false;
 }
 
 /** A registration without its connection, not heard from since: maybe back on the connections from `backSince` on; away without. */

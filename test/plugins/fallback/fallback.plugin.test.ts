@@ -220,7 +220,7 @@ describe('OVOS-FALLBACK-1 §6.1 ping derivation and pong validation', () => {
     expect(h.of('ovos.intent.unmatched')).toHaveLength(1);
   });
 
-  it('§6.1: a willing pong after the contest ended is dropped (no_live_contest); nothing crashes and the next utterance works', async () => {
+  it('§6.1: a willing pong after the contest ended is dropped (finished_contest: it names that contest); nothing crashes and the next utterance works', async () => {
     const h = createHarness(CONFIG);
     let verdict: boolean | 'silent' = 'silent';
     const a = fallbackSkill(h, 'a', 10, { decide: () => verdict });
@@ -232,7 +232,7 @@ describe('OVOS-FALLBACK-1 §6.1 ping derivation and pong validation', () => {
 
     h.bus.publish(reply(only(a.pings), 'a.fallback.pong', { skill_id: 'a', can_handle: true }));
     await h.advance(10);
-    const late = only(drops(h, 'no_live_contest'));
+    const late = only(drops(h, 'finished_contest'));
     expect(late['type']).toBe('a.fallback.pong');
     expect(late['level']).toBe(30);
     expect(dispatches(h)).toEqual([]);

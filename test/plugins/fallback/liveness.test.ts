@@ -178,7 +178,7 @@ describe('FALLBACK-1 §6.1 circuit breaker through the plugin (no connection ide
     // The answer to the second ping arrives after its contest ended: dropped, but the skill is alive.
     h.bus.publish(reply(slow.pings[1]!, 'slow.fallback.pong', { skill_id: 'slow', can_handle: false }));
     await h.settle();
-    expect(withReason(h, 'no_live_contest').map((l) => l['type'])).toEqual(['slow.fallback.pong']);
+    expect(withReason(h, 'finished_contest').map((l) => l['type'])).toEqual(['slow.fallback.pong']);
 
     h.utter('utterance 3', { session: session('s1') });
     await h.advance(PING_TIMEOUT_MS);

@@ -72,13 +72,13 @@ describe('FALLBACK-1 §3.4 registrations remember their connection', () => {
     expect(registry.missed('a')).toEqual([{ sessionId: 'default', skillId: 'a' }]);
     expect(registry.entry('default', 'a')).toEqual({ priority: 10, connection: undefined, legacy: true, unheard: true, away: true, dormant: true });
     expect(registry.missed('a')).toEqual([]);
-    expect(registry.hasDormantLegacy()).toBe(true);
+    expect(registry.hasDormant(true)).toBe(true);
     expect(registry.connectionOpened('c3', 1)).toBe(0);
     expect(registry.availableFor('default').has('a')).toBe(false);
     registry.releaseConnection('c3');
     expect(registry.heard('a', 'c2')).toEqual([{ sessionId: 'default', skillId: 'a' }]);
     expect(registry.entry('default', 'a')).toEqual({ priority: 10, connection: 'c2', legacy: true });
-    expect(registry.hasDormantLegacy()).toBe(false);
+    expect(registry.hasDormant(true)).toBe(false);
   });
 
   it('FALLBACK-1 §3.1: restored from disk — spec dormant, legacy away until a connection opens (maybe back at once without connection identity), dormant stays dormant', () => {

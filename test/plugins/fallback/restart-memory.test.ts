@@ -167,7 +167,7 @@ describe('PIPELINE-1 §4.4 × FALLBACK-1 §6.2: a stale registration never turns
 });
 
 describe('ovos-wire-today: a legacy skill that registered before the daemon joined is not lost', () => {
-  it('FALLBACK-1 §3.1: joined to a bus whose workshop skill registered before us, the first utterance after the bus comes up probes with one broadcast ping; the skill is learnt and wins the next', async () => {
+  it('FALLBACK-1 §3.1: joined to a bus whose workshop skill registered before us, the first utterance after the bus comes up probes with one broadcast ping; the skill is learnt (priority 50) and, fallback_medium coming later, answers that same utterance', async () => {
     const bus = new StatusBus();
     const h = createHarness(CONFIG, { bus });
     fallbackSkill(h, 'catch.all', 100);
@@ -180,16 +180,14 @@ describe('ovos-wire-today: a legacy skill that registered before the daemon join
     await h.settle();
     h.utter('do a barrel roll', { session: session('s1'), utteranceId: 'u1' });
     await h.advance(1);
-    expect(winners(h)).toEqual(['catch.all']);
-    expect(h.of('ovos.skills.fallback.ping')).toHaveLength(1);
+    // The probe at fallback_high's turn (empty pool), the pong before fallback_medium's: learnt, asked, the winner.
+    expect(winners(h)).toEqual(['early.workshop']);
+    expect(h.of('ovos.skills.fallback.ping').map((m) => String(m.context['contest_id']).split(':')[0])).toEqual(['fallback-probe', 'fallback']);
     expect(h.system.fallback.registry.entry('default', 'early.workshop')).toEqual({ priority: LEARNED_PRIORITY, connection: undefined, legacy: true });
+    // Once found, no more probes: each utterance's contest broadcasts (one ping per utterance, as before).
     h.utter('do a barrel roll', { session: session('s1'), utteranceId: 'u2' });
     await h.advance(1);
-    expect(winners(h)).toEqual(['catch.all', 'early.workshop']);
-    // Once found, no more probes: the contest's own broadcast asks it (one per utterance, as before).
-    expect(h.of('ovos.skills.fallback.ping')).toHaveLength(2);
-    h.utter('tell me a joke', { session: session('s1'), utteranceId: 'u3' });
-    await h.advance(1);
+    expect(winners(h)).toEqual(['early.workshop', 'early.workshop']);
     expect(h.of('ovos.skills.fallback.ping')).toHaveLength(3);
   });
 
@@ -207,25 +205,27 @@ describe('ovos-wire-today: a legacy skill that registered before the daemon join
     expect(h.of('ovos.skills.fallback.ping')).toHaveLength(1); // the first utterance's probe only
   });
 
-  it('FALLBACK-1 §3.1: a workshop skill answering broadcast pings without having registered with us is learnt (default priority, warned once with the fix) and asked from the next utterance on', async () => {
+  it('FALLBACK-1 §3.1: a workshop skill answering another contest\'s broadcast without having registered with us is learnt (default priority, warned once with the fix) and asked in a later stage', async () => {
     const h = createHarness(CONFIG);
     h.bus.openConnection('old.workshop');
     h.bus.openConnection('other.workshop');
     const early = workshop(h, 'early.workshop', 'old.workshop');
-    h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: 'other.workshop', priority: 60 }, { session: session('default') }), 'other.workshop');
+    h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: 'other.workshop', priority: 10 }, { session: session('default') }), 'other.workshop');
     workshop(h, 'other.workshop', 'other.workshop', false);
     fallbackSkill(h, 'catch.all', 100);
     await h.settle();
     h.utter('do a barrel roll', { session: session('s1'), utteranceId: 'u1' });
     await h.advance(1);
-    expect(winners(h)).toEqual(['catch.all']); // its pong came to a contest whose pool did not hold it
+    // Its pong came to fallback_high's contest (other.workshop's broadcast), whose pool did not hold it; fallback_medium's does.
+    expect(h.of('ovos.skills.fallback.ping').map((m) => String(m.context['contest_id']).split(':')[0])).toEqual(['fallback', 'fallback']);
+    expect(winners(h)).toEqual(['early.workshop']);
     expect(h.system.fallback.registry.entry('default', 'early.workshop')).toEqual({ priority: LEARNED_PRIORITY, connection: 'old.workshop', legacy: true });
     const warned = withReason(h, 'fallback_skill_learned');
     expect(warned).toEqual([expect.objectContaining({ level: 40, skill_id: 'early.workshop', priority: LEARNED_PRIORITY, hint: expect.stringContaining('fallback.priorities.early.workshop') })]);
     h.utter('do a barrel roll', { session: session('s1'), utteranceId: 'u2' });
     await h.advance(1);
-    expect(winners(h)).toEqual(['catch.all', 'early.workshop']);
-    expect(early.requests).toHaveLength(1);
+    expect(winners(h)).toEqual(['early.workshop', 'early.workshop']);
+    expect(early.requests).toHaveLength(2);
     expect(withReason(h, 'fallback_skill_learned')).toHaveLength(1);
   });
 
@@ -264,5 +264,173 @@ describe('registrations not heard from for forgetAfterMs are forgotten while the
     await h.advance(10 * DAY_MS);
     expect(h.system.fallback.registry.holds('stays')).toBe(true);
     expect(store().entries()[0]!.last_seen).toBeGreaterThan(h.clock.now() - 2 * DAY_MS);
+  });
+});
+
+describe('liveness edges: spec skills asked to register again, one probe per utterance, places given up, the stage bound', () => {
+  /** A spec skill as the SDK writes it, over `connection`: answers its pings, and registers again when asked. */
+  function sdkSkill(h: Harness, skillId: string, priority: number, connection: string): { pings: Message[] } {
+    const pings: Message[] = [];
+    h.bus.subscribe((m) => {
+      if (m.type === 'ovos.fallback.reregister') h.bus.publish(createMessage('ovos.fallback.register', { skill_id: skillId, priority }, { skill_id: skillId }), connection);
+      if (m.type === `${skillId}.fallback.ping`) {
+        pings.push(m);
+        h.bus.publish(reply(m, `${skillId}.fallback.pong`, { skill_id: skillId, can_handle: true }), connection);
+      }
+      if (m.type === `${skillId}:fallback`) h.bus.publish(reply(m, 'mycroft.skill.handler.complete'), connection);
+    });
+    return { pings };
+  }
+
+  it('FALLBACK-1 §3.1: after a restart on the embedded bus, a connection opening while spec registrations are dormant asks every spec skill to register again (once a second at most); the SDK skill answers and is asked', async () => {
+    const file = fileWith([storedEntry('sdk.skill', LAST_SEEN, { priority: 10 })]);
+    const { h } = boot(file);
+    fallbackSkill(h, 'catch.all', 100);
+    sdkSkill(h, 'sdk.skill', 10, 'c1');
+    h.bus.openConnection('c1');
+    h.bus.openConnection('c2');
+    await h.settle();
+    expect(h.of('ovos.fallback.reregister')).toHaveLength(1);
+    await h.advance(1_000);
+    // The second opening came within the second; the skill had registered again by then: nothing dormant to ask for.
+    expect(h.of('ovos.fallback.reregister')).toHaveLength(1);
+    h.utter('do a barrel roll', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(1);
+    expect(winners(h)).toEqual(['sdk.skill']);
+  });
+
+  it('FALLBACK-1 §6.1: a spec skill maybe back that misses its ping is dormant, and spec skills are asked to register again', async () => {
+    const h = createHarness(CONFIG);
+    fallbackSkill(h, 'catch.all', 100);
+    h.bus.publish(createMessage('ovos.fallback.register', { skill_id: 'spec.gone', priority: 10 }, { skill_id: 'spec.gone' }), 'c1');
+    await h.settle();
+    h.bus.closeConnection('c1');
+    h.bus.openConnection('c2');
+    await h.settle();
+    h.utter('do a barrel roll', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(PING_TIMEOUT_MS);
+    expect(h.system.fallback.registry.entry('default', 'spec.gone')?.dormant).toBe(true);
+    expect(h.of('ovos.fallback.reregister')).toHaveLength(1);
+    h.utter('do a barrel roll', { session: session('s1'), utteranceId: 'u2' });
+    await h.advance(1);
+    expect(winners(h)).toEqual(['catch.all', 'catch.all']);
+    expect(withReason(h, 'ping_timeout')).toHaveLength(1);
+  });
+
+  it('FALLBACK-1 §6.1: one broadcast ping per utterance at most — a stage with a legacy skill broadcasts, a later stage of spec skills does not probe again', async () => {
+    const file = fileWith([storedEntry('gone.workshop', LAST_SEEN, { priority: 90, legacy: true, dormant: true })]);
+    const { h } = boot(file);
+    h.bus.openConnection('w');
+    h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: 'live.workshop', priority: 10 }, { session: session('default') }), 'w');
+    workshop(h, 'live.workshop', 'w', false);
+    fallbackSkill(h, 'spec.low', 80);
+    await h.settle();
+    h.utter('do a barrel roll', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(1);
+    expect(winners(h)).toEqual(['spec.low']);
+    expect(h.of('ovos.skills.fallback.ping')).toHaveLength(1); // fallback_high's own; fallback_low adds no probe
+  });
+
+  it('FALLBACK-1 §6.1: a dead legacy registration gone dormant is probed with every utterance for a minute, then once a minute', async () => {
+    const h = createHarness(CONFIG);
+    fallbackSkill(h, 'catch.all', 100);
+    h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: 'dead.workshop', priority: 10 }, { session: session('default') }), 'c1');
+    await h.settle();
+    h.bus.closeConnection('c1');
+    h.bus.openConnection('front');
+    await h.settle();
+    h.utter('do a barrel roll', { session: session('s1'), utteranceId: 'u0' });
+    await h.advance(PING_TIMEOUT_MS); // its one ping timeout: dormant
+    expect(h.system.fallback.registry.entry('default', 'dead.workshop')?.dormant).toBe(true);
+    const probes = (): number => h.of('ovos.skills.fallback.ping').filter((m) => String(m.context['contest_id']).startsWith('fallback-probe:')).length;
+    for (let i = 1; i <= 3; i++) {
+      h.utter('do a barrel roll', { session: session('s1'), utteranceId: `u${i}` });
+      await h.advance(10_000);
+    }
+    expect(probes()).toBe(3);
+    await h.advance(60_000);
+    for (let i = 4; i <= 8; i++) {
+      h.utter('do a barrel roll', { session: session('s1'), utteranceId: `u${i}` });
+      await h.advance(10_000);
+    }
+    expect(probes()).toBe(4); // u4 (a minute since the last), none of u5–u8
+    await h.advance(20_000);
+    h.utter('do a barrel roll', { session: session('s1'), utteranceId: 'u9' });
+    await h.advance(1);
+    expect(probes()).toBe(5);
+    expect(withReason(h, 'ping_timeout')).toHaveLength(1);
+    expect(h.of('ovos.utterance.handled')).toHaveLength(10);
+  });
+
+  it('FALLBACK-1 §3.4: a full session gives a dormant registration\'s place up first (gone from the file too, logged), then the oldest away; none away: refused', async () => {
+    const config = withConfig((c) => ({ ...c, pipeline: ['fallback_high', 'fallback_medium', 'fallback_low'], fallback: { ...c.fallback, maxSkillsPerSession: 3 } }));
+    const file = fileWith([storedEntry('dormant.one', LAST_SEEN, { priority: 10, legacy: true, dormant: true })]);
+    const { h, store } = boot(file, config);
+    const register = (skillId: string, connection: string): void =>
+      h.bus.publish(createMessage('ovos.fallback.register', { skill_id: skillId, priority: 20 }, { skill_id: skillId }), connection);
+    register('away.one', 'c1');
+    register('live.one', 'c2');
+    await h.settle();
+    h.bus.closeConnection('c1');
+    await h.settle();
+    register('new.one', 'c3');
+    await h.settle();
+    expect(h.system.fallback.registry.holds('dormant.one')).toBe(false);
+    expect(h.system.fallback.registry.holds('away.one')).toBe(true);
+    register('new.two', 'c4');
+    await h.settle();
+    expect(h.system.fallback.registry.holds('away.one')).toBe(false);
+    register('refused', 'c5');
+    await h.settle();
+    expect(h.of('ovos.fallback.register.response').map((m) => m.data)).toEqual([{ skill_id: 'refused', accepted: false, reason: 'registry_full' }]);
+    expect(withReason(h, 'registry_evicted').map((l) => l['skill_id'])).toEqual(['dormant.one', 'away.one']);
+    await store().flush();
+    expect(store().entries().map((e) => e.skill_id).sort()).toEqual(['live.one', 'new.one', 'new.two']);
+  });
+
+  it('PIPELINE-1 §4.4: a skill maybe back and still silent when the stage bound fires is dormant (it had its chance), though its ping was cut short', async () => {
+    const BOUND = withConfig((c) => ({
+      ...c,
+      pipeline: ['fallback_high', 'fallback_medium', 'fallback_low'],
+      orchestrator: { ...c.orchestrator, matchTimeoutMs: 300 },
+      commonQuery: { ...c.commonQuery, pollWindowMs: 100, collectionInitialMs: 200, collectionCeilingMs: 200 },
+    }));
+    const h = createHarness(BOUND);
+    fallbackSkill(h, 'catch.all', 100);
+    h.bus.publish(createMessage('ovos.fallback.register', { skill_id: 'spec.stale', priority: 10 }, { skill_id: 'spec.stale' }), 'c1');
+    await h.settle();
+    h.bus.closeConnection('c1');
+    h.bus.openConnection('c2');
+    await h.settle();
+    h.utter('do a barrel roll', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(300);
+    expect(withReason(h, 'match_bound_cut')).toHaveLength(1);
+    expect(withReason(h, 'ping_timeout')).toEqual([]);
+    expect(h.system.fallback.registry.entry('default', 'spec.stale')?.dormant).toBe(true);
+    h.utter('do a barrel roll', { session: session('s1'), utteranceId: 'u2' });
+    await h.advance(1);
+    expect(winners(h)).toEqual(['catch.all', 'catch.all']);
+  });
+
+  it('FALLBACK-1 §3.1: a legacy registration never takes over a spec registration restored from disk from another connection (legacy_over_spec)', async () => {
+    const file = fileWith([storedEntry('shared.id', LAST_SEEN, { priority: 10 })]);
+    const { h } = boot(file);
+    h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: 'shared.id', priority: 90 }, { session: session('default') }), 'intruder');
+    await h.settle();
+    expect(h.system.fallback.registry.entry('default', 'shared.id')).toMatchObject({ priority: 10, legacy: false, dormant: true });
+    expect(h.of('ovos.skills.fallback.register.response').map((m) => m.data)).toEqual([{ skill_id: 'shared.id', accepted: false, reason: 'legacy_over_spec' }]);
+  });
+
+  it('the answers to a probe go to no contest: dropped as finished_contest, at debug', async () => {
+    const bus = new StatusBus();
+    const h = createHarness(CONFIG, { bus });
+    fallbackSkill(h, 'catch.all', 100);
+    workshop(h, 'any.workshop', 'w');
+    bus.report({ up: true });
+    await h.settle();
+    h.utter('do a barrel roll', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(1);
+    const dropped = h.logs.filter((l) => l['msg'] === 'message dropped' && l['type'] === 'ovos.skills.fallback.pong');
+    expect(dropped.map((l) => [l['reason'], l['level']])).toEqual([['finished_contest', 20]]);
   });
 });
