@@ -11,9 +11,11 @@
  *
  * Skills asked by one broadcast (`broadcast`: the legacy dialect's single ping reaches every skill at once) are
  * asked when the contest starts; the order of decision is still the pool's: an answer from a broadcast skill ahead
- * in the pool is kept (`early`) and decides the moment its turn comes, and a broadcast skill that has not answered
- * by its turn is waited for like any other, `pingTimeout` from its turn. So the winner is always the first willing
- * skill in pool order, never the first to answer.
+ * in the pool is kept (`early`) and decides the moment its turn comes. Their ping went out with the broadcast, so
+ * their ping timeout runs from it (§6.1): `BROADCAST_TIMEOUT`, raised `pingTimeout` after the start, makes every
+ * broadcast skill still silent timed out — the awaited one moves on then, and one whose turn comes later is passed at
+ * its turn, at once; a pong after it is late. Silent broadcast skills cost one ping timeout together, as ovos-core's
+ * own wait does. So the winner is always the first willing skill in pool order, never the first to answer.
  *
  * The stage bound (`stageBound`, when `boundMs` is given: the orchestrator's match bound, PIPELINE-1 §4.4, less a
  * margin so the result still counts) ends the contest while skills are still silent. The silent skills are treated
@@ -24,7 +26,7 @@
  * No bus here: `sendPing` and `sendBroadcast` are provided from outside (the plugin derives the pings by `reply` /
  * `forward` of the utterance).
  */
-import { and, assign, emit, enqueueActions, setup } from 'xstate';
+import { and, assign, emit, enqueueActions, raise, setup } from 'xstate';
 import type { Message } from '../../src/bus/message.js';
 import { eventOf } from '../event-of.js';
 
@@ -68,6 +70,8 @@ export interface FallbackContext {
   readonly broadcast: readonly string[];
   /** Answers (can_handle) of broadcast skills received before their turn. */
   readonly early: Readonly<Record<string, boolean>>;
+  /** The broadcast's ping timeout has passed: a broadcast skill with no answer in `early` is timed out. */
+  readonly broadcastExpired: boolean;
   readonly boundMs: number;
   /** The stage bound decided: skills were still silent when it fired. */
   readonly cut: boolean;
@@ -77,7 +81,9 @@ export interface FallbackContext {
 
 export type FallbackEvent =
   | { readonly type: 'PONG'; readonly skill_id: string; readonly can_handle: boolean }
-  | { readonly type: 'GONE'; readonly skill_id: string };
+  | { readonly type: 'GONE'; readonly skill_id: string }
+  /** Raised by the contest itself `pingTimeout` after the broadcast: the broadcast skills' ping timeout. */
+  | { readonly type: 'BROADCAST_TIMEOUT' };
 
 export type FallbackEmitted =
   | { readonly type: 'ping.timeout'; readonly skill_id: string; readonly after_ms: number }
@@ -96,6 +102,12 @@ const current = (context: FallbackContext): string | undefined => context.pool[c
 const earlyAnswer = (context: FallbackContext): boolean | undefined => {
   const skill = current(context);
   return skill !== undefined && Object.hasOwn(context.early, skill) ? context.early[skill] : undefined;
+};
+
+/** The awaited skill is a broadcast one whose ping timeout (from the broadcast) has passed without its answer. */
+const awaitedExpired = (context: FallbackContext): boolean => {
+  const skill = current(context);
+  return context.broadcastExpired && skill !== undefined && context.broadcast.includes(skill) && !Object.hasOwn(context.early, skill);
 };
 
 /** At the stage bound: the index of the first skill from the current one on that already said yes; -1 when none did. */
@@ -159,6 +171,9 @@ export const fallbackMachine = setup({
       return { outcomes, cut: true, decidedBeforeCut: context.outcomes.length };
     }),
     markGone: assign({ gone: ({ context, event }) => [...context.gone, eventOf(event, 'GONE').skill_id] }),
+    /** §6.1: the broadcast skills' ping timeout, counted from the broadcast. */
+    scheduleBroadcastTimeout: raise({ type: 'BROADCAST_TIMEOUT' }, { delay: 'pingTimeout' }),
+    expireBroadcast: assign({ broadcastExpired: true }),
     reportTimeout: emit(({ context }) => ({
       type: 'ping.timeout' as const,
       skill_id: current(context) ?? '',
@@ -178,13 +193,18 @@ export const fallbackMachine = setup({
         after_ms: context.boundMs,
       };
     }),
-    reportIgnored: emit(({ context, event }) => {
+    reportIgnored: emit(({ context, event: received }) => {
+      const event = eventOf(received, 'PONG');
       const earlier = context.outcomes.find((o) => o.skill_id === event.skill_id);
       // A broadcast skill that already answered before its turn: its second answer is a duplicate.
       const answeredEarly = Object.hasOwn(context.early, event.skill_id);
       // A skill of another pool answering a broadcast (every legacy skill answers every one) is expected traffic.
       const reason =
-        earlier !== undefined ? (earlier.outcome === 'timeout' ? 'late' : 'duplicate') : answeredEarly ? 'duplicate' : context.broadcast.length > 0 && !context.pool.includes(event.skill_id) ? 'not_in_pool' : 'not_awaited';
+        earlier !== undefined ? (earlier.outcome === 'timeout' ? 'late' : 'duplicate')
+        : answeredEarly ? 'duplicate'
+        : context.broadcastExpired && context.broadcast.includes(event.skill_id) ? 'late'
+        : context.broadcast.length > 0 && !context.pool.includes(event.skill_id) ? 'not_in_pool'
+        : 'not_awaited';
       return { type: 'pong.ignored' as const, skill_id: event.skill_id, reason };
     }),
   },
@@ -192,17 +212,18 @@ export const fallbackMachine = setup({
     poolEmpty: ({ context }) => context.pool.length === 0,
     /** At the stage bound: a skill from the current one on already said yes. */
     willingAhead: ({ context }) => willingAhead(context) !== -1,
-    fromAwaitedSkill: ({ context, event }) => event.skill_id === current(context),
+    fromAwaitedSkill: ({ context, event }) => eventOf(event, ['PONG', 'GONE']).skill_id === current(context),
     willing: ({ event }) => eventOf(event, 'PONG').can_handle,
     hasNext: ({ context }) => nextIndex(context, context.index) < context.pool.length,
     hasBroadcast: ({ context }) => context.broadcast.length > 0,
     earlyWilling: ({ context }) => earlyAnswer(context) === true,
     earlyDeclined: ({ context }) => earlyAnswer(context) === false,
-    /** A broadcast skill's first answer before its turn (still ahead in the pool). */
+    /** A broadcast skill's first answer before its turn (still ahead in the pool), within its ping timeout. */
     aheadInBroadcast: ({ context, event }) => {
       const skillId = eventOf(event, 'PONG').skill_id;
-      return context.broadcast.includes(skillId) && !Object.hasOwn(context.early, skillId) && context.pool.indexOf(skillId) > context.index;
+      return !context.broadcastExpired && context.broadcast.includes(skillId) && !Object.hasOwn(context.early, skillId) && context.pool.indexOf(skillId) > context.index;
     },
+    awaitedExpired: ({ context }) => awaitedExpired(context),
   },
   delays: {
     pingTimeout: ({ context }) => context.pingTimeoutMs,
@@ -219,12 +240,13 @@ export const fallbackMachine = setup({
     gone: [],
     broadcast: (input.broadcast ?? []).filter((skill) => input.pool.includes(skill)),
     early: {},
+    broadcastExpired: false,
     boundMs: input.boundMs ?? NO_BOUND_MS,
     cut: false,
     decidedBeforeCut: 0,
   }),
   // A skill that becomes unreachable before its turn is skipped when its turn comes.
-  on: { GONE: { actions: 'markGone' } },
+  on: { GONE: { actions: 'markGone' }, BROADCAST_TIMEOUT: { actions: 'expireBroadcast' } },
   // PIPELINE-1 §4.4 × §6.1–6.2: the stage decides before the match bound, with what the skills have said by then.
   after: {
     stageBound: [
@@ -237,7 +259,7 @@ export const fallbackMachine = setup({
     start: {
       always: [
         { guard: 'poolEmpty', target: 'exhausted' },
-        { guard: 'hasBroadcast', target: 'querying', actions: 'sendBroadcast' },
+        { guard: 'hasBroadcast', target: 'querying', actions: ['sendBroadcast', 'scheduleBroadcastTimeout'] },
         { target: 'querying' },
       ],
     },
@@ -252,6 +274,14 @@ export const fallbackMachine = setup({
         { guard: 'earlyWilling', target: 'matched', actions: { type: 'recordOutcome', params: { outcome: 'willing' } } },
         { guard: and(['earlyDeclined', 'hasNext']), target: 'querying', reenter: true, actions: [{ type: 'recordOutcome', params: { outcome: 'declined' } }, 'advance'] },
         { guard: 'earlyDeclined', target: 'exhausted', actions: { type: 'recordOutcome', params: { outcome: 'declined' } } },
+        // A broadcast skill silent past the broadcast's ping timeout: timed out, now (at its turn, or when it passes).
+        {
+          guard: and(['awaitedExpired', 'hasNext']),
+          target: 'querying',
+          reenter: true,
+          actions: ['reportTimeout', { type: 'recordOutcome', params: { outcome: 'timeout' } }, 'advance'],
+        },
+        { guard: 'awaitedExpired', target: 'exhausted', actions: ['reportTimeout', { type: 'recordOutcome', params: { outcome: 'timeout' } }] },
       ],
       after: {
         pingTimeout: [

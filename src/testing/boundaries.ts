@@ -57,18 +57,13 @@ export const DELAY_BOUNDARIES: Readonly<Record<string, DelayBoundary>> = {
   pingTimeout: {
     machine: 'fallback',
     clause: 'OVOS-FALLBACK-1 §6.1 ping timeout',
-    // A spec skill's ping is sent when its turn comes; a legacy skill's is the stage's broadcast, so its timeout is
-    // its turn's offset in the stage plus the ping timeout after the broadcast (a skill never asked has no turn).
+    // A spec skill's ping is sent when its turn comes; a legacy skill's is the stage's broadcast, and its timeout runs
+    // from it: T after the stage's start either way, as its pong is timed (a skill never asked has no turn).
     place: (config, skill, roster, utterance) => {
       const s = fallbackOnly(skill);
       if (s === null) return null;
-      let offset = 0;
-      if (s.dialect === 'legacy') {
-        const turn = marksOf(config, roster, utterance).turns.get(s.skill_id);
-        if (turn === undefined) return null;
-        offset = turn.turn - turn.stageStart;
-      }
-      return { T: offset + config.fallback.pingTimeoutMs, at: (ms) => ({ ...s, pongAfterMs: ms }) };
+      if (s.dialect === 'legacy' && marksOf(config, roster, utterance).turns.get(s.skill_id) === undefined) return null;
+      return { T: config.fallback.pingTimeoutMs, at: (ms) => ({ ...s, pongAfterMs: ms }) };
     },
   },
   matchTimeout: {

@@ -97,9 +97,10 @@ export interface Marks {
  * pool order, that has already said yes wins (README "The match bound never throws a yes away"); with none, None.
  *
  * Legacy skills (README "Legacy fallback skills") are all asked by one broadcast when the stage starts, so a legacy
- * skill's pong is due `pongAfterMs` after the stage's start, not after its turn; the order of decision stays the
- * pool's: a pong that came before the skill's turn decides at its turn, one that comes during its turn decides when
- * it comes, and the skill has the same ping timeout from its turn as any other.
+ * skill's pong is due `pongAfterMs` after the stage's start, not after its turn, and its ping timeout runs from the
+ * broadcast too (§6.1: from its ping); the order of decision stays the pool's: a pong within that timeout that came
+ * before the skill's turn decides at its turn, one that comes during its turn decides when it comes, and a silent one
+ * is passed when the timeout ends, or at once at its turn if it already has.
  */
 function fallbackStage(config: Config, stage: string, start: number, skills: readonly FallbackSkillScript[], trail: string[], { turns }: Marks): StageEnd {
   const T = config.fallback.pingTimeoutMs;
@@ -132,8 +133,8 @@ function fallbackStage(config: Config, stage: string, start: number, skills: rea
     const legacy = skill.dialect === 'legacy';
     const sent = pong === 'never' ? Infinity : (legacy ? start : t) + pong;
     const arrives = Math.max(sent, t);
-    const deadline = t + T;
-    if (sent < gone && arrives < deadline && arrives < cut) {
+    const deadline = legacy ? Math.max(t, start + T) : t + T;
+    if (sent < gone && sent < (legacy ? start + T : deadline) && arrives < cut) {
       const early = sent < t ? `, answered the broadcast at ${sent} ms` : '';
       if (skill.willing ?? FALLBACK_DEFAULTS.willing) {
         trail.push(`${stage}: ${skill.skill_id} willing at ${arrives} ms${early}, before its ping timeout ${deadline} ms — the winner (OVOS-FALLBACK-1 §6.2)`);
@@ -149,7 +150,11 @@ function fallbackStage(config: Config, stage: string, start: number, skills: rea
       continue;
     }
     if (cut <= deadline) return atBound(index + 1, skill.skill_id);
-    trail.push(`${stage}: ${skill.skill_id} silent until its ping timeout ${deadline} ms — treated as can_handle false (§6.1)`);
+    trail.push(
+      legacy && deadline === t && t > start + T
+        ? `${stage}: ${skill.skill_id} silent since the broadcast, its ping timeout ${start + T} ms passed before its turn — passed at once (§6.1)`
+        : `${stage}: ${skill.skill_id} silent until its ping timeout ${deadline} ms — treated as can_handle false (§6.1)`,
+    );
     t = deadline;
   }
   if (t >= cut) return atBound(pool.length, undefined);

@@ -11,7 +11,8 @@
  *     of the first one's skills (its own registry file) and pings none of them.
  *  3. Two ovos-workshop skills on one bus client register and leave for good; the daemon restarts twice; three
  *     commands after each start. Each costs at most one ping timeout in total (it is maybe back when the front end's
- *     connection opens, misses its ping, and is dormant from then on, across restarts too).
+ *     connection opens, misses its ping, and is dormant from then on, across restarts too) — and the two together
+ *     one: both are asked by one broadcast, whose ping timeout they share.
  *
  * Time is from the command sent to its `ovos.utterance.handled` on the front end's socket.
  */

@@ -8,8 +8,8 @@
  *    its first-join retry and the skill's one registration reaches it;
  *  - a workshop skill that registered before the daemon joined is learnt from its pong and answers;
  *  - three stale workshop registrations restored from the registry file, ahead of a live workshop skill, with a
- *    1.5 s match bound: the first utterance is answered by the live skill at the stage bound, not
- *    complete_intent_failure, and the next ones at once.
+ *    1.5 s match bound: the first utterance is answered by the live skill (the stale ones' ping timeouts run together
+ *    from the one broadcast), not complete_intent_failure, and the next ones at once.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -138,7 +138,7 @@ describe.skipIf(!available)('the real OVOS programs: ovos-messagebus, ovos-bus-c
     expect(daemon.system.fallback.registry.entry('default', 'peer-early.test')?.priority).toBe(50);
   }, 60_000);
 
-  it('three stale workshop registrations restored ahead of a live one, 1.5 s match bound: the live skill answers the first utterance at the stage bound, then at once', async () => {
+  it('three stale workshop registrations restored ahead of a live one, 1.5 s match bound: the live skill answers the first utterance after one ping timeout, then at once', async () => {
     const port = await freePort();
     await messagebus(port);
     const dir = mkdtempSync(join(tmpdir(), 'ovos-peer-registry-'));
@@ -158,14 +158,14 @@ describe.skipIf(!available)('the real OVOS programs: ovos-messagebus, ovos-bus-c
     const first = Date.now() - t0;
     expect(user.of('u1').some((m) => m.type === 'complete_intent_failure')).toBe(false);
     expect(spoken(user, 'u1')).toEqual(['peer-live.test here']);
-    expect(lines.items.filter((l) => l.reason === 'match_bound_cut').map((l) => l['chose'])).toEqual(['peer-live.test']);
+    expect(lines.items.filter((l) => l.reason === 'ping_timeout').map((l) => l['skill_id']).sort()).toEqual(['stale-1.test', 'stale-2.test', 'stale-3.test']);
     const t1 = Date.now();
     user.utter('blorf the zint', { utteranceId: 'u2' });
     await user.handled('u2', 15_000);
     const second = Date.now() - t1;
     expect(spoken(user, 'u2')).toEqual(['peer-live.test here']);
-    // Measured, not asserted as speed (README: 3 stale skills asked by one broadcast: ~1.5 s once, then the live one).
-    console.info(`ovos-peer: first utterance ${first} ms (the stage bound), second ${second} ms`);
+    // Measured, not asserted as speed (README: the stale skills' one ping timeout once, then the live one at once).
+    console.info(`ovos-peer: first utterance ${first} ms (one ping timeout), second ${second} ms`);
     expect(second).toBeLessThan(first);
   }, 60_000);
 });

@@ -355,16 +355,17 @@ describe('OVOS-FALLBACK-1 §6.1/§6.2 + ovos-wire-today legacy broadcast', () =>
       const c = contest(['a', 'b', 'c', 'd'], T, { broadcast: ['a', 'c'] });
       expect(c.pings).toEqual([]); // a, first in the pool, was asked by the broadcast
       expect(c.broadcasts).toHaveLength(1);
-      c.clock.advance(4 * T); // everyone silent
+      c.clock.advance(3 * T); // everyone silent
+      // a and c were pinged by the broadcast at 0: their timeout is T after it — c, at its turn (2T), is passed at once.
       expect(at(c)).toEqual([
         ['b', T],
-        ['d', 3 * T],
+        ['d', 2 * T],
       ]);
       expect(c.timeouts.map((t) => [t.skill_id, t.at])).toEqual([
         ['a', T],
         ['b', 2 * T],
-        ['c', 3 * T],
-        ['d', 4 * T],
+        ['c', 2 * T],
+        ['d', 3 * T],
       ]);
       expect(c.output()).toBeNull();
       expect(c.clock.pending).toBe(0);
@@ -512,12 +513,12 @@ describe('OVOS-FALLBACK-1 §6.1/§6.2 + ovos-wire-today legacy broadcast', () =>
     });
   });
 
-  describe('§6.1 a silent broadcast skill is waited for pingTimeout from its turn', () => {
-    it(`${LEGACY}: boundary — at T-1 after its turn it is still awaited and its pong counts`, () => {
+  describe('§6.1 a silent broadcast skill\'s ping timeout counts from the broadcast (its ping)', () => {
+    it(`${LEGACY}: boundary — awaited from its turn, its pong at T-1 after the broadcast counts`, () => {
       const c = contest(['a', 'b', 'c'], T, { broadcast: ['b'] });
       c.clock.advance(100);
-      c.pong('a', false); // b's turn at 100
-      c.clock.advance(T - 1);
+      c.pong('a', false); // b's turn at 100; its ping went out at 0
+      c.clock.advance(T - 101); // T - 1
       expect(c.timeouts).toEqual([]);
       expect(c.done()).toBe(false);
       c.pong('b', true);
@@ -526,26 +527,41 @@ describe('OVOS-FALLBACK-1 §6.1/§6.2 + ovos-wire-today legacy broadcast', () =>
       expect(c.clock.pending).toBe(0);
     });
 
-    it(`${LEGACY}: boundary — at exactly T after its turn it times out and the next skill is asked`, () => {
+    it(`${LEGACY}: boundary — at exactly T after the broadcast (not after its turn) it times out and the next skill is asked`, () => {
       const c = contest(['a', 'b', 'c'], T, { broadcast: ['b'] });
       c.clock.advance(100);
-      c.pong('a', false); // b's turn at 100, not at the broadcast (0)
-      c.clock.advance(T - 1);
+      c.pong('a', false); // b's turn at 100
+      c.clock.advance(T - 101);
       expect(c.pinged()).toEqual(['a']);
       c.clock.advance(1);
-      expect(c.timeouts).toEqual([{ type: 'ping.timeout', skill_id: 'b', after_ms: T, at: 100 + T }]);
+      expect(c.timeouts).toEqual([{ type: 'ping.timeout', skill_id: 'b', after_ms: T, at: T }]);
       expect(at(c)).toEqual([
         ['a', 0],
-        ['c', 100 + T],
+        ['c', T],
       ]);
       c.pong('c', true);
       expect(c.output()).toEqual({ skill_id: 'c' });
       expect(c.clock.pending).toBe(0);
     });
 
+    it(`${LEGACY}: a broadcast skill whose turn comes after T, silent, is passed at its turn at once — one ping timeout for every silent broadcast skill together`, () => {
+      const c = contest(['a', 'b', 'c', 'd'], T, { broadcast: ['a', 'b', 'c'] });
+      c.clock.advance(T - 1);
+      expect(c.timeouts).toEqual([]);
+      c.clock.advance(1);
+      expect(c.timeouts.map((t) => [t.skill_id, t.at])).toEqual([
+        ['a', T],
+        ['b', T],
+        ['c', T],
+      ]);
+      expect(at(c)).toEqual([['d', T]]);
+      c.pong('d', true);
+      expect(c.output()).toEqual({ skill_id: 'd' });
+    });
+
     it(`${LEGACY}: the first skill of the pool, a broadcast one, times out at exactly T from the start`, () => {
       const c = contest(['a', 'b'], T, { broadcast: ['a'] });
-      expect(c.clock.pending).toBe(2); // its ping timer and the stage bound
+      expect(c.clock.pending).toBe(3); // its turn's ping timer, the broadcast's timeout and the stage bound
       c.clock.advance(T - 1);
       expect(c.pings).toEqual([]);
       c.clock.advance(1);
@@ -553,23 +569,29 @@ describe('OVOS-FALLBACK-1 §6.1/§6.2 + ovos-wire-today legacy broadcast', () =>
       expect(at(c)).toEqual([['b', T]]);
     });
 
-    it(`${LEGACY}: a late pong from a broadcast skill after its timeout is ignored as late and cannot win`, () => {
-      const c = contest(['a', 'b', 'c'], T, { broadcast: ['b'] });
+    it(`${LEGACY}: a late pong from a broadcast skill after the broadcast's timeout is ignored as late and cannot win — at its turn or ahead of it`, () => {
+      const c = contest(['a', 'b', 'c'], T, { broadcast: ['b', 'c'] });
       c.pong('a', false); // b's turn at 0
-      c.clock.advance(T); // b timed out, c asked
-      c.pong('b', true);
-      expect(c.ignored).toEqual([{ type: 'pong.ignored', skill_id: 'b', reason: 'late' }]);
-      expect(c.done()).toBe(false);
-      c.pong('c', false);
-      expect(c.output()).toBeNull();
-      expect(c.clock.pending).toBe(0);
+      c.clock.advance(T); // b and c timed out, nobody left
+      expect(c.done()).toBe(true);
+      const d = contest(['a', 'b', 'c'], T, { broadcast: ['c'] });
+      d.clock.advance(T); // a times out, b asked at T; c's ping (the broadcast) timed out at T too
+      d.pong('c', true);
+      expect(d.ignored).toEqual([{ type: 'pong.ignored', skill_id: 'c', reason: 'late' }]);
+      d.pong('b', false);
+      expect(d.output()).toBeNull(); // c, at its turn: timed out, passed at once
+      expect(d.timeouts.map((t) => [t.skill_id, t.at])).toEqual([
+        ['a', T],
+        ['c', T],
+      ]);
+      expect(d.clock.pending).toBe(0);
     });
 
-    it(`${LEGACY}: exhausted by a silent last broadcast skill at exactly T after its turn leaves no pending timer`, () => {
+    it(`${LEGACY}: exhausted by a silent last broadcast skill at exactly T after the broadcast leaves no pending timer`, () => {
       const c = contest(['a', 'b'], T, { broadcast: ['b'] });
       c.clock.advance(30);
       c.pong('a', false);
-      c.clock.advance(T - 1);
+      c.clock.advance(T - 31);
       expect(c.done()).toBe(false);
       c.clock.advance(1);
       expect(c.done()).toBe(true);
@@ -674,26 +696,26 @@ describe('OVOS-FALLBACK-1 §6.1/§6.2 + ovos-wire-today legacy broadcast', () =>
       expect(c.clock.pending).toBe(0);
     });
 
-    it(`${LEGACY}: all silent but d's early willing — a, b, c time out in turn (T, 2T, 3T) and d wins at 3T`, () => {
+    it(`${LEGACY}: all silent but d's early willing — a times out at T (b's broadcast ping with it), c at 2T, and d wins at 2T`, () => {
       const c = contest(['a', 'b', 'c', 'd'], T, { broadcast: ['b', 'd'] });
       c.clock.advance(1);
       c.pong('d', true);
-      c.clock.advance(2 * T - 2); // 2T - 1
+      c.clock.advance(T - 2); // T - 1
       expect(c.done()).toBe(false);
-      expect(at(c)).toEqual([['a', 0]]); // b (broadcast) awaited from T without a ping; c not yet asked
-      c.clock.advance(1); // 2T: b timed out, c asked
+      expect(at(c)).toEqual([['a', 0]]);
+      c.clock.advance(1); // T: a timed out; b, pinged by the broadcast at 0, too: c asked
       expect(at(c)).toEqual([
         ['a', 0],
-        ['c', 2 * T],
+        ['c', T],
       ]);
-      c.clock.advance(T - 1); // 3T - 1: c still awaited
+      c.clock.advance(T - 1); // 2T - 1: c still awaited
       expect(c.done()).toBe(false);
       c.clock.advance(1);
       expect(c.output()).toEqual({ skill_id: 'd' });
       expect(c.timeouts.map((t) => [t.skill_id, t.at])).toEqual([
         ['a', T],
-        ['b', 2 * T],
-        ['c', 3 * T],
+        ['b', T],
+        ['c', 2 * T],
       ]);
       expect(c.clock.pending).toBe(0);
     });
@@ -715,12 +737,13 @@ describe('OVOS-FALLBACK-1 §6.1/§6.2 + ovos-wire-today legacy broadcast', () =>
 describe('PIPELINE-1 §4.4 × FALLBACK-1 §6.1–6.2: the stage bound decides with what the skills said by then', () => {
   const BOUND = 1_495;
 
-  it('§6.2 at the bound: a broadcast skill that already said yes wins over silent skills ahead of it (they count as timed out, §6.1)', () => {
-    const c = contest(['stale.a', 'stale.b', 'stale.c', 'live'], T, { broadcast: ['stale.a', 'stale.b', 'stale.c', 'live'], boundMs: BOUND });
+  it('§6.2 at the bound: a broadcast skill that already said yes wins over silent spec skills ahead of it (they count as timed out, §6.1)', () => {
+    const c = contest(['stale.a', 'stale.b', 'stale.c', 'live'], T, { broadcast: ['live'], boundMs: BOUND });
     c.clock.advance(3);
     c.pong('live', true);
     c.clock.advance(BOUND - 3 - 1);
     expect(c.done()).toBe(false);
+    expect(c.pinged()).toEqual(['stale.a', 'stale.b', 'stale.c']);
     c.clock.advance(1);
     expect(c.output()).toEqual({ skill_id: 'live' });
     expect(c.outcomes()).toEqual([
@@ -730,8 +753,22 @@ describe('PIPELINE-1 §4.4 × FALLBACK-1 §6.1–6.2: the stage bound decides wi
       { skill_id: 'live', outcome: 'willing' },
     ]);
     expect(c.actor.getSnapshot().context.cut).toBe(true);
-    // stale.c was asked by the broadcast at 0 and stayed silent through the bound: more than its ping timeout.
-    expect(c.timeouts.map((t) => [t.skill_id, t.at])).toEqual([['stale.a', T], ['stale.b', 2 * T], ['stale.c', BOUND]]);
+    // stale.c was pinged on its own at 2T: its wait was cut short, not timed out.
+    expect(c.timeouts.map((t) => [t.skill_id, t.at])).toEqual([['stale.a', T], ['stale.b', 2 * T]]);
+  });
+
+  it('§6.2 at a bound shorter than the ping timeout: the broadcast skill that said yes wins over silent broadcast skills ahead of it, reported silent, not timed out', () => {
+    const silent: string[][] = [];
+    const c = contest(['stale.a', 'stale.b', 'live'], T, { broadcast: ['stale.a', 'stale.b', 'live'], boundMs: 300 });
+    c.actor.on('ping.timeouts', (event) => silent.push([...event.silent]));
+    c.clock.advance(3);
+    c.pong('live', true);
+    c.clock.advance(296);
+    expect(c.done()).toBe(false);
+    c.clock.advance(1);
+    expect(c.output()).toEqual({ skill_id: 'live' });
+    expect(c.timeouts).toEqual([]);
+    expect(silent).toEqual([['stale.a', 'stale.b']]);
   });
 
   it('§6.2 at the bound: the first willing in pool order, not the first to answer; a skill that declined early is passed', () => {

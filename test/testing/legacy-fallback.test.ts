@@ -40,15 +40,16 @@ describe('timing harness: legacy fallback skills (ovos-wire-today.md; OVOS-FALLB
     expect(timeline).toContain('+530 ovos.skills.fallback.wk.chat.request skill_id="wk.chat"');
   });
 
-  it('OVOS-FALLBACK-1 §6.1 ping timeout of a legacy skill counts from its turn, not from the broadcast: wk.chat at 1029 / 1030 / 1031 ms after it', async () => {
+  it('OVOS-FALLBACK-1 §6.1 ping timeout of a legacy skill counts from the broadcast (its ping), not from its turn: wk.chat at 499 / 500 / 501 ms after it', async () => {
     const report = await runTimingSuite(DEFAULT_CONFIG, [scenario(MIXED)]);
     const at = (suffix: string, ms: number) => report.paths.find((p) => p.name === `${COMMAND}: wk.chat at pingTimeout${suffix} (${ms} ms)`)!;
-    // Its turn starts at 530 ms, so its timeout is at 1030: a pong at 1029 wins there; at 1030 the deadline fires
-    // first (late), and the pool is exhausted — nobody else in fallback_low: unmatched.
-    expect([at('−1', 1029), at('', 1030), at('+1', 1031)].map((p) => [p.ok, p.expected.decidedBy, p.expected.decidedAt])).toEqual([
-      [true, 'fallback_medium', 1029],
-      [true, 'unmatched', 1030],
-      [true, 'unmatched', 1030],
+    // Its ping is the broadcast at 0, so its timeout is at 500, before its turn (530): a pong at 499 is kept and wins
+    // at its turn; at 500 the timeout fires first (late), and at its turn it is passed at once — nobody after it in
+    // fallback_medium nor in fallback_low: unmatched at 530.
+    expect([at('−1', 499), at('', 500), at('+1', 501)].map((p) => [p.ok, p.expected.decidedBy, p.expected.decidedAt])).toEqual([
+      [true, 'fallback_medium', 530],
+      [true, 'unmatched', 530],
+      [true, 'unmatched', 530],
     ]);
   });
 
@@ -104,7 +105,7 @@ describe('timing harness: legacy fallback skills (ovos-wire-today.md; OVOS-FALLB
 
   it('teeth: a system whose ping timeout differs from the config the model reads fails at a legacy skill\'s boundary, naming it and the clause', async () => {
     const drifted = withConfig((c) => ({ ...c, fallback: { ...c.fallback, pingTimeoutMs: 400 } }));
-    const variant = scenario(MIXED.map((s) => (s.skill_id === 'wk.chat' ? { ...s, pongAfterMs: 1_029 } : s)));
+    const variant = scenario(MIXED.map((s) => (s.skill_id === 'wk.chat' ? { ...s, pongAfterMs: 499 } : s)));
     const result = await runScenario(DEFAULT_CONFIG, variant, { name: 'wk.chat at pingTimeout−1', boundary: { delay: 'pingTimeout', offset: -1 }, clause: 'OVOS-FALLBACK-1 §6.1 ping timeout' }, { systemConfig: drifted });
     expect(result.ok).toBe(false);
     expect(result.failures[0]).toBe('decided by: expected "fallback_medium", observed "unmatched" [boundary pingTimeout -1, OVOS-FALLBACK-1 §6.1 ping timeout]');

@@ -124,42 +124,61 @@ describe('FALLBACK-1 §3.1 × §6.1: a skill gone for good costs users nothing a
 });
 
 describe('PIPELINE-1 §4.4 × FALLBACK-1 §6.2: a stale registration never turns an answerable utterance into a failure', () => {
-  const BOUND = withConfig((config) => ({
-    ...config,
-    pipeline: ['fallback_high', 'fallback_medium', 'fallback_low'],
-    orchestrator: { ...config.orchestrator, matchTimeoutMs: 1_500 },
-    commonQuery: { ...config.commonQuery, pollWindowMs: 500, collectionCeilingMs: 1_000 },
-  }));
+  const withBound = (matchTimeoutMs: number, poll: number, ceiling: number): Config =>
+    withConfig((config) => ({
+      ...config,
+      pipeline: ['fallback_high', 'fallback_medium', 'fallback_low'],
+      orchestrator: { ...config.orchestrator, matchTimeoutMs },
+      commonQuery: { ...config.commonQuery, pollWindowMs: poll, collectionInitialMs: ceiling, collectionCeilingMs: ceiling },
+    }));
+  const staleFile = (): string => fileWith(['stale.a', 'stale.b', 'stale.c'].map((skill_id, i) => storedEntry(skill_id, LAST_SEEN, { priority: 1 + i, legacy: true })));
 
-  it('FALLBACK-1 §6.2: three stale legacy skills ahead of a live workshop skill that said yes in 3 ms use up the 1.5 s match bound — the live one is chosen at the bound, not unmatched', async () => {
-    const file = fileWith(['stale.a', 'stale.b', 'stale.c'].map((skill_id, i) => storedEntry(skill_id, LAST_SEEN, { priority: 1 + i, legacy: true })));
-    const { h } = boot(file, BOUND);
+  it('FALLBACK-1 §6.1: three stale workshop registrations ahead of a live workshop skill that said yes in 3 ms, 1.5 s match bound: asked by one broadcast, their ping timeouts run together — the live one wins at the ping timeout, not 3 of them later', async () => {
+    const { h } = boot(staleFile(), withBound(1_500, 500, 1_000));
     h.bus.openConnection('workshop');
     h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: 'live.workshop', priority: 30 }, { session: session('default') }), 'workshop');
     const live = workshop(h, 'live.workshop', 'workshop');
     await h.settle();
     h.utter('do a barrel roll', { session: session('s1'), utteranceId: 'u1' });
-    await h.advance(stageBoundMs(1_500) - 1);
+    await h.advance(PING_TIMEOUT_MS - 1);
     expect(winners(h)).toEqual([]);
     await h.advance(1);
     expect(winners(h)).toEqual(['live.workshop']);
     expect(live.requests).toHaveLength(1);
-    expect(h.of('complete_intent_failure')).toEqual([]);
-    expect(withReason(h, 'match_bound_cut')).toEqual([expect.objectContaining({ level: 40, stage: 'fallback_high', chose: 'live.workshop', awaiting: 'stale.c' })]);
-    // Each stale one missed its ping while maybe back: dormant, so the next utterance is answered at once.
+    expect(withReason(h, 'ping_timeout').map((l) => l['skill_id'])).toEqual(['stale.a', 'stale.b', 'stale.c']);
+    expect(withReason(h, 'match_bound_cut')).toEqual([]);
+    // Each stale one was maybe back and stayed silent: dormant, so the next utterance is answered at once.
     h.utter('do a barrel roll', { session: session('s1'), utteranceId: 'u2' });
     await h.advance(1);
     expect(winners(h)).toEqual(['live.workshop', 'live.workshop']);
   });
 
-  it('FALLBACK-1 §6.2 boundary: nobody said yes by the bound — the stage is None, the next stage is asked, and the cut is reported', async () => {
-    const file = fileWith(['stale.a', 'stale.b', 'stale.c'].map((skill_id, i) => storedEntry(skill_id, LAST_SEEN, { priority: 1 + i, legacy: true })));
-    const { h } = boot(file, BOUND);
+  it('FALLBACK-1 §6.2: with a match bound shorter than the ping timeout, the stage bound chooses the live skill that said yes over the stale ones still silent ahead of it — not unmatched', async () => {
+    const { h } = boot(staleFile(), withBound(300, 100, 200));
+    h.bus.openConnection('workshop');
+    h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: 'live.workshop', priority: 30 }, { session: session('default') }), 'workshop');
+    const live = workshop(h, 'live.workshop', 'workshop');
+    await h.settle();
+    h.utter('do a barrel roll', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(stageBoundMs(300) - 1);
+    expect(winners(h)).toEqual([]);
+    await h.advance(1);
+    expect(winners(h)).toEqual(['live.workshop']);
+    expect(live.requests).toHaveLength(1);
+    expect(h.of('complete_intent_failure')).toEqual([]);
+    expect(withReason(h, 'match_bound_cut')).toEqual([expect.objectContaining({ level: 40, stage: 'fallback_high', chose: 'live.workshop', awaiting: 'stale.a' })]);
+    // Silent until the bound, though it came before their whole ping timeout: dormant all the same (they had their chance).
+    expect(withReason(h, 'ping_timeout')).toEqual([]);
+    expect(['stale.a', 'stale.b', 'stale.c'].map((skill) => h.system.fallback.registry.entry('default', skill)?.dormant)).toEqual([true, true, true]);
+  });
+
+  it('FALLBACK-1 §6.2 boundary: nobody said yes by the stage bound — the stage is None, the next stage is asked, and the cut is reported', async () => {
+    const { h } = boot(staleFile(), withBound(300, 100, 200));
     h.bus.openConnection('workshop');
     fallbackSkill(h, 'catch.all', 100);
     await h.settle();
     h.utter('do a barrel roll', { session: session('s1'), utteranceId: 'u1' });
-    await h.advance(stageBoundMs(1_500) + 1);
+    await h.advance(stageBoundMs(300) + 1);
     expect(winners(h)).toEqual(['catch.all']);
     expect(withReason(h, 'match_bound_cut')).toEqual([expect.objectContaining({ stage: 'fallback_high', chose: null })]);
     expect(h.of('ovos.utterance.handled')).toHaveLength(1);
