@@ -119,6 +119,17 @@ const willingAhead = (context: FallbackContext): number => {
   return -1;
 };
 
+/**
+ * Whether the contest waits for `skillId`'s pong right now: it is the awaited skill, or a broadcast skill still ahead
+ * that has not answered within the broadcast's ping timeout (a reply with no ids of its own is routed by this).
+ */
+export const awaitsPong = (context: FallbackContext, skillId: string): boolean => {
+  const index = context.pool.indexOf(skillId);
+  if (index < context.index || context.gone.includes(skillId) || Object.hasOwn(context.early, skillId)) return false;
+  if (index === context.index) return !context.outcomes.some((o) => o.skill_id === skillId);
+  return context.broadcast.includes(skillId) && !context.broadcastExpired;
+};
+
 /** The index of the next skill to ask after `index`, skipping unreachable ones; `pool.length` when none is left. */
 const nextIndex = (context: Pick<FallbackContext, 'pool' | 'gone'>, index: number): number => {
   let next = index + 1;

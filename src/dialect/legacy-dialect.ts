@@ -91,10 +91,8 @@ export function classifyLegacy(message: Message): Classified {
     case legacyTopics.fallbackPong: {
       const skillId = skillIdFrom(data, 'fallback.pong');
       if (typeof skillId !== 'string') return skillId;
-      // A pong by ovos-bus-client's reply keeps the ping's ids; one without any cannot be told from a stale one.
-      if (stringField(message.context, 'contest_id') === undefined && stringField(message.context, 'utterance_id') === undefined) {
-        return fail('fallback.pong', 'uncorrelated');
-      }
+      // A pong by ovos-bus-client's reply keeps the ping's ids; one without any is routed only to a contest awaiting
+      // its skill, if exactly one does (Supervisor `#routeUncorrelated`), else dropped as `uncorrelated`.
       const canHandle = data['can_handle'];
       if (typeof canHandle !== 'boolean') return fail('fallback.pong', 'can_handle_invalid');
       return { ok: true, inbound: { kind: 'fallback.pong', skill_id: skillId, can_handle: canHandle, legacy: true } };

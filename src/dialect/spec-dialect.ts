@@ -122,8 +122,19 @@ export type DropReason =
   /** An utterance that arrived while the daemon shuts down (graceful shutdown): answered with its handled at once. */
   | 'shutting_down';
 
+/**
+ * A field of a reply that cannot be used, where the reply itself still can: the skill's answer is taken as its
+ * decline (`decline`: an unusable answer, conf or can_handle / can_answer — it never holds a contest open), or the
+ * optional field is ignored (`ignored`: latency_ms). Logged with its reason by the supervisor.
+ */
+export interface Defect {
+  readonly reason: DropReason;
+  readonly effect: 'decline' | 'ignored';
+  readonly detail?: string;
+}
+
 export type Classified =
-  | { readonly ok: true; readonly inbound: Inbound }
+  | { readonly ok: true; readonly inbound: Inbound; readonly defect?: Defect }
   | { readonly ok: false; readonly kind: InboundKind; readonly reason: DropReason; readonly detail?: string }
   | null; // not a topic we consume
 
@@ -207,13 +218,17 @@ export function classify(message: Message): Classified {
       if (typeof skillId !== 'string') return skillId;
       const utterance = stringField(data, 'utterance');
       if (utterance === undefined) return fail('common_query.pong', 'utterance_missing');
+      // An unusable can_answer is the skill's "no" (§6.2: it never holds the poll open); an unusable latency_ms, an
+      // optional field, is ignored and the claim kept (the collection window then uses the default).
       const canAnswer = data['can_answer'];
-      if (typeof canAnswer !== 'boolean') return fail('common_query.pong', 'can_answer_invalid');
-      const latency = data['latency_ms'];
-      if (latency !== undefined && latency !== null && (typeof latency !== 'number' || !(latency >= 0) || !Number.isFinite(latency))) {
-        return fail('common_query.pong', 'latency_invalid');
+      if (typeof canAnswer !== 'boolean') {
+        return { ok: true, inbound: { kind: 'common_query.pong', skill_id: skillId, utterance, can_answer: false }, defect: { reason: 'can_answer_invalid', effect: 'decline', detail: preview(canAnswer) } };
       }
+      const latency = data['latency_ms'];
       const pong = { kind: 'common_query.pong' as const, skill_id: skillId, utterance, can_answer: canAnswer };
+      if (latency !== undefined && latency !== null && (typeof latency !== 'number' || !(latency >= 0) || !Number.isFinite(latency))) {
+        return { ok: true, inbound: pong, defect: { reason: 'latency_invalid', effect: 'ignored', detail: preview(latency) } };
+      }
       return { ok: true, inbound: typeof latency === 'number' ? { ...pong, latency_ms: latency } : pong };
     }
     case topics.skillHandlerComplete:
@@ -234,8 +249,11 @@ export function classify(message: Message): Classified {
     if (topicSkillId === '' || type.includes(':')) return null;
     const skillId = skillIdFrom(data, 'fallback.pong', topicSkillId);
     if (typeof skillId !== 'string') return skillId;
+    // An unusable can_handle is the skill's "no" (§6.1): the contest moves on at once instead of waiting its timeout.
     const canHandle = data['can_handle'];
-    if (typeof canHandle !== 'boolean') return fail('fallback.pong', 'can_handle_invalid');
+    if (typeof canHandle !== 'boolean') {
+      return { ok: true, inbound: { kind: 'fallback.pong', skill_id: skillId, can_handle: false }, defect: { reason: 'can_handle_invalid', effect: 'decline', detail: preview(canHandle) } };
+    }
     return { ok: true, inbound: { kind: 'fallback.pong', skill_id: skillId, can_handle: canHandle } };
   }
   if (type.endsWith(CQ_RESPONSE_SUFFIX)) {
@@ -251,13 +269,22 @@ export function classify(message: Message): Classified {
     if (answer === undefined || answer === null) {
       return { ok: true, inbound: { kind: 'common_query.response', skill_id: skillId, utterance } };
     }
-    if (typeof answer !== 'string' || answer.trim() === '') return fail('common_query.response', 'answer_invalid');
-    // §7.1: conf MUST be present when answer is; it is a number in [0, 1].
-    if (conf === undefined || conf === null) return fail('common_query.response', 'conf_missing');
-    if (typeof conf !== 'number' || !(conf >= 0 && conf <= 1)) return fail('common_query.response', 'conf_invalid', String(conf));
+    // An answer that cannot be used — empty, not a string, or without a §7.1 conf (MUST be present, a number in [0, 1])
+    // — is the skill's response without an answer: it has responded (the contest does not wait for it to its ceiling)
+    // and has nothing to offer.
+    const declined = { ok: true as const, inbound: { kind: 'common_query.response' as const, skill_id: skillId, utterance } };
+    if (typeof answer !== 'string' || answer.trim() === '') return { ...declined, defect: { reason: 'answer_invalid', effect: 'decline', detail: preview(answer) } };
+    if (conf === undefined || conf === null) return { ...declined, defect: { reason: 'conf_missing', effect: 'decline' } };
+    if (typeof conf !== 'number' || !(conf >= 0 && conf <= 1)) return { ...declined, defect: { reason: 'conf_invalid', effect: 'decline', detail: preview(conf) } };
     return { ok: true, inbound: { kind: 'common_query.response', skill_id: skillId, utterance, answer, conf } };
   }
   const list = INTENTS_LIST.exec(type);
   if (list !== null && list[1] !== undefined) return { ok: true, inbound: { kind: 'intents.list', pipeline_id: list[1] } };
   return null;
+}
+
+/** A short, printable view of an unusable field value, for the log line. */
+function preview(value: unknown): string {
+  const text = typeof value === 'string' ? JSON.stringify(value) : String(value);
+  return text.length > 60 ? `${text.slice(0, 60)}…` : text;
 }

@@ -18,6 +18,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Logger } from '../log/logger.js';
+import { stageTakes } from '../plugins/fallback/pool.js';
 import type { ContestSystem } from '../system.js';
 import type { DecisionView, InspectorRecorder, StrayDrop, UtteranceView } from './recorder.js';
 
@@ -28,7 +29,7 @@ export interface RegistryRow {
   readonly priority: number;
   /** After the deployment's `fallback.priorities` override. */
   readonly effective_priority: number;
-  /** The fallback stage whose range covers it, or null when none does (never asked). */
+  /** The fallback stage that asks it: the one whose range covers it, else the nearest (pool.ts `stageTakes`); null with no stages. */
   readonly stage: string | null;
   readonly dialect: 'spec' | 'legacy';
   /** The client connection it registered over; null in process, on a foreign bus (no connection identity), or unbound. */
@@ -57,7 +58,8 @@ export function systemView(system: ContestSystem): SystemView {
   const { stages, priorities } = system.config.fallback;
   const registry = system.fallback.registry.entries().map((entry): RegistryRow => {
     const effective = Object.hasOwn(priorities, entry.skillId) ? priorities[entry.skillId]! : entry.priority;
-    const stage = Object.entries(stages).find(([, [min, max]]) => effective >= min && effective <= max)?.[0] ?? null;
+    const ranges = Object.values(stages);
+    const stage = Object.entries(stages).find(([, range]) => stageTakes(effective, range, ranges))?.[0] ?? null;
     return {
       session_id: entry.sessionId,
       skill_id: entry.skillId,

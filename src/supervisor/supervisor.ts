@@ -10,13 +10,13 @@
  * dropped here with a reason — it never reaches an actor that is gone.
  */
 import { randomBytes } from 'node:crypto';
-import { createActor, type AnyActorLogic, type AnyActorRef, type EventFromLogic, type InputFrom, type InspectionEvent, type OutputFrom } from 'xstate';
+import { createActor, type AnyActorLogic, type AnyActorRef, type EventFromLogic, type InputFrom, type InspectionEvent, type OutputFrom, type SnapshotFrom } from 'xstate';
 import type { Bus, Unsubscribe } from '../bus/bus.js';
 import { reply, stringField, utteranceIdOf, type Message } from '../bus/message.js';
 import { sessionIdOf } from '../bus/session.js';
 import type { Clock } from '../clock/clock.js';
 import { classifyLegacy, legacyTopics } from '../dialect/legacy-dialect.js';
-import { classify, isFallbackRegistration, registrationRefused, topics, type Classified, type DropReason, type Inbound, type InboundKind, type InboundOf } from '../dialect/spec-dialect.js';
+import { classify, isFallbackRegistration, registrationRefused, topics, type Classified, type Defect, type DropReason, type Inbound, type InboundKind, type InboundOf } from '../dialect/spec-dialect.js';
 import { boundedJson, clip, type Logger } from '../log/logger.js';
 import { LogRateLimiter } from '../log/rate-limit.js';
 
@@ -78,6 +78,12 @@ export interface ContestOptions<TLogic extends AnyActorLogic> {
   readonly routes: readonly InboundKind[];
   /** Turn a routed inbound message into an event for this contest, or say why it is not for it. */
   readonly correlate?: (inbound: Inbound, message: Message) => EventFromLogic<TLogic> | DropReason;
+  /**
+   * Whether this contest is waiting for exactly this reply's sender right now (given its current snapshot): an
+   * uncorrelated reply — no utterance_id, no contest_id — is taken by the one contest awaiting its sender, in any
+   * session (`#routeUncorrelated`). Absent: never.
+   */
+  readonly awaits?: (inbound: Inbound, snapshot: SnapshotFrom<TLogic>) => boolean;
 }
 
 export interface Contest<TLogic extends AnyActorLogic> {
@@ -96,6 +102,7 @@ interface Live {
   readonly routes: readonly InboundKind[];
   /** Side-effect free: the event this contest would take, or why it would not. */
   readonly correlate: (inbound: Inbound, message: Message) => { readonly type: string } | DropReason;
+  readonly awaits: (inbound: Inbound) => boolean;
   readonly deliver: (event: { readonly type: string }) => void;
   readonly stop: (reason: string) => void;
 }
@@ -155,6 +162,8 @@ export class Supervisor {
   #heardHandlers: Array<(inbound: Extract<Inbound, { readonly skill_id: string }>, connection: string | undefined) => void> = [];
   #observers: SupervisorObserver[] = [];
   readonly #refusalHandlers = new Map<InboundKind, Array<(message: Message, reason: DropReason) => void>>();
+  /** Replies with an unusable field: at most one warn per reason and skill per minute. */
+  readonly #defectLog = new LogRateLimiter(60_000);
   /** Refused fallback registrations: at most one warn per reason and skill per minute. */
   readonly #refusalLog = new LogRateLimiter(60_000);
   /** Distinguishes this daemon's contest ids from another's on a shared bus. */
@@ -335,6 +344,7 @@ export class Supervisor {
       return;
     }
     const { inbound } = classified;
+    if (classified.defect !== undefined) this.#defect(classified.defect, inbound, message);
     this.#learnPeer(inbound, message);
     // A deregistration is a skill leaving, not a sign that it is there.
     if ('skill_id' in inbound && inbound.kind !== 'fallback.deregister' && this.#heardHandlers.length > 0) {
@@ -377,12 +387,13 @@ export class Supervisor {
       this.#drop('finished_contest', message);
       return;
     }
+    const utteranceId = utteranceIdOf(message);
+    if (contestId === undefined && utteranceId === undefined && this.#routeUncorrelated(inbound, message)) return;
     const candidates = this.#routes.get(routeKey(inbound.kind, sessionId));
     if (candidates === undefined || candidates.size === 0) {
       this.#drop('no_live_contest', message);
       return;
     }
-    const utteranceId = utteranceIdOf(message);
     let accepted: { live: Live; event: { readonly type: string } } | undefined;
     let acceptedCount = 0;
     let firstDrop: DropReason | undefined;
@@ -415,6 +426,43 @@ export class Supervisor {
       return;
     }
     accepted.live.deliver(accepted.event);
+  }
+
+  /**
+   * A reply that names neither its utterance nor its contest (a skill that built it as a fresh message, not derived
+   * from what it answers; its session may be missing too): taken by the one live contest, in any session, that awaits
+   * its sender now; with several, not guessed at (`ambiguous_correlation`). With none, a legacy reply is dropped
+   * (`uncorrelated`: it cannot be told from a stale one, ovos-core #859) and any other goes the usual way, by session.
+   * Whether it was handled here.
+   */
+  #routeUncorrelated(inbound: Inbound, message: Message): boolean {
+    const awaiting: Live[] = [];
+    for (const live of this.#live.values()) if (live.routes.includes(inbound.kind) && live.awaits(inbound)) awaiting.push(live);
+    if (awaiting.length > 1) {
+      this.#drop('ambiguous_correlation', message, `${awaiting.length} contests await this sender`);
+      return true;
+    }
+    const [only] = awaiting;
+    if (only === undefined) {
+      if (!('legacy' in inbound && inbound.legacy === true)) return false;
+      this.#drop('uncorrelated', message);
+      return true;
+    }
+    const event = only.correlate(inbound, message);
+    if (typeof event === 'string') this.#drop(event, message);
+    else only.deliver(event);
+    return true;
+  }
+
+  /** A reply with a field that cannot be used: taken as the skill's decline, or the field ignored — said once a minute per reason and skill. */
+  #defect(defect: Defect, inbound: Inbound, message: Message): void {
+    const skillId = 'skill_id' in inbound ? inbound.skill_id : undefined;
+    const { log, suppressed } = this.#defectLog.shouldLog(`${defect.reason}\u0000${skillId ?? ''}`, this.clock.now());
+    if (!log) return;
+    this.logger.warn(
+      { reason: defect.reason, type: clip(message.type), skill_id: skillId, session_id: clipped(sessionIdOf(message)), utterance_id: clipped(utteranceIdOf(message)), detail: defect.detail, suppressed },
+      defect.effect === 'decline' ? "a reply's field cannot be used: taken as the skill's decline" : "a reply's optional field cannot be used: ignored",
+    );
   }
 
   #drop(reason: DropReason, message: Message, detail?: string, kind?: InboundKind): void {
@@ -497,6 +545,7 @@ export class Supervisor {
         if (ended) return 'no_live_contest';
         return options.correlate ? options.correlate(inbound, message) : 'not_awaited';
       },
+      awaits: (inbound) => !ended && options.awaits !== undefined && options.awaits(inbound, actor.getSnapshot() as SnapshotFrom<TLogic>),
       deliver: (event) => {
         if (!ended) actor.send(event as EventFromLogic<TLogic>);
       },

@@ -68,10 +68,16 @@ export function fallbackPool(config: Config, stage: string, skills: readonly Fal
   const range = config.fallback.stages[stage];
   if (range === undefined) return [];
   const { mode, whitelist, blacklist } = config.fallback;
+  const ranges = Object.values(config.fallback.stages);
+  const covers = ([min, max]: readonly [number, number], p: number): boolean => p >= min && p <= max;
+  // README "Decisions": a priority no stage covers is asked by the nearest stage (at equal distance, the later one).
+  const nearest = (p: number): readonly [number, number] | undefined =>
+    [...ranges].sort((a, b) => Math.max(a[0] - p, p - a[1]) - Math.max(b[0] - p, p - b[1]) || b[1] - a[1])[0];
   return skills
     .filter((s) => {
       const p = effectivePriority(config, s);
-      if (p < range[0] || p > range[1]) return false;
+      const asks = covers(range, p) || (!ranges.some((r) => covers(r, p)) && nearest(p) === range);
+      if (!asks) return false;
       if (mode === 'whitelist' && !whitelist.includes(s.skill_id)) return false;
       if (mode === 'blacklist' && blacklist.includes(s.skill_id)) return false;
       return true;

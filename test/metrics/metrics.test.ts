@@ -58,12 +58,12 @@ describe('metrics', () => {
     const metrics = createMetrics(h.system);
     cleanups.push(async () => metrics.close());
     h.bus.publish(createMessage('ghost.fallback.pong', { skill_id: 'ghost', can_handle: true }, { session: { session_id: 'x' } }));
-    h.bus.publish(createMessage('ghost.fallback.pong', { skill_id: 'ghost', can_handle: 'yes' }, { session: { session_id: 'x' } }));
+    h.bus.publish(createMessage('ghost.fallback.pong', { skill_id: 7, can_handle: true }, { session: { session_id: 'x' } }));
     h.utter('blorp the flange', { session: { session_id: 'y' } });
     await h.advance(200);
     const text = await metrics.text();
     expect(sample(text, 'ovos_messages_dropped_total', { reason: 'no_live_contest' })).toBe(1);
-    expect(sample(text, 'ovos_messages_dropped_total', { reason: 'can_handle_invalid' })).toBe(1);
+    expect(sample(text, 'ovos_messages_dropped_total', { reason: 'skill_id_missing' })).toBe(1);
     expect(sample(text, 'ovos_decision_seconds_count', { stage: 'unmatched' })).toBe(1);
     expect(sample(text, 'ovos_contests_ended_total', { kind: 'utterance', outcome: 'unmatched' })).toBe(1);
   });

@@ -594,7 +594,7 @@ describe('ovos-wire-today: legacy fallback edges (review of the legacy slice)', 
     expect(withReason(h, 'legacy_over_spec')).toHaveLength(1);
   });
 
-  it('ovos-core #859: a legacy pong with neither contest_id nor utterance_id is dropped (uncorrelated), never counted', async () => {
+  it('ovos-core #859 × issue 28: a legacy pong with neither contest_id nor utterance_id is taken only by the one contest awaiting that skill; one no contest awaits is dropped (uncorrelated), never counted', async () => {
     const h = createHarness(CONFIG);
     h.bus.subscribe((m) => {
       if (m.type === 'ovos.skills.fallback.ping') h.bus.publish(createMessage('ovos.skills.fallback.pong', { skill_id: 'lx', can_handle: true }, { session: m.context['session'] as JsonObject }), 'legacy');
@@ -602,9 +602,13 @@ describe('ovos-wire-today: legacy fallback edges (review of the legacy slice)', 
     h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: 'lx', priority: 30 }, { session: session('default') }), 'legacy');
     await h.settle();
     h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
-    await h.advance(CONFIG.fallback.pingTimeoutMs + 1);
+    await h.advance(1);
+    expect(h.of('ovos.skills.fallback.lx.request')).toHaveLength(1);
+    // The same pong again, now that no contest awaits lx: it cannot be told from a stale one.
+    h.bus.publish(createMessage('ovos.skills.fallback.pong', { skill_id: 'lx', can_handle: true }, { session: session('s1') }), 'legacy');
+    await h.settle();
     expect(withReason(h, 'uncorrelated')).toHaveLength(1);
-    expect(h.of('ovos.skills.fallback.lx.request')).toEqual([]);
+    expect(h.of('ovos.skills.fallback.lx.request')).toHaveLength(1);
   });
 
   it('every legacy skill answering every broadcast (three stages, three skills) costs no warn-level line', async () => {

@@ -62,13 +62,27 @@ function setup() {
 const pong = (type: string, data: JsonObject, context: JsonObject) => createMessage(type, data, context);
 
 describe('Supervisor drops: one line each, at the level an operator expects (README "Bus topics")', () => {
-  it('OVOS-MSG-1 §6.1: a wrong-typed field is a warn with its reason; the observer sees the drop and who sent it', async () => {
+  it('OVOS-MSG-1 §6.1: a wrong-typed field that makes the reply unusable is a warn with its reason; the observer sees the drop and who sent it', async () => {
     const s = setup();
-    s.bus.publish(pong('fb.a.fallback.pong', { skill_id: 'fb.a', can_handle: 'yes' }, { session: { session_id: 's1' }, utterance_id: 'u1' }));
+    s.bus.publish(pong('fb.a.fallback.pong', { skill_id: 7, can_handle: true }, { session: { session_id: 's1' }, utterance_id: 'u1', skill_id: 'fb.a' }));
     await s.bus.idle();
-    expect(s.dropLines()).toEqual([expect.objectContaining({ level: WARN, reason: 'can_handle_invalid', type: 'fb.a.fallback.pong', session_id: 's1', utterance_id: 'u1' })]);
-    expect(s.drops).toEqual([expect.objectContaining({ reason: 'can_handle_invalid', type: 'fb.a.fallback.pong', skillId: 'fb.a', contest: undefined })]);
+    expect(s.dropLines()).toEqual([expect.objectContaining({ level: WARN, reason: 'skill_id_missing', type: 'fb.a.fallback.pong', session_id: 's1', utterance_id: 'u1' })]);
+    expect(s.drops).toEqual([expect.objectContaining({ reason: 'skill_id_missing', type: 'fb.a.fallback.pong', skillId: 'fb.a', contest: undefined })]);
     expect(s.errors()).toEqual([]);
+  });
+
+  it('a usable reply with an unusable field is no drop: one warn with its reason, and it goes on as the skill\'s decline (can_handle "yes" → false)', async () => {
+    const s = setup();
+    const heard: boolean[] = [];
+    s.supervisor.on('fallback.pong', (inbound) => heard.push(inbound.can_handle));
+    s.bus.publish(pong('fb.a.fallback.pong', { skill_id: 'fb.a', can_handle: 'yes' }, { session: { session_id: 's1' }, utterance_id: 'u1' }));
+    s.bus.publish(pong('fb.a.fallback.pong', { skill_id: 'fb.a', can_handle: 'yes' }, { session: { session_id: 's1' }, utterance_id: 'u2' }));
+    await s.bus.idle();
+    expect(heard).toEqual([false, false]);
+    expect(s.logs.filter((l) => l['reason'] === 'can_handle_invalid')).toEqual([
+      expect.objectContaining({ level: WARN, type: 'fb.a.fallback.pong', skill_id: 'fb.a', detail: '"yes"', msg: "a reply's field cannot be used: taken as the skill's decline" }),
+    ]); // once a minute per reason and skill
+    expect(s.drops.filter((d) => d.reason === 'can_handle_invalid')).toEqual([]);
   });
 
   it('a reply no live contest waits for (it lost a race) is info, reason no_live_contest', async () => {
@@ -170,12 +184,12 @@ describe('Supervisor drops: one line each, at the level an operator expects (REA
     const s = setup();
     const seen: string[] = [];
     s.bus.subscribe((m) => seen.push(m.type));
-    s.bus.publish(pong('fb.a.fallback.pong', { skill_id: 'fb.a', can_handle: 'yes' }, { session: { session_id: 's1' } }));
+    s.bus.publish(pong('fb.a.fallback.pong', { skill_id: 7, can_handle: true }, { session: { session_id: 's1' } }));
     s.bus.publish(createMessage('ovos.fallback.register', { skill_id: 'fb.b', priority: 50 }, { skill_id: 'fb.b', session: 'not an object' }));
     await s.bus.idle();
     await s.bus.idle();
     expect(seen.filter((t) => t !== 'fb.a.fallback.pong' && t !== 'ovos.fallback.register')).toEqual(['ovos.session.rejected']);
-    expect(s.dropLines().map((l) => l['reason'])).toEqual(['can_handle_invalid', 'malformed_carrier']);
+    expect(s.dropLines().map((l) => l['reason'])).toEqual(['skill_id_missing', 'malformed_carrier']);
   });
 
   it('the owner of a kind hears its refusals (the orchestrator answers a refused utterance) until it unsubscribes; other kinds\' refusals are not its', async () => {
@@ -185,14 +199,14 @@ describe('Supervisor drops: one line each, at the level an operator expects (REA
     const stays: string[] = [];
     s.supervisor.onRefused('utterance.handle', (_message, reason) => stays.push(reason));
     s.bus.publish(createMessage('ovos.utterance.handle', { utterances: 'not a list' }, { session: { session_id: 's1' }, utterance_id: 'u1' }));
-    s.bus.publish(pong('fb.a.fallback.pong', { skill_id: 'fb.a', can_handle: 'yes' }, { session: { session_id: 's1' } }));
+    s.bus.publish(pong('fb.a.fallback.pong', { skill_id: 7, can_handle: true }, { session: { session_id: 's1' } }));
     await s.bus.idle();
     off();
     s.bus.publish(createMessage('ovos.utterance.handle', { utterances: [] }, { session: { session_id: 's1' }, utterance_id: 'u2' }));
     await s.bus.idle();
     expect(heard).toEqual(['ovos.utterance.handle utterances_invalid']);
     expect(stays).toEqual(['utterances_invalid', 'utterances_invalid']); // unsubscribing one owner leaves the others
-    expect(s.dropLines().map((l) => l['reason'])).toEqual(['utterances_invalid', 'can_handle_invalid', 'utterances_invalid']);
+    expect(s.dropLines().map((l) => l['reason'])).toEqual(['utterances_invalid', 'skill_id_missing', 'utterances_invalid']);
     expect(s.errors()).toEqual([]);
   });
 

@@ -158,9 +158,9 @@ describe('Supervisor routing', () => {
   it('OVOS-MSG-1 §6.1: a consumed topic with an invalid payload is dropped with its reason before any contest sees it', () => {
     const t = setupSupervisor();
     const contest = t.spawn('s1', 'u1');
-    t.supervisor.receive(createMessage('a.skill.fallback.pong', { skill_id: 'a.skill', can_handle: 'yes' }, { session: { session_id: 's1' }, utterance_id: 'u1' }));
+    t.supervisor.receive(createMessage('a.skill.fallback.pong', { skill_id: 7, can_handle: true }, { session: { session_id: 's1' }, utterance_id: 'u1' }));
     t.supervisor.receive(createMessage('a.skill.fallback.pong', { skill_id: 'b.skill', can_handle: true }, { session: { session_id: 's1' }, utterance_id: 'u1' }));
-    expect(t.reasons()).toEqual(['can_handle_invalid', 'skill_id_mismatch']);
+    expect(t.reasons()).toEqual(['skill_id_missing', 'skill_id_mismatch']);
     expect((contest.actor.getSnapshot() as { context: { pongs: number } }).context.pongs).toBe(0);
     contest.stop('test_over');
   });

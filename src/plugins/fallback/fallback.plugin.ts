@@ -11,10 +11,10 @@ import { registrationRefused, topics, type DropReason } from '../../dialect/spec
 import type { Logger } from '../../log/logger.js';
 import type { Contest, Supervisor } from '../../supervisor/supervisor.js';
 import type { IntentListing, Match, MatchRequest, PipelineStage } from '../../pipeline/plugin.js';
-import { fallbackMachine, type FallbackContext, type FallbackEmitted, type FallbackEvent } from '../../../machines/fallback/fallback.machine.js';
+import { awaitsPong, fallbackMachine, type FallbackContext, type FallbackEmitted, type FallbackEvent } from '../../../machines/fallback/fallback.machine.js';
 import type { RegistryStore } from './registry-store.js';
 import { FallbackRegistry } from './registry.js';
-import { buildPool } from './pool.js';
+import { buildPool, stageTakes } from './pool.js';
 import { stageBoundMs } from './stage-bound.js';
 
 export { stageBoundMs };
@@ -110,6 +110,8 @@ export class FallbackPlugin {
   #broadcastAt = -Infinity;
   /** When a legacy registration last went dormant (or was restored dormant), monotonic ms. */
   #dormantSince = -Infinity;
+  /** A priority no stage covers, placed in the nearest stage: warned at most once a minute per skill. */
+  readonly #placedLog = new LogRateLimiter(LOG_WINDOW_MS);
   /** A legacy skill learnt from its pong: warned at most once a minute per skill. */
   readonly #learnLog = new LogRateLimiter(LOG_WINDOW_MS);
 
@@ -164,11 +166,7 @@ export class FallbackPlugin {
       supervisor.logger.info({ skill_id: inbound.skill_id, priority: inbound.priority, session_id: sessionId, connection, dialect: inbound.legacy === true ? 'legacy' : 'spec' }, 'fallback skill registered');
       options.store?.register(sessionId, inbound.skill_id, inbound.priority, inbound.legacy === true);
       this.#report(this.breaker.alive(inbound.skill_id)); // a skill that registers again is given a fresh start
-      const priority = Object.hasOwn(this.#settings.priorities, inbound.skill_id) ? this.#settings.priorities[inbound.skill_id]! : inbound.priority;
-      const ranges = Object.values(this.#settings.stages);
-      if (!ranges.some(([min, max]) => priority >= min && priority <= max)) {
-        supervisor.logger.warn({ skill_id: inbound.skill_id, priority, reason: 'priority_outside_stages', stages: this.#settings.stages }, 'fallback skill will never be asked: no stage covers its priority');
-      }
+      this.#warnIfPlaced(inbound.skill_id, inbound.priority);
     });
     // After (re)connecting to an existing bus the registry may be empty while skills stay connected: ask them.
     // Legacy skills know no such request: the next utterance's broadcast ping finds them (`#probeDue`).
@@ -341,6 +339,7 @@ export class FallbackPlugin {
     const priority = configured ? this.#settings.priorities[skillId]! : LEARNED_PRIORITY;
     if (this.registry.register(DEFAULT_SESSION_ID, skillId, priority, connection, true) === 'registry_full') return;
     this.#store?.register(DEFAULT_SESSION_ID, skillId, priority, true);
+    this.#warnIfPlaced(skillId, priority);
     const { log, suppressed } = this.#learnLog.shouldLog(skillId, this.#supervisor.clock.now());
     if (log) {
       this.#supervisor.logger.warn(
@@ -355,6 +354,24 @@ export class FallbackPlugin {
         'a legacy fallback skill answered a broadcast ping without having registered with us: learned',
       );
     }
+  }
+
+  /**
+   * §5 step 2 × our placement rule (pool.ts `stageTakes`): a skill whose effective priority no stage covers is asked by
+   * the nearest stage — said once, at warn, with the stage and how to place it on purpose.
+   */
+  #warnIfPlaced(skillId: string, registered: number): void {
+    const priority = Object.hasOwn(this.#settings.priorities, skillId) ? this.#settings.priorities[skillId]! : registered;
+    const stages = Object.entries(this.#settings.stages);
+    const ranges = stages.map(([, range]) => range);
+    if (ranges.length === 0 || ranges.some(([min, max]) => priority >= min && priority <= max)) return;
+    const stage = stages.find(([, range]) => stageTakes(priority, range, ranges))?.[0];
+    const { log, suppressed } = this.#placedLog.shouldLog(skillId, this.#supervisor.clock.now());
+    if (!log) return;
+    this.#supervisor.logger.warn(
+      { skill_id: skillId, priority, reason: 'priority_outside_stages', stage, stages: this.#settings.stages, suppressed, hint: `set fallback.priorities.${skillId} or fallback.stages to place it` },
+      `no fallback stage covers the skill's priority: asked by the nearest stage, ${String(stage)}`,
+    );
   }
 
   /** §6.1: a skill no longer available to a live contest's session is passed over there now, not after its timeout. */
@@ -518,7 +535,7 @@ export class FallbackPlugin {
       whitelist: this.#settings.whitelist,
       blacklist: this.#settings.blacklist,
       ...(session.fallbackHandlers === undefined ? {} : { preference: session.fallbackHandlers }),
-      ...(range === undefined ? {} : { range }),
+      ...(range === undefined ? {} : { range, stages: Object.values(this.#settings.stages) }),
     };
     // After §5 (like a policy filter, so the others keep their order): skills the breaker has suspended.
     return buildPool(input)
@@ -609,6 +626,8 @@ export class FallbackPlugin {
       routes: ['fallback.pong'],
       correlate: (inbound): FallbackEvent | 'not_awaited' =>
         inbound.kind === 'fallback.pong' ? { type: 'PONG', skill_id: inbound.skill_id, can_handle: inbound.can_handle } : 'not_awaited',
+      // A pong built as a fresh message (no utterance or contest id) is this contest's if it alone awaits that skill.
+      awaits: (inbound, snapshot) => inbound.kind === 'fallback.pong' && awaitsPong(snapshot.context, inbound.skill_id),
     });
     // As it happens (not after the contest), so a late pong that follows a timeout resets the count after it.
     contest.actor.on('ping.timeout', (event: FallbackEmitted) => {

@@ -13,6 +13,8 @@ export interface PoolInput {
   readonly preference?: readonly string[];
   /** This stage's inclusive range (§8.2); absent for a single-stage deployment. */
   readonly range?: PriorityRange;
+  /** Every stage's range (with `range`): a priority none covers is placed in the nearest stage (`stageTakes`); absent, none is. */
+  readonly stages?: readonly PriorityRange[];
   /** `session.blacklisted_skills` (OVOS-SESSION-1 §3). */
   readonly blacklistedSkills: readonly string[];
   /** Deployment access control (ovos-core `fallback_mode`). */
@@ -57,11 +59,32 @@ export function buildPool(input: PoolInput): PoolEntry[] {
   const whitelist = new Set(input.whitelist ?? []);
   const blacklist = new Set(input.blacklist ?? []);
   return ordered.filter(({ skill_id, priority }) => {
-    if (input.range !== undefined && (priority < input.range[0] || priority > input.range[1])) return false;
+    if (input.range !== undefined && !stageTakes(priority, input.range, input.stages ?? [])) return false;
     if (!input.available.has(skill_id)) return false;
     if (denied.has(skill_id)) return false;
     if (input.mode === 'whitelist' && !whitelist.has(skill_id)) return false;
     if (input.mode === 'blacklist' && blacklist.has(skill_id)) return false;
     return true;
   });
+}
+
+/**
+ * §5 step 2 — whether the stage with `range` asks a skill of `priority` — with our placement rule for a priority no
+ * stage covers (§3.3 leaves the ranges to the deployment, and a registration nobody can ever ask helps no one): the
+ * deployment's stages are read as covering every priority, so a priority in a gap between ranges or beyond their ends
+ * belongs to the nearest stage; at equal distance to the later one (higher numbers: §3.3's "register at a higher
+ * number rather than a lower one"). A priority some stage covers belongs to every stage that covers it, as before.
+ * With no `stages` given nothing is placed: the range alone decides.
+ */
+export function stageTakes(priority: number, range: PriorityRange, stages: readonly PriorityRange[]): boolean {
+  if (priority >= range[0] && priority <= range[1]) return true;
+  if (stages.length === 0 || stages.some(([min, max]) => priority >= min && priority <= max)) return false;
+  const distance = ([min, max]: PriorityRange): number => (priority < min ? min - priority : priority - max);
+  let nearest = stages[0]!;
+  for (const stage of stages) {
+    const d = distance(stage);
+    const best = distance(nearest);
+    if (d < best || (d === best && stage[1] > nearest[1])) nearest = stage;
+  }
+  return nearest[0] === range[0] && nearest[1] === range[1];
 }

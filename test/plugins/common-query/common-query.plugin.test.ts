@@ -641,13 +641,9 @@ describe('OVOS-COMMON-QUERY-1 §13 / §6.2 / §7.1 input validation', () => {
     delete copy[key];
     return copy;
   };
+  // Uncorrelatable (no utterance to tell which question it answers): dropped.
   const cases: readonly Malformed[] = [
-    { name: 'pong can_answer "yes"', reason: 'can_answer_invalid', pong: (d) => ({ ...d, can_answer: 'yes' }) },
-    { name: 'pong latency_ms -1', reason: 'latency_invalid', pong: (d) => ({ ...d, latency_ms: -1 }) },
     { name: 'pong utterance missing', reason: 'utterance_missing', pong: without('utterance') },
-    { name: 'response conf 1.5', reason: 'conf_invalid', response: (d) => ({ ...d, conf: 1.5 }) },
-    { name: 'response conf "high"', reason: 'conf_invalid', response: (d) => ({ ...d, conf: 'high' }) },
-    { name: 'response conf missing with answer', reason: 'conf_missing', response: without('conf') },
     { name: 'response utterance missing', reason: 'utterance_missing', response: without('utterance') },
   ];
 
@@ -672,6 +668,63 @@ describe('OVOS-COMMON-QUERY-1 §13 / §6.2 / §7.1 input validation', () => {
     expect(bad.requests).toHaveLength(c.pong === undefined ? 1 : 0);
     expect(spoken(h)).toEqual(['Paris']);
     expect(h.system.supervisor.size).toBe(0);
+    expectOneHandledEach(h);
+  });
+
+  // Usable as a reply, with a field that is not: the skill's decline, at once — it never holds the contest open.
+  const declines: ReadonlyArray<Omit<Malformed, 'reason'> & { readonly reason: DropReason; readonly detail?: string }> = [
+    { name: 'response answer ""', reason: 'answer_invalid', detail: '""', response: (d) => ({ ...d, answer: '' }) },
+    { name: 'response answer 42', reason: 'answer_invalid', detail: '42', response: (d) => ({ ...d, answer: 42 }) },
+    { name: 'response conf 1.5', reason: 'conf_invalid', detail: '1.5', response: (d) => ({ ...d, conf: 1.5 }) },
+    { name: 'response conf "high"', reason: 'conf_invalid', detail: '"high"', response: (d) => ({ ...d, conf: 'high' }) },
+    { name: 'response conf missing with answer', reason: 'conf_missing', response: without('conf') },
+  ];
+
+  it.each(declines)('§7.1: a response with $name counts at once as the skill\'s response without an answer ($reason, a warn): the contest closes on the other answer, not at its window', async (c) => {
+    const h = createHarness(config());
+    const bad = cqSkill(h, 'bad', { latencyMs: 100, answer: 'Berlin', conf: 0.99, responseData: c.response! });
+    cqSkill(h, 'good', { latencyMs: 100, answer: 'Paris', conf: 0.7, responseDelayMs: 10 });
+    await h.settle();
+    const wire = timedWire(h);
+    const t0 = h.clock.now();
+    h.utter(FRANCE);
+    await h.advance(CLAIM_BOUND + 100 + ALLOWANCE);
+    expect(bad.requests).toHaveLength(1);
+    expect(h.logs.filter((l) => l['reason'] === c.reason)).toEqual([
+      expect.objectContaining({ level: 40, type: 'bad.common_query.response', skill_id: 'bad', msg: "a reply's field cannot be used: taken as the skill's decline", ...(c.detail === undefined ? {} : { detail: c.detail }) }),
+    ]);
+    expect(spoken(h)).toEqual(['Paris']);
+    // Both claimants have responded once good answers (10 ms after its request): decided then, not at the window.
+    const spokenAt = wire.find((w) => w.message.type === 'ovos.utterance.speak')!.at - t0;
+    expect(spokenAt).toBeLessThan(CLAIM_BOUND + 100 + ALLOWANCE);
+    expectOneHandledEach(h);
+  });
+
+  it('§6.2: a pong with can_answer "yes" is the skill\'s "no" (can_answer_invalid, a warn): it is sent no request', async () => {
+    const h = createHarness(config());
+    const bad = cqSkill(h, 'bad', { latencyMs: 100, answer: 'Berlin', conf: 0.99, pongData: (d) => ({ ...d, can_answer: 'yes' }) });
+    cqSkill(h, 'good', { latencyMs: 100, answer: 'Paris', conf: 0.7, responseDelayMs: 10 });
+    await h.settle();
+    h.utter(FRANCE);
+    await h.advance(CLAIM_BOUND + 100 + ALLOWANCE);
+    expect(bad.requests).toEqual([]);
+    expect(h.logs.filter((l) => l['reason'] === 'can_answer_invalid')).toEqual([expect.objectContaining({ level: 40, skill_id: 'bad', detail: '"yes"' })]);
+    expect(spoken(h)).toEqual(['Paris']);
+    expectOneHandledEach(h);
+  });
+
+  it.each([
+    ['latency_ms -1', -1, '-1'],
+    ['latency_ms "20"', '20', '"20"'],
+  ] as const)('§6.2: a pong with %s keeps the claim, the field ignored (latency_invalid, a warn): the skill is asked and its answer wins', async (_name, latency, detail) => {
+    const h = createHarness(config());
+    const bad = cqSkill(h, 'bad', { latencyMs: 100, answer: 'Berlin', conf: 0.99, pongData: (d) => ({ ...d, latency_ms: latency }) });
+    await h.settle();
+    h.utter(FRANCE);
+    await h.advance(CLAIM_BOUND + 100 + ALLOWANCE);
+    expect(bad.requests).toHaveLength(1);
+    expect(h.logs.filter((l) => l['reason'] === 'latency_invalid')).toEqual([expect.objectContaining({ level: 40, skill_id: 'bad', detail, msg: "a reply's optional field cannot be used: ignored" })]);
+    expect(spoken(h)).toEqual(['Berlin']);
     expectOneHandledEach(h);
   });
 });

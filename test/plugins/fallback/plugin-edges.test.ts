@@ -116,13 +116,14 @@ describe('OVOS-FALLBACK-1 §3.1 registration in both dialects', () => {
     ]);
   });
 
-  it('FALLBACK-1 §8.2: a priority no stage covers is warned with a message saying the skill will never be asked', async () => {
+  it('FALLBACK-1 §8.2: a priority no stage covers is warned with a message naming the nearest stage, which asks it', async () => {
     const h = createHarness(withConfig((config) => ({ ...config, pipeline: ['fallback_high'], fallback: { ...config.fallback, stages: { fallback_high: [0, 49] } } })));
     h.bus.publish(specRegister('nowhere', 60));
     await h.settle();
     const line = only(withReason(h, 'priority_outside_stages'));
-    expect(line).toMatchObject({ level: 40, skill_id: 'nowhere', priority: 60 });
-    expect(line['msg']).toMatch(/never be asked/);
+    expect(line).toMatchObject({ level: 40, skill_id: 'nowhere', priority: 60, stage: 'fallback_high' });
+    expect(line['msg']).toMatch(/asked by the nearest stage, fallback_high/);
+    expect(h.system.fallback.pool({ sessionId: 's1', blacklistedSkills: [] }, [0, 49])).toEqual(['nowhere']);
   });
 });
 

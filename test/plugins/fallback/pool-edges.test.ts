@@ -3,7 +3,7 @@
  * every insertion order of several equal priorities, and a preference that names a skill twice places it once.
  */
 import { describe, expect, it } from 'vitest';
-import { buildPool, type PoolEntry } from '../../../src/plugins/fallback/pool.js';
+import { buildPool, stageTakes, type PoolEntry } from '../../../src/plugins/fallback/pool.js';
 
 const ids = (pool: readonly PoolEntry[]): string[] => pool.map((entry) => entry.skill_id);
 
@@ -73,5 +73,35 @@ describe('OVOS-FALLBACK-1 §4, §5 step 1 (property): the preference leads, the 
       // And registration order changes nothing.
       expect(buildPool({ available: new Map(shuffled(skills, next)), blacklistedSkills: [], preference })).toEqual(pool);
     }
+  });
+});
+
+describe('FALLBACK-1 §5 step 2 × README placement rule: stageTakes', () => {
+  const STAGES: ReadonlyArray<readonly [number, number]> = [
+    [0, 49],
+    [75, 100],
+  ];
+  const takenBy = (priority: number): string[] => STAGES.filter((range) => stageTakes(priority, range, STAGES)).map(([min, max]) => `${min}-${max}`);
+
+  it('a covered priority belongs to the stage that covers it, inclusive at both ends', () => {
+    expect([0, 49, 75, 100].map(takenBy)).toEqual([['0-49'], ['0-49'], ['75-100'], ['75-100']]);
+  });
+
+  it('in a gap: the nearest stage — 50 and 61 are nearer 49, 63 nearer 75, and 62 (13 from either) goes to the later one', () => {
+    expect([50, 61, 62, 63, 74].map(takenBy)).toEqual([['0-49'], ['0-49'], ['75-100'], ['75-100'], ['75-100']]);
+  });
+
+  it('beyond the ends: the first or the last stage', () => {
+    expect([-1, -1000, 101, 10_000].map(takenBy)).toEqual([['0-49'], ['0-49'], ['75-100'], ['75-100']]);
+  });
+
+  it('overlapping stages each take what they cover; no stages given: the range alone decides', () => {
+    const overlapping: ReadonlyArray<readonly [number, number]> = [
+      [0, 60],
+      [50, 100],
+    ];
+    expect(overlapping.map((range) => stageTakes(55, range, overlapping))).toEqual([true, true]);
+    expect(stageTakes(60, [0, 49], [])).toBe(false);
+    expect(stageTakes(49, [0, 49], [])).toBe(true);
   });
 });

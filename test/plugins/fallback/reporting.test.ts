@@ -18,17 +18,28 @@ describe('FALLBACK-1 §8.2: a registered priority that no stage covers', () => {
     fallback: { ...config.fallback, stages: { fallback_high: [0, 49], fallback_low: [75, 100] }, priorities: { 'moved.skill': 60, 'rescued.skill': 80 } },
   }));
 
-  it('§8.2: is warned (priority_outside_stages) with the effective priority and the stages; the skill is never asked', async () => {
+  it('§8.2 × README placement rule: is warned (priority_outside_stages) with the effective priority, the stages and the stage that asks it — the nearest (60: fallback_high, 11 away, not fallback_low, 15)', async () => {
     const h = createHarness(GAPPED);
     const gap = fallbackSkill(h, 'gap.skill', 60);
     await h.settle();
     expect(withReason(h, 'priority_outside_stages')).toMatchObject([
-      { level: 40, skill_id: 'gap.skill', priority: 60, stages: { fallback_high: [0, 49], fallback_low: [75, 100] } },
+      { level: 40, skill_id: 'gap.skill', priority: 60, stage: 'fallback_high', stages: { fallback_high: [0, 49], fallback_low: [75, 100] } },
     ]);
     h.utter('anything');
     await h.advance(1);
-    expect(gap.pings).toEqual([]);
+    expect(gap.pings).toHaveLength(1);
+    expect(h.of('gap.skill:fallback')).toHaveLength(1);
     expect(h.of('ovos.utterance.handled')).toHaveLength(1);
+  });
+
+  it('§8.2 × README placement rule, boundaries: in the middle of a gap the later stage (62: 13 from either); beyond the ends the first or last stage', async () => {
+    const h = createHarness(GAPPED);
+    fallbackSkill(h, 'tie.skill', 62);
+    fallbackSkill(h, 'below.skill', -5);
+    fallbackSkill(h, 'above.skill', 150);
+    await h.settle();
+    expect(h.system.fallback.pool({ sessionId: 's1', blacklistedSkills: [] }, [0, 49])).toEqual(['below.skill']);
+    expect(h.system.fallback.pool({ sessionId: 's1', blacklistedSkills: [] }, [75, 100])).toEqual(['tie.skill', 'above.skill']);
   });
 
   it('§8.2: the range bounds are inclusive — 49 and 75 are covered, no warning', async () => {
@@ -44,7 +55,7 @@ describe('FALLBACK-1 §8.2: a registered priority that no stage covers', () => {
     fallbackSkill(h, 'moved.skill', 10); // registers at 10, configured to 60
     fallbackSkill(h, 'rescued.skill', 60); // registers at 60, configured to 80
     await h.settle();
-    expect(withReason(h, 'priority_outside_stages')).toMatchObject([{ skill_id: 'moved.skill', priority: 60 }]);
+    expect(withReason(h, 'priority_outside_stages')).toMatchObject([{ skill_id: 'moved.skill', priority: 60, stage: 'fallback_high' }]);
   });
 });
 
