@@ -208,13 +208,16 @@ function commonQueryContest(config: Config, c0: number, join: number, skills: re
   // The roster after the warm-ups (README "Common-query poll"): every skill that pongs is known, even late (a legacy
   // skill announces itself: known even when it never replies); one that declines (legacy: any that replies) is known
   // to answer every poll once it has answered the last 3 polls it was known for in time — before the claim bound,
-  // since until then nobody waits for it past the bound. A skill whose connection closed before the contest began
-  // has left the roster.
+  // since until then nobody waits for it past the bound; one that claims late is waited for from its first late
+  // claim on. A skill whose connection closed before the contest began has left the roster.
   const goneAt = (s: CommonQuerySkillScript): number => s.disconnectAtMs ?? Infinity;
   const present = skills.filter((s) => spoken(config, s) && goneAt(s) > c0);
   const known = present.filter((s) => isLegacy(s) || pongOf(s) !== 'silent').map((s) => s.skill_id);
+  // A claim that came at or after the claim bound but before the ceiling (in a warm-up) makes a skill known to claim
+  // late: waited for up to the ceiling too (README "Common-query poll").
+  const claimsLate = (s: CommonQuerySkillScript): boolean => pongOf(s) === 'claim' && (s.pongAfterMs ?? 0) >= bound - c0 && (s.pongAfterMs ?? 0) < ceiling - c0;
   const answering = present
-    .filter((s) => (isLegacy(s) ? pongOf(s) !== 'silent' : pongOf(s) === 'decline') && (s.pongAfterMs ?? 0) < bound - c0)
+    .filter((s) => ((isLegacy(s) ? pongOf(s) !== 'silent' : pongOf(s) === 'decline') && (s.pongAfterMs ?? 0) < bound - c0) || claimsLate(s))
     .map((s) => s.skill_id);
   // With only the legacy dialect spoken no unknown skill can claim: rule 1 needs no claim in hand (README).
   const rosterComplete = !config.dialects.spec;

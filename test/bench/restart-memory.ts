@@ -16,85 +16,21 @@
  *
  * Time is from the command sent to its `ovos.utterance.handled` on the front end's socket.
  */
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.js';
 import { dontKnowSkill } from '../../src/skills/example-skills.js';
 import { LEGACY_LEAVERS, SPEC_LEAVERS } from './leaving-skills-process.js';
+import { freePort, startReadmeDaemon as startDaemon, until, type ReadmeDaemon as Daemon } from './readme-daemon.js';
 import type { Section } from './report.js';
 
-const DAEMON_MAIN = fileURLToPath(new URL('../../src/daemon/main.js', import.meta.url));
 const PING_TIMEOUT_MS = DEFAULT_CONFIG.fallback.pingTimeoutMs;
 const TARGET_MS = 200;
 const COMMAND = 'do a barrel roll';
-
-interface Daemon {
-  readonly url: string;
-  /** Parsed JSON log lines so far. */
-  readonly lines: Array<Record<string, unknown>>;
-  stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function until(condition: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`restart benchmark: ${what} not seen within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
-/** The README's daemon on `port`, with `state` as its XDG state directory; ready once its example skills are connected. */
-async function startDaemon(port: number, state: string): Promise<Daemon> {
-  const child: ChildProcess = spawn(process.execPath, [DAEMON_MAIN, '--port', String(port), '--inspector-port', '0', '--no-mycroft-conf'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, XDG_STATE_HOME: state, OVOS_CONTESTS_LOG_LEVEL: 'info' },
-  });
-  const lines: Array<Record<string, unknown>> = [];
-  let rest = '';
-  // pino writes synchronously: the pipe is drained all along, or the daemon would block on a full pipe.
-  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-    const parts = (rest + chunk).split('\n');
-    rest = parts.pop() ?? '';
-    for (const part of parts) {
-      try {
-        lines.push(JSON.parse(part) as Record<string, unknown>);
-      } catch {
-        // not a log line
-      }
-    }
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  await until(() => lines.some((l) => l['msg'] === 'example skills connected') || child.exitCode !== null, 'the daemon ready');
-  if (child.exitCode !== null) throw new Error(`restart benchmark: the daemon exited at start (code ${child.exitCode})`);
-  return {
-    url: `ws://127.0.0.1:${port}/core`,
-    lines,
-    stop: async () => {
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
-}
 
 /** Skills that register over real sockets in another process and are then killed (SIGKILL). */
 async function registerAndLeave(daemon: Daemon, cast: 'spec' | 'legacy', skills: readonly string[]): Promise<void> {

@@ -62,6 +62,11 @@ interface RosterEntry {
   streak: number;
   /** A classic CommonQuerySkill (legacy discovery said so): dispatched on the bare `question:action`. */
   classic: boolean;
+  /**
+   * It claims after the claim bound but inside the poll ceiling (§6.3): waited for up to the ceiling from its next
+   * question on, until it stays silent through a poll that waited for it.
+   */
+  slowClaims: boolean;
 }
 
 /** What one live contest has learnt beyond its machine. */
@@ -80,6 +85,8 @@ interface LegacyWinner {
 }
 
 const answersEveryPoll = (entry: RosterEntry): boolean => entry.saysNo && entry.streak >= PROMOTE_AFTER;
+/** Waited for past the claim bound (up to the poll ceiling): it answers every poll, or it claims late but in time. */
+const waitedFor = (entry: RosterEntry): boolean => answersEveryPoll(entry) || entry.slowClaims;
 
 export class CommonQueryPlugin implements PipelineStage {
   readonly pipelineId: string;
@@ -96,6 +103,8 @@ export class CommonQueryPlugin implements PipelineStage {
   readonly #contests = new Set<Contest<Machine>>();
   /** Live contest id → what it has learnt beyond its machine. */
   readonly #notes = new Map<string, ContestNotes>();
+  /** contest id → when its poll pinged, for a poll window (`#rememberPing`). */
+  readonly #pingedAt = new Map<string, number>();
   /** `keyOf(session, utterance_id)` → the legacy skill whose answer `match` selected, until its dispatch. */
   readonly #legacyWinners = new Map<string, LegacyWinner>();
   /** The dialects asked in every poll (Config['dialects']): the spec ping, ovos-core's question, or both. */
@@ -138,6 +147,7 @@ export class CommonQueryPlugin implements PipelineStage {
     // remembers which connection each of its pongs came over.
     supervisor.on('common_query.pong', (inbound, message) => {
       this.#heard(inbound.skill_id, { saysNo: !inbound.can_answer });
+      if (inbound.can_answer) this.#claimLatency(inbound.skill_id, stringField(message.context, 'contest_id'));
       const via = this.#notes.get(stringField(message.context, 'contest_id') ?? '')?.pongVia;
       const connection = supervisor.connectionOf(message);
       if (via !== undefined && connection !== undefined && !via.has(inbound.skill_id)) via.set(inbound.skill_id, connection);
@@ -210,7 +220,7 @@ export class CommonQueryPlugin implements PipelineStage {
     const known = this.#roster.get(skillId);
     if (known === undefined) {
       if (this.#roster.size >= MAX_ROSTER) return;
-      this.#roster.set(skillId, { saysNo, streak: 0, classic: classic === true });
+      this.#roster.set(skillId, { saysNo, streak: 0, classic: classic === true, slowClaims: false });
       const heard = classic === undefined ? { can_answer: !saysNo } : { dialect: 'legacy', classic };
       this.#supervisor.logger.info({ skill_id: skillId, ...heard }, 'common-query skill joined the roster');
       return;
@@ -220,10 +230,31 @@ export class CommonQueryPlugin implements PipelineStage {
   }
 
   /**
-   * After a finished poll: every skill known when it started either answered in time (its streak grows) or missed
-   * it (its streak restarts; one that was waited for past the claim bound is not any more, logged).
+   * OVOS-COMMON-QUERY-1 §6.3: a claim that reached us at or after the claim bound but before the poll ceiling, counted
+   * from its contest's ping (its poll may have closed already: the claim is lost) teaches the roster that this skill
+   * needs longer — from its next question on, the poll waits for it up to the ceiling. A skill claiming at 200 ms loses
+   * at most its first question.
    */
-  #tally(known: readonly string[], polled: readonly string[], contest: Contest<Machine>): void {
+  #claimLatency(skillId: string, contestId: string | undefined): void {
+    const pingedAt = contestId === undefined ? undefined : this.#pingedAt.get(contestId);
+    const entry = this.#roster.get(skillId);
+    if (pingedAt === undefined || entry === undefined || entry.slowClaims) return;
+    const after = this.#supervisor.clock.now() - pingedAt;
+    const bound = Math.min(this.#settings.pollClaimBoundMs, this.#settings.pollWindowMs);
+    if (after < bound || after >= this.#settings.pollWindowMs) return;
+    entry.slowClaims = true;
+    this.#supervisor.logger.info(
+      { reason: 'slow_claim', skill_id: skillId, after_ms: after, poll_claim_bound_ms: bound, poll_window_ms: this.#settings.pollWindowMs },
+      'common-query skill claims after the claim bound: waited for up to the poll ceiling from its next question on',
+    );
+  }
+
+  /**
+   * After a finished poll: every skill known when it started either answered in time (its streak grows) or missed
+   * it (its streak restarts; one that was waited for past the claim bound — and stayed silent all the same — is not
+   * any more, logged).
+   */
+  #tally(known: readonly string[], waited: readonly string[], polled: readonly string[], contest: Contest<Machine>): void {
     for (const skillId of known) {
       const entry = this.#roster.get(skillId);
       if (entry === undefined) continue;
@@ -231,8 +262,9 @@ export class CommonQueryPlugin implements PipelineStage {
         entry.streak += 1;
         continue;
       }
-      if (answersEveryPoll(entry)) contest.logger.warn({ reason: 'poll_missed', skill_id: skillId }, 'common-query skill missed a poll: no longer waited for past the claim bound');
+      if (waited.includes(skillId)) contest.logger.warn({ reason: 'poll_missed', skill_id: skillId }, 'common-query skill missed a poll: no longer waited for past the claim bound');
       entry.streak = 0;
+      if (waited.includes(skillId)) entry.slowClaims = false;
     }
   }
 
@@ -353,7 +385,7 @@ export class CommonQueryPlugin implements PipelineStage {
     const knownSkills = [...this.#roster.keys()];
     const answeringSkills = knownSkills.filter((skill) => {
       const entry = this.#roster.get(skill);
-      return entry !== undefined && answersEveryPoll(entry);
+      return entry !== undefined && waitedFor(entry);
     });
     // The ping goes out as the contest starts: a pong's delay after this is the bus's round trip right now (§7.2).
     const pingedAt = clock.now();
@@ -414,12 +446,25 @@ export class CommonQueryPlugin implements PipelineStage {
     const notes: ContestNotes = { pongVia: new Map(), unasked: new Set() };
     this.#contests.add(contest);
     this.#notes.set(contest.info.id, notes);
+    this.#rememberPing(contest.info.id, pingedAt);
     void contest.done.then((result) => {
       this.#contests.delete(contest);
       this.#notes.delete(contest.info.id);
-      if (result.status === 'done') this.#tally(knownSkills, result.output.polled, contest);
+      if (result.status === 'done') this.#tally(knownSkills, answeringSkills, result.output.polled, contest);
     });
     return contest;
+  }
+
+  /**
+   * When each poll pinged, kept for a poll window after it (a late claim may come after its contest ended: an
+   * unclaimed question ends at the claim bound), oldest first.
+   */
+  #rememberPing(contestId: string, pingedAt: number): void {
+    for (const [id, at] of this.#pingedAt) {
+      if (pingedAt - at <= this.#settings.pollWindowMs) break;
+      this.#pingedAt.delete(id);
+    }
+    this.#pingedAt.set(contestId, pingedAt);
   }
 
   /** §5.2: the entry is returned only for its exact utterance string and the utterance_id it was started for. */

@@ -1322,3 +1322,66 @@ describe('default pipeline (config): fallback_high, common_query, fallback_mediu
     expectOneHandledEach(h);
   });
 });
+
+describe('OVOS-COMMON-QUERY-1 §6.3: the poll learns a skill that claims after the claim bound (README "Common-query poll")', () => {
+  /** Ten questions one after another, each given time to finish; who answered each ("-" when nobody did). */
+  async function questions(h: Harness, n: number): Promise<string[]> {
+    const answers: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const before = spoken(h).length;
+      h.utter(FRANCE, { session: { session_id: `q${i}` }, utteranceId: `q${i}` });
+      await h.advance(POLL + ALLOWANCE + 200);
+      answers.push(spoken(h).length > before ? spoken(h).at(-1)! : '-');
+    }
+    return answers;
+  }
+  const slow = (h: Harness, pongDelayMs: number) => cqSkill(h, 'thinker', { latencyMs: 50, pongDelayMs, answer: 'Paris', conf: 0.8, responseDelayMs: 10 });
+
+  it('§6.3 at the claim bound − 1 (124 ms): in time — every question answered, nothing to learn', async () => {
+    const h = createHarness(config());
+    slow(h, CLAIM_BOUND - 1);
+    await h.settle();
+    expect(await questions(h, 3)).toEqual(['Paris', 'Paris', 'Paris']);
+    expect(h.logs.filter((l) => l['reason'] === 'slow_claim')).toEqual([]);
+  });
+
+  it.each([CLAIM_BOUND, 200, POLL - 1])('§6.3 a claim at %i ms (at or past the claim bound, before the ceiling): the first question is lost, the skill is known to claim late, and every later one is answered', async (at) => {
+    const h = createHarness(config());
+    slow(h, at);
+    await h.settle();
+    expect(await questions(h, 10)).toEqual(['-', ...Array(9).fill('Paris')]);
+    expect(h.logs.filter((l) => l['reason'] === 'slow_claim')).toEqual([expect.objectContaining({ level: 30, skill_id: 'thinker', after_ms: at })]);
+  });
+
+  it('§6.3 a claim at the ceiling (500 ms) is never waited for: every question lost, the poll never held past its claim bound', async () => {
+    const h = createHarness(config());
+    slow(h, POLL);
+    await h.settle();
+    expect(await questions(h, 3)).toEqual(['-', '-', '-']);
+    expect(h.logs.filter((l) => l['reason'] === 'slow_claim')).toEqual([]);
+  });
+
+  it('§6.3 a skill known to claim late that stays silent through a poll that waited for it is not waited for any more (poll_missed), until it claims late again', async () => {
+    const h = createHarness(config((cq) => ({ ...cq })));
+    let silentFrom = Infinity;
+    cqSkill(h, 'thinker', { latencyMs: 50, pongDelayMs: 200, claim: (_u, ping) => (Number(String(ping.context['utterance_id']).slice(1)) >= silentFrom ? 'silent' : true), answer: 'Paris', conf: 0.8, responseDelayMs: 10 });
+    fallbackSkill(h, 'fb', 10);
+    await h.settle();
+    expect(await questions(h, 2)).toEqual(['fb says hi', 'Paris']);
+    silentFrom = 2;
+    const wire = timedWire(h);
+    h.utter(FRANCE, { session: { session_id: 'q2' }, utteranceId: 'q2' });
+    await h.advance(POLL + ALLOWANCE + 200);
+    // Waited for to the ceiling (its silence cost this question the 500 ms), then the fallback answered.
+    expect(h.logs.filter((l) => l['reason'] === 'poll_missed')).toEqual([expect.objectContaining({ skill_id: 'thinker' })]);
+    const t2 = wire.find((w) => w.message.type === 'ovos.utterance.handle')!.at;
+    expect(wire.find((w) => w.message.type === 'fb:fallback')!.at - t2).toBe(POLL);
+    // Not waited for any more: the next unclaimed question costs only the claim bound.
+    h.utter(FRANCE, { session: { session_id: 'q3' }, utteranceId: 'q3' });
+    await h.advance(POLL + ALLOWANCE + 200);
+    const dispatches = wire.filter((w) => w.message.type === 'fb:fallback');
+    const t3 = wire.filter((w) => w.message.type === 'ovos.utterance.handle')[1]!.at;
+    expect(dispatches.at(-1)!.at - t3).toBe(CLAIM_BOUND);
+    expectOneHandledEach(h);
+  });
+});
