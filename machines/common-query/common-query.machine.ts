@@ -78,7 +78,10 @@ export interface CommonQueryInput {
   readonly collectionCeilingMs: number;
   /** The roster when the contest started: every skill known to take part in common query. */
   readonly knownSkills: readonly string[];
-  /** Of those, the skills known to answer every poll (true or false): worth waiting for past the claim bound. */
+  /**
+   * Of those, the skills worth waiting for past the claim bound: known to answer every poll (true or false), or to
+   * claim late (`AWAIT` adds one learnt while this poll runs).
+   */
   readonly answeringSkills: readonly string[];
   /**
    * No skill can claim without being on the roster first (only the legacy dialect is spoken: its skills announce
@@ -123,7 +126,9 @@ export type CommonQueryEvent =
   /** `at`: when `match` joined (the plugin's clock, as `receivedAt`): the survivors in hand may have come before it. */
   | { readonly type: 'JOIN'; readonly policy: SelectionPolicy; readonly at: number }
   /** The skill can no longer be reached (its connection closed): stop waiting for it. */
-  | { readonly type: 'GONE'; readonly skill_id: string };
+  | { readonly type: 'GONE'; readonly skill_id: string }
+  /** The plugin learnt, while this poll runs, that the skill claims late (§6.3): wait for it past the claim bound too. */
+  | { readonly type: 'AWAIT'; readonly skill_id: string };
 
 export type CommonQueryEmitted =
   | { readonly type: 'pong.ignored'; readonly skill_id: string; readonly reason: 'duplicate' | 'poll_closed' }
@@ -234,6 +239,12 @@ export const commonQueryMachine = setup({
       return { policy: event.policy, settleMs: arrivedAt === undefined ? null : Math.max(0, arrivedAt + settleMs(context) - event.at) };
     }),
     markGone: assign({ gone: ({ context, event }) => [...context.gone, eventOf(event, 'GONE').skill_id] }),
+    addAnswering: assign({
+      answeringSkills: ({ context, event }) => {
+        const skillId = eventOf(event, 'AWAIT').skill_id;
+        return context.answeringSkills.includes(skillId) ? context.answeringSkills : [...context.answeringSkills, skillId];
+      },
+    }),
     closeBy: assign({ closedBy: (_, params: { by: ClosedBy }) => params.by }),
     reportPongIgnored: emit(({ context, event }) => {
       const skillId = eventOf(event, 'PONG').skill_id;
@@ -315,6 +326,7 @@ export const commonQueryMachine = setup({
   on: {
     JOIN: { actions: 'join' },
     GONE: { actions: 'markGone' },
+    AWAIT: { actions: 'addAnswering' },
     PONG: { actions: 'reportPongIgnored' },
     RESPONSE: { actions: 'reportResponseIgnored' },
   },

@@ -23,6 +23,7 @@ import { machineInfo, renderMachine, renderSection, writeResults, type Section }
 import { canCollectGarbage, collectGarbage, settle } from './rig.js';
 import { benchRestartMemory } from './restart-memory.js';
 import { benchRouting } from './routing.js';
+import { benchSloppySkills } from './sloppy-skills.js';
 import { benchTimingUnderLoad } from './timing-under-load.js';
 
 
@@ -40,6 +41,7 @@ const BENCHMARKS: ReadonlyArray<readonly [name: string, run: () => Promise<Secti
   ['flood', benchFlood],
   ['adversarial', benchAdversarial],
   ['restart memory', benchRestartMemory],
+  ['sloppy skills', benchSloppySkills],
 ];
 // `npm run bench -- inspector memory`: only the benchmarks named (by a word of their name). Results go to the
 // untracked test/bench/results/local/; `--update` writes the committed files the README quotes instead.

@@ -232,8 +232,9 @@ export class CommonQueryPlugin implements PipelineStage {
   /**
    * OVOS-COMMON-QUERY-1 §6.3: a claim that reached us at or after the claim bound but before the poll ceiling, counted
    * from its contest's ping (its poll may have closed already: the claim is lost) teaches the roster that this skill
-   * needs longer — from its next question on, the poll waits for it up to the ceiling. A skill claiming at 200 ms loses
-   * at most its first question.
+   * needs longer — from its next question on, the poll waits for it up to the ceiling, polls already running included
+   * (the next question may have been asked before this claim came). A skill claiming at 200 ms loses at most its
+   * first question.
    */
   #claimLatency(skillId: string, contestId: string | undefined): void {
     const pingedAt = contestId === undefined ? undefined : this.#pingedAt.get(contestId);
@@ -243,6 +244,8 @@ export class CommonQueryPlugin implements PipelineStage {
     const bound = Math.min(this.#settings.pollClaimBoundMs, this.#settings.pollWindowMs);
     if (after < bound || after >= this.#settings.pollWindowMs) return;
     entry.slowClaims = true;
+    // A poll already running (the next question, asked before this claim came) waits for it too.
+    for (const contest of this.#contests) contest.send({ type: 'AWAIT', skill_id: skillId });
     this.#supervisor.logger.info(
       { reason: 'slow_claim', skill_id: skillId, after_ms: after, poll_claim_bound_ms: bound, poll_window_ms: this.#settings.pollWindowMs },
       'common-query skill claims after the claim bound: waited for up to the poll ceiling from its next question on',

@@ -1353,6 +1353,23 @@ describe('OVOS-COMMON-QUERY-1 §6.3: the poll learns a skill that claims after t
     expect(h.logs.filter((l) => l['reason'] === 'slow_claim')).toEqual([expect.objectContaining({ level: 30, skill_id: 'thinker', after_ms: at })]);
   });
 
+  it('§6.3 questions back to back (the next asked before the first late claim came): the poll already running waits for the skill once it is learnt — only the first question is lost', async () => {
+    const h = createHarness(config());
+    slow(h, 200);
+    fallbackSkill(h, 'fb', 10);
+    await h.settle();
+    const answers: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const before = h.of('ovos.utterance.handled').length;
+      h.utter(FRANCE, { session: { session_id: `b${i}` }, utteranceId: `b${i}` });
+      while (h.of('ovos.utterance.handled').length === before) await h.advance(1);
+      const mine = h.wire.filter((m) => m.context['utterance_id'] === `b${i}`);
+      answers.push(String(mine.find((m) => m.type === 'ovos.utterance.speak')?.data['utterance'] ?? '-'));
+    }
+    // b0 ends at the claim bound (fb); b1 starts then, before thinker's claim for b0 (at 200 ms) teaches the roster.
+    expect(answers).toEqual(['fb says hi', 'Paris', 'Paris', 'Paris']);
+  });
+
   it('§6.3 a claim at the ceiling (500 ms) is never waited for: every question lost, the poll never held past its claim bound', async () => {
     const h = createHarness(config());
     slow(h, POLL);
