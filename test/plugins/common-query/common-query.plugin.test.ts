@@ -1345,7 +1345,7 @@ describe('OVOS-COMMON-QUERY-1 §6.3: the poll learns a skill that claims after t
     expect(h.logs.filter((l) => l['reason'] === 'slow_claim')).toEqual([]);
   });
 
-  it.each([CLAIM_BOUND, 200, POLL - 1])('§6.3 a claim at %i ms (at or past the claim bound, before the ceiling): the first question is lost, the skill is known to claim late, and every later one is answered', async (at) => {
+  it.each([CLAIM_BOUND, CLAIM_BOUND + 1, 200, POLL - 1])('§6.3 a claim at %i ms (at or past the claim bound, before the ceiling): the first question is lost, the skill is known to claim late, and every later one is answered', async (at) => {
     const h = createHarness(config());
     slow(h, at);
     await h.settle();
