@@ -138,6 +138,8 @@ export interface CommonQueryOutput {
   readonly utterance: string;
   readonly lang: string;
   readonly claimants: readonly Claimant[];
+  /** The skills this poll waited for past the claim bound (`answeringSkills`, with those `AWAIT` added). */
+  readonly waited: readonly string[];
   readonly polled: readonly string[];
   readonly responses: readonly CandidateResponse[];
   readonly closedBy: ClosedBy;
@@ -438,6 +440,7 @@ export const commonQueryMachine = setup({
     utterance: context.utterance,
     lang: context.lang,
     claimants: context.claimants,
+    waited: context.answeringSkills,
     polled: context.polled,
     responses: context.responses,
     closedBy: context.closedBy ?? 'ceiling',

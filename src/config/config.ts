@@ -164,7 +164,7 @@ export function configWarnings(config: Config): ConfigWarning[] {
       warnings.push({
         reason: 'priority_override_unstaged',
         key: childKey('fallback.priorities', skillId),
-        message: `fallback.priorities gives ${skillId} priority ${priority}, which no fallback stage covers: that skill is never asked (OVOS-FALLBACK-1 §8.2)`,
+        message: `fallback.priorities gives ${skillId} priority ${priority}, which no fallback stage covers: that skill is asked by the nearest stage instead (OVOS-FALLBACK-1 §8.2; README "No registration is unreachable")`,
         details: { skill_id: skillId, priority, stages: Object.fromEntries(stages) },
       });
     }
@@ -180,8 +180,8 @@ export function configWarnings(config: Config): ConfigWarning[] {
         reason: 'priorities_unstaged',
         key: 'fallback.stages',
         message:
-          `priorities ${uncovered.map(span).join(', ')} are covered by no fallback stage: a skill registered there is never ` +
-          'asked (OVOS-FALLBACK-1 §8.2; §3.3 recommends priorities 0–100, the catch-all at 100)',
+          `priorities ${uncovered.map(span).join(', ')} are covered by no fallback stage: a skill registered there is asked ` +
+          'by the nearest stage instead (OVOS-FALLBACK-1 §8.2; §3.3 recommends priorities 0–100, the catch-all at 100)',
         details: { uncovered, stages: Object.fromEntries(stages) },
       });
     }

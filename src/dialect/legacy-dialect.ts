@@ -93,8 +93,11 @@ export function classifyLegacy(message: Message): Classified {
       if (typeof skillId !== 'string') return skillId;
       // A pong by ovos-bus-client's reply keeps the ping's ids; one without any is routed only to a contest awaiting
       // its skill, if exactly one does (Supervisor `#routeUncorrelated`), else dropped as `uncorrelated`.
+      // An unusable can_handle is the skill's "no", at once (as in the spec dialect).
       const canHandle = data['can_handle'];
-      if (typeof canHandle !== 'boolean') return fail('fallback.pong', 'can_handle_invalid');
+      if (typeof canHandle !== 'boolean') {
+        return { ok: true, inbound: { kind: 'fallback.pong', skill_id: skillId, can_handle: false, legacy: true }, defect: { reason: 'can_handle_invalid', effect: 'decline', detail: String(canHandle) } };
+      }
       return { ok: true, inbound: { kind: 'fallback.pong', skill_id: skillId, can_handle: canHandle, legacy: true } };
     }
     case legacyTopics.utteranceHandled:
@@ -140,10 +143,13 @@ function classifyQuestionReply(data: JsonObject): Classified {
     if (searching === false) return { ok: true, inbound: { kind: 'common_query.response', skill_id: skillId, utterance: phrase, legacy: data } };
     return fail('common_query.response', 'answer_invalid', 'neither searching nor answer');
   }
-  if (typeof answer !== 'string' || answer.trim() === '') return fail('common_query.response', 'answer_invalid');
+  // An answer that cannot be used is the skill's reply without an answer (`searching: false`), at once: it never holds
+  // the contest open to its ceiling (as in the spec dialect).
+  const declined = { ok: true as const, inbound: { kind: 'common_query.response' as const, skill_id: skillId, utterance: phrase, legacy: data } };
+  if (typeof answer !== 'string' || answer.trim() === '') return { ...declined, defect: { reason: 'answer_invalid', effect: 'decline', detail: String(answer) } };
   const conf = data['conf'];
-  if (conf === undefined || conf === null) return fail('common_query.response', 'conf_missing');
-  if (typeof conf !== 'number' || !(conf >= 0) || !Number.isFinite(conf)) return fail('common_query.response', 'conf_invalid', String(conf));
+  if (conf === undefined || conf === null) return { ...declined, defect: { reason: 'conf_missing', effect: 'decline' } };
+  if (typeof conf !== 'number' || !(conf >= 0) || !Number.isFinite(conf)) return { ...declined, defect: { reason: 'conf_invalid', effect: 'decline', detail: String(conf) } };
   // A classic skill's conf runs past 1 (see the header): it competes as 1, the most a spec answer can say.
   return { ok: true, inbound: { kind: 'common_query.response', skill_id: skillId, utterance: phrase, answer, conf: Math.min(conf, 1), legacy: data } };
 }

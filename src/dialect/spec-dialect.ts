@@ -115,7 +115,7 @@ export type DropReason =
   | 'deregister_not_owner'
   /** A reply naming one of our contest runs that has already finished (a pong to an earlier stage's broadcast). */
   | 'finished_contest'
-  /** A legacy pong carrying neither contest_id nor utterance_id: it cannot be told from a stale one (ovos-core #859). */
+  /** A legacy pong carrying neither contest_id nor utterance_id that no contest can take: it cannot be told from a stale one (ovos-core #859). */
   | 'uncorrelated'
   /** A legacy registration or deregistration that would replace or remove a spec skill's, from another connection. */
   | 'legacy_over_spec'

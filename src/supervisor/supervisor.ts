@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { createActor, type AnyActorLogic, type AnyActorRef, type EventFromLogic, type InputFrom, type InspectionEvent, type OutputFrom, type SnapshotFrom } from 'xstate';
 import type { Bus, Unsubscribe } from '../bus/bus.js';
 import { reply, stringField, utteranceIdOf, type Message } from '../bus/message.js';
-import { sessionIdOf } from '../bus/session.js';
+import { DEFAULT_SESSION_ID, sessionIdOf } from '../bus/session.js';
 import type { Clock } from '../clock/clock.js';
 import { classifyLegacy, legacyTopics } from '../dialect/legacy-dialect.js';
 import { classify, isFallbackRegistration, registrationRefused, topics, type Classified, type Defect, type DropReason, type Inbound, type InboundKind, type InboundOf } from '../dialect/spec-dialect.js';
@@ -162,6 +162,8 @@ export class Supervisor {
   #heardHandlers: Array<(inbound: Extract<Inbound, { readonly skill_id: string }>, connection: string | undefined) => void> = [];
   #observers: SupervisorObserver[] = [];
   readonly #refusalHandlers = new Map<InboundKind, Array<(message: Message, reason: DropReason) => void>>();
+  /** Inbound kinds some contest has said it can take uncorrelated (`ContestOptions.awaits`). */
+  readonly #awaitsKinds = new Set<InboundKind>();
   /** Replies with an unusable field: at most one warn per reason and skill per minute. */
   readonly #defectLog = new LogRateLimiter(60_000);
   /** Refused fallback registrations: at most one warn per reason and skill per minute. */
@@ -388,7 +390,7 @@ export class Supervisor {
       return;
     }
     const utteranceId = utteranceIdOf(message);
-    if (contestId === undefined && utteranceId === undefined && this.#routeUncorrelated(inbound, message)) return;
+    if (contestId === undefined && utteranceId === undefined && this.#awaitsKinds.has(inbound.kind) && this.#routeUncorrelated(inbound, message, sessionId)) return;
     const candidates = this.#routes.get(routeKey(inbound.kind, sessionId));
     if (candidates === undefined || candidates.size === 0) {
       this.#drop('no_live_contest', message);
@@ -430,14 +432,21 @@ export class Supervisor {
 
   /**
    * A reply that names neither its utterance nor its contest (a skill that built it as a fresh message, not derived
-   * from what it answers; its session may be missing too): taken by the one live contest, in any session, that awaits
-   * its sender now; with several, not guessed at (`ambiguous_correlation`). With none, a legacy reply is dropped
-   * (`uncorrelated`: it cannot be told from a stale one, ovos-core #859) and any other goes the usual way, by session.
-   * Whether it was handled here.
+   * from what it answers): taken by the one live contest that awaits its sender now (`awaits`: which may also say no
+   * when the sender still owes an earlier reply, so a stale one cannot be taken for this one, ovos-core #859); with
+   * several, not guessed at (`ambiguous_correlation`). A spec reply that carries a session goes the usual way, by
+   * session; without one, every session is searched. A legacy one (ovos-bus-client stamps the "default" session on
+   * anything it sends) is searched for in the session it names, or every one for "default". With none awaiting, a
+   * legacy reply is dropped (`uncorrelated`) and a spec one goes the usual way. Whether it was handled here.
    */
-  #routeUncorrelated(inbound: Inbound, message: Message): boolean {
+  #routeUncorrelated(inbound: Inbound, message: Message, sessionId: string): boolean {
+    const legacy = 'legacy' in inbound && inbound.legacy === true;
+    if (!legacy && message.context['session'] !== undefined) return false;
+    const anySession = !legacy || sessionId === DEFAULT_SESSION_ID;
     const awaiting: Live[] = [];
-    for (const live of this.#live.values()) if (live.routes.includes(inbound.kind) && live.awaits(inbound)) awaiting.push(live);
+    for (const live of this.#live.values()) {
+      if (live.routes.includes(inbound.kind) && (anySession || live.info.sessionId === sessionId) && live.awaits(inbound)) awaiting.push(live);
+    }
     if (awaiting.length > 1) {
       this.#drop('ambiguous_correlation', message, `${awaiting.length} contests await this sender`);
       return true;
@@ -454,14 +463,14 @@ export class Supervisor {
     return true;
   }
 
-  /** A reply with a field that cannot be used: taken as the skill's decline, or the field ignored — said once a minute per reason and skill. */
+  /** A reply with a field that cannot be used: it counts as the skill's decline, or the field is ignored — said once a minute per reason and skill. */
   #defect(defect: Defect, inbound: Inbound, message: Message): void {
     const skillId = 'skill_id' in inbound ? inbound.skill_id : undefined;
     const { log, suppressed } = this.#defectLog.shouldLog(`${defect.reason}\u0000${skillId ?? ''}`, this.clock.now());
     if (!log) return;
     this.logger.warn(
       { reason: defect.reason, type: clip(message.type), skill_id: skillId, session_id: clipped(sessionIdOf(message)), utterance_id: clipped(utteranceIdOf(message)), detail: defect.detail, suppressed },
-      defect.effect === 'decline' ? "a reply's field cannot be used: taken as the skill's decline" : "a reply's optional field cannot be used: ignored",
+      defect.effect === 'decline' ? "a reply's field cannot be used: it counts as the skill's decline" : "a reply's optional field cannot be used: ignored",
     );
   }
 
@@ -538,6 +547,7 @@ export class Supervisor {
       settle(result);
     };
 
+    if (options.awaits !== undefined) for (const kind of options.routes) this.#awaitsKinds.add(kind);
     const live: Live = {
       info,
       routes: options.routes,

@@ -76,7 +76,8 @@ export function fallbackPool(config: Config, stage: string, skills: readonly Fal
   return skills
     .filter((s) => {
       const p = effectivePriority(config, s);
-      const asks = covers(range, p) || (!ranges.some((r) => covers(r, p)) && nearest(p) === range);
+      const near = nearest(p);
+      const asks = covers(range, p) || (!ranges.some((r) => covers(r, p)) && near !== undefined && near[0] === range[0] && near[1] === range[1]);
       if (!asks) return false;
       if (mode === 'whitelist' && !whitelist.includes(s.skill_id)) return false;
       if (mode === 'blacklist' && blacklist.includes(s.skill_id)) return false;

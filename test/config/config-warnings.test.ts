@@ -81,7 +81,7 @@ describe('configWarnings (issue 7: never silent)', () => {
     expect(configWarnings(validWith({ fallback: { mode: 'blacklist', blacklist: ['b'] } }))).toEqual([]);
   });
 
-  it('OVOS-FALLBACK-1 §8.2: a priority override no stage covers (that skill is never asked) is warned under its own key', () => {
+  it('OVOS-FALLBACK-1 §8.2: a priority override no stage covers (that skill is asked by the nearest stage instead) is warned under its own key', () => {
     const warning = only(configWarnings(validWith({ fallback: { priorities: { 'catch-all.skill': 101, fine: 100 } } })));
     expect(warning).toMatchObject({
       reason: 'priority_override_unstaged',

@@ -52,6 +52,13 @@ describe('ovos-wire-today: question:query.response', () => {
     ['answer a number', { answer: 42, conf: 0.9 }, 'answer_invalid'],
     ['answer blank', { answer: '   ', conf: 0.9 }, 'answer_invalid'],
     ['answer an object', { answer: { text: 'a' }, conf: 0.9 }, 'answer_invalid'],
+  ])('%s → the reply without an answer (the skill\'s decline, at once), with its reason (%s)', (_what, data, reason) => {
+    const classified = question(data);
+    expect(classified).toMatchObject({ ok: true, inbound: { kind: 'common_query.response', skill_id: 'cq.wiki' }, defect: { reason, effect: 'decline' } });
+    expect(classified?.ok === true && 'answer' in classified.inbound).toBe(false);
+  });
+
+  it.each<[string, JsonObject, string]>([
     ['neither searching nor answer', {}, 'answer_invalid'],
     ['searching a string', { searching: 'yes' }, 'answer_invalid'],
     ['phrase null', { phrase: null, answer: 'a', conf: 0.9 }, 'utterance_missing'],

@@ -187,7 +187,7 @@ describe('OVOS-COMMON-QUERY-1 §6.3 claim bound (nobody known to be outstanding)
     c.at(CLAIM);
     expect(c.done()).toBe(true);
     expect(c.doneAt()).toBe(CLAIM);
-    expect(c.output()).toEqual({ utterance: Q, lang: 'en-US', claimants: [], polled: [], responses: [], closedBy: 'no_claimant' });
+    expect(c.output()).toEqual({ utterance: Q, lang: 'en-US', claimants: [], waited: [], polled: [], responses: [], closedBy: 'no_claimant' });
     expect(c.requests).toEqual([]);
     expect(c.clock.pending).toBe(0);
   });
@@ -271,7 +271,7 @@ describe('OVOS-COMMON-QUERY-1 §6.3 early close on the roster (every known skill
     expect(c.done()).toBe(false);
     c.at(CLAIM);
     expect(c.done()).toBe(true);
-    expect(c.output()).toEqual({ utterance: Q, lang: 'en-US', claimants: [], polled: ['a'], responses: [], closedBy: 'no_claimant' });
+    expect(c.output()).toEqual({ utterance: Q, lang: 'en-US', claimants: [], waited: ['a'], polled: ['a'], responses: [], closedBy: 'no_claimant' });
     expect(c.requests).toEqual([]);
     expect(c.clock.pending).toBe(0);
   });
@@ -352,7 +352,7 @@ describe('OVOS-COMMON-QUERY-1 §6.3 skills known to answer every poll, and the p
     expect(c.done()).toBe(false);
     c.at(POLL);
     expect(c.doneAt()).toBe(POLL);
-    expect(c.output()).toEqual({ utterance: Q, lang: 'en-US', claimants: [], polled: [], responses: [], closedBy: 'no_claimant' });
+    expect(c.output()).toEqual({ utterance: Q, lang: 'en-US', claimants: [], waited: ['a'], polled: [], responses: [], closedBy: 'no_claimant' });
     expect(c.clock.pending).toBe(0);
   });
 
@@ -386,7 +386,7 @@ describe('OVOS-COMMON-QUERY-1 §6.2 claims', () => {
     expect(c.pongIgnored).toEqual([]);
     expect(c.claimantIds()).toEqual([]);
     c.at(CLAIM);
-    expect(c.output()).toEqual({ utterance: Q, lang: 'en-US', claimants: [], polled: ['a'], responses: [], closedBy: 'no_claimant' });
+    expect(c.output()).toEqual({ utterance: Q, lang: 'en-US', claimants: [], waited: [], polled: ['a'], responses: [], closedBy: 'no_claimant' });
     expect(c.requests).toEqual([]);
   });
 

@@ -80,7 +80,7 @@ describe('Supervisor drops: one line each, at the level an operator expects (REA
     await s.bus.idle();
     expect(heard).toEqual([false, false]);
     expect(s.logs.filter((l) => l['reason'] === 'can_handle_invalid')).toEqual([
-      expect.objectContaining({ level: WARN, type: 'fb.a.fallback.pong', skill_id: 'fb.a', detail: '"yes"', msg: "a reply's field cannot be used: taken as the skill's decline" }),
+      expect.objectContaining({ level: WARN, type: 'fb.a.fallback.pong', skill_id: 'fb.a', detail: '"yes"', msg: "a reply's field cannot be used: it counts as the skill's decline" }),
     ]); // once a minute per reason and skill
     expect(s.drops.filter((d) => d.reason === 'can_handle_invalid')).toEqual([]);
   });

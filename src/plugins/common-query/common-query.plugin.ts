@@ -37,6 +37,13 @@ const winnerKey = (sessionId: string, message: Message): string => `${sessionId}
 
 /** More skills than this on the roster are not remembered (each is a string per contest input). */
 const MAX_ROSTER = 1024;
+/**
+ * Silent polls in a row (each waited for it to the ceiling) before a skill known to claim late is not waited for any
+ * more: a skill that claims only some questions, and stays silent on the others as §6.2 asks, is not forgotten (and
+ * its next claim lost) by one silence.
+ */
+export const SLOW_CLAIM_MISSES = 3;
+
 /** Polls answered in a row (true or false) before a skill that says `can_answer: false` is waited for past the claim bound. */
 export const PROMOTE_AFTER = 3;
 
@@ -64,9 +71,11 @@ interface RosterEntry {
   classic: boolean;
   /**
    * It claims after the claim bound but inside the poll ceiling (§6.3): waited for up to the ceiling from its next
-   * question on, until it stays silent through a poll that waited for it.
+   * question on, until it stays silent through `SLOW_CLAIM_MISSES` polls in a row that waited for it.
    */
   slowClaims: boolean;
+  /** Polls in a row that waited for it as a late claimant and heard nothing. */
+  slowMisses: number;
 }
 
 /** What one live contest has learnt beyond its machine. */
@@ -220,7 +229,7 @@ export class CommonQueryPlugin implements PipelineStage {
     const known = this.#roster.get(skillId);
     if (known === undefined) {
       if (this.#roster.size >= MAX_ROSTER) return;
-      this.#roster.set(skillId, { saysNo, streak: 0, classic: classic === true, slowClaims: false });
+      this.#roster.set(skillId, { saysNo, streak: 0, classic: classic === true, slowClaims: false, slowMisses: 0 });
       const heard = classic === undefined ? { can_answer: !saysNo } : { dialect: 'legacy', classic };
       this.#supervisor.logger.info({ skill_id: skillId, ...heard }, 'common-query skill joined the roster');
       return;
@@ -253,21 +262,28 @@ export class CommonQueryPlugin implements PipelineStage {
   }
 
   /**
-   * After a finished poll: every skill known when it started either answered in time (its streak grows) or missed
-   * it (its streak restarts; one that was waited for past the claim bound — and stayed silent all the same — is not
-   * any more, logged).
+   * After a finished poll: every skill known when it started (or waited for) either answered in time (its streak
+   * grows) or missed it (its streak restarts, so one known to answer every poll is not waited for past the claim
+   * bound any more; one known to claim late is not after `SLOW_CLAIM_MISSES` such polls in a row — each logged when
+   * it stops being waited for).
    */
   #tally(known: readonly string[], waited: readonly string[], polled: readonly string[], contest: Contest<Machine>): void {
-    for (const skillId of known) {
+    for (const skillId of new Set([...known, ...waited])) {
       const entry = this.#roster.get(skillId);
       if (entry === undefined) continue;
       if (polled.includes(skillId)) {
         entry.streak += 1;
+        entry.slowMisses = 0;
         continue;
       }
-      if (waited.includes(skillId)) contest.logger.warn({ reason: 'poll_missed', skill_id: skillId }, 'common-query skill missed a poll: no longer waited for past the claim bound');
       entry.streak = 0;
-      if (waited.includes(skillId)) entry.slowClaims = false;
+      if (waited.includes(skillId) && entry.slowClaims && ++entry.slowMisses >= SLOW_CLAIM_MISSES) {
+        entry.slowClaims = false;
+        entry.slowMisses = 0;
+      }
+      if (waited.includes(skillId) && !waitedFor(entry)) {
+        contest.logger.warn({ reason: 'poll_missed', skill_id: skillId }, 'common-query skill missed a poll: no longer waited for past the claim bound');
+      }
     }
   }
 
@@ -453,7 +469,7 @@ export class CommonQueryPlugin implements PipelineStage {
     void contest.done.then((result) => {
       this.#contests.delete(contest);
       this.#notes.delete(contest.info.id);
-      if (result.status === 'done') this.#tally(knownSkills, answeringSkills, result.output.polled, contest);
+      if (result.status === 'done') this.#tally(knownSkills, result.output.waited, result.output.polled, contest);
     });
     return contest;
   }

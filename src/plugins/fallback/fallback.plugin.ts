@@ -110,6 +110,8 @@ export class FallbackPlugin {
   #broadcastAt = -Infinity;
   /** When a legacy registration last went dormant (or was restored dormant), monotonic ms. */
   #dormantSince = -Infinity;
+  /** skill → until when a pong of it without ids may be a late one (monotonic ms): `#owe`. */
+  readonly #owes = new Map<string, number>();
   /** A priority no stage covers, placed in the nearest stage: warned at most once a minute per skill. */
   readonly #placedLog = new LogRateLimiter(LOG_WINDOW_MS);
   /** A legacy skill learnt from its pong: warned at most once a minute per skill. */
@@ -444,8 +446,25 @@ export class FallbackPlugin {
     }
   }
 
+  /**
+   * A ping of `skillId` went unanswered: a pong of it without ids, for the next two ping timeouts, may be that late
+   * one — not taken by any contest then (`awaits`).
+   */
+  #owe(skillId: string): void {
+    this.#owes.set(skillId, this.#supervisor.clock.monotonic() + 2 * this.#settings.pingTimeoutMs);
+  }
+
+  #owesPong(skillId: string): boolean {
+    const until = this.#owes.get(skillId);
+    if (until === undefined) return false;
+    if (this.#supervisor.clock.monotonic() < until) return true;
+    this.#owes.delete(skillId);
+    return false;
+  }
+
   /** A ping went unanswered (§6.1): warn (at most once a minute per skill), and count it against the skill. */
   #pingTimedOut(skillId: string, afterMs: number, logger: Logger): void {
+    this.#owe(skillId);
     const { log, suppressed } = this.#timeoutLog.shouldLog(skillId, this.#supervisor.clock.now());
     if (log) logger.warn({ reason: 'ping_timeout', skill_id: skillId, after_ms: afterMs, suppressed }, 'fallback skill did not answer its ping');
     this.#tell({ type: 'ping_timeout', skill_id: skillId });
@@ -626,8 +645,9 @@ export class FallbackPlugin {
       routes: ['fallback.pong'],
       correlate: (inbound): FallbackEvent | 'not_awaited' =>
         inbound.kind === 'fallback.pong' ? { type: 'PONG', skill_id: inbound.skill_id, can_handle: inbound.can_handle } : 'not_awaited',
-      // A pong built as a fresh message (no utterance or contest id) is this contest's if it alone awaits that skill.
-      awaits: (inbound, snapshot) => inbound.kind === 'fallback.pong' && awaitsPong(snapshot.context, inbound.skill_id),
+      // A pong built as a fresh message (no utterance or contest id) is this contest's if it alone awaits that skill —
+      // and the skill owes no earlier pong, which that one could be (ovos-core #859).
+      awaits: (inbound, snapshot) => inbound.kind === 'fallback.pong' && !this.#owesPong(inbound.skill_id) && awaitsPong(snapshot.context, inbound.skill_id),
     });
     // As it happens (not after the contest), so a late pong that follows a timeout resets the count after it.
     contest.actor.on('ping.timeout', (event: FallbackEmitted) => {
@@ -636,7 +656,11 @@ export class FallbackPlugin {
     contest.actor.on('ping.timeouts', (event: FallbackEmitted) => {
       if (event.type !== 'ping.timeouts') return;
       for (const skillId of event.skill_ids) this.#pingTimedOut(skillId, event.after_ms, contest.logger);
-      for (const skillId of event.silent) if (!event.skill_ids.includes(skillId)) this.#missed(skillId);
+      for (const skillId of event.silent) {
+        if (event.skill_ids.includes(skillId)) continue;
+        this.#owe(skillId);
+        this.#missed(skillId);
+      }
     });
     this.#contests.add(contest);
     void contest.done.then(() => this.#contests.delete(contest));

@@ -267,7 +267,7 @@ describe('OVOS-COMMON-QUERY-1 §8 with ovos-workshop and spec skills together', 
 });
 
 describe('ovos-workshop skills: bad, late and foreign replies never confuse a contest', () => {
-  it('issue 8: malformed question:query.response frames are dropped with their reason code; the contest still closes on the good one', async () => {
+  it('issue 8 / 28: malformed question:query.response frames are dropped, and ones with an unusable answer or conf are the skill\'s decline — each with its reason code; the contest still closes on the good one', async () => {
     const h = createHarness(config());
     const bad: JsonObject[] = [
       { answer: 'x', conf: 'high' },
@@ -285,7 +285,9 @@ describe('ovos-workshop skills: bad, late and foreign replies never confuse a co
     h.utter(SPEED);
     await h.advance(POLL + 100);
     const reasons = h.logs.filter((l) => l['msg'] === 'message dropped' && l['type'] === 'question:query.response').map((l) => l['reason']);
-    expect(reasons.sort()).toEqual(['answer_invalid', 'answer_invalid', 'conf_invalid', 'conf_invalid', 'conf_missing', 'skill_id_missing', 'utterance_missing'].sort());
+    expect(reasons.sort()).toEqual(['answer_invalid', 'skill_id_missing', 'utterance_missing'].sort()); // searching "yes", no skill_id, no phrase
+    const declines = h.logs.filter((l) => l['msg'] === "a reply's field cannot be used: it counts as the skill's decline" && l['type'] === 'question:query.response').map((l) => l['reason']);
+    expect(declines.sort()).toEqual(['answer_invalid', 'conf_invalid', 'conf_invalid', 'conf_missing'].sort());
     expect(decided(h)[0]?.[1]).toBe('cq.good');
     expectOneHandledEach(h);
   });

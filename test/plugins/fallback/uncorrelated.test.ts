@@ -82,3 +82,39 @@ describe('OVOS-FALLBACK-1 §6.1: an uncorrelated fallback pong', () => {
     expect(drops(h, 'uncorrelated')).toEqual([expect.objectContaining({ type: 'ovos.skills.fallback.pong' })]);
   });
 });
+
+describe('OVOS-FALLBACK-1 §6.1 × ovos-core #859: an uncorrelated pong is never a stale one taken for a new question', () => {
+  it('ovos-wire-today: a legacy skill whose id-less pongs come after its ping timeout — the late "yes" to the first utterance is not taken by the second, which awaits the same skill', async () => {
+    const h = createHarness(CONFIG);
+    h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: 'wk.slow', priority: 10 }, { session: session('default') }));
+    h.bus.subscribe((m) => {
+      if (m.type !== 'ovos.skills.fallback.ping') return;
+      const utterances = m.data['utterances'];
+      const willing = Array.isArray(utterances) && String(utterances[0]).includes('roll');
+      h.clock.setTimeout(() => h.bus.publish({ type: 'ovos.skills.fallback.pong', data: { skill_id: 'wk.slow', can_handle: willing }, context: { session: { session_id: 'default' } } }), 600);
+    });
+    fallbackSkill(h, 'catch.all', 100);
+    await h.settle();
+    h.utter('do a barrel roll', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(PING_TIMEOUT_MS + 60); // u1: wk.slow timed out, the catch-all answered
+    h.utter('what time is it', { session: session('s2'), utteranceId: 'u2' });
+    await h.advance(PING_TIMEOUT_MS + 200); // u1's late "yes" arrives at 600 while u2 awaits wk.slow
+    expect(winners(h)).toEqual(['catch.all', 'catch.all']);
+    expect(drops(h, 'uncorrelated').length).toBeGreaterThanOrEqual(1);
+  });
+
+  it('§6.1: a spec pong without ids but with its session goes the usual way, by session — two sessions awaiting the skill each get their own', async () => {
+    const h = createHarness(CONFIG);
+    h.bus.publish(createMessage('ovos.fallback.register', { skill_id: 'sess.skill', priority: 10 }, { skill_id: 'sess.skill' }));
+    h.bus.subscribe((m) => {
+      if (m.type === 'sess.skill.fallback.ping') h.bus.publish({ type: 'sess.skill.fallback.pong', data: { skill_id: 'sess.skill', can_handle: true }, context: { session: m.context['session'] as JsonObject } });
+      if (m.type === 'sess.skill:fallback') h.bus.publish(reply(m, 'mycroft.skill.handler.complete'));
+    });
+    await h.settle();
+    h.utter('do a barrel roll', { session: session('kitchen'), utteranceId: 'u1' });
+    h.utter('do a barrel roll', { session: session('car'), utteranceId: 'u2' });
+    await h.advance(1);
+    expect(winners(h)).toEqual(['sess.skill', 'sess.skill']);
+    expect(drops(h, 'ambiguous_correlation')).toEqual([]);
+  });
+});
