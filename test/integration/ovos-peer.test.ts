@@ -20,6 +20,7 @@ import { startDaemon, type Daemon } from '../../src/daemon/daemon.js';
 import { REGISTRY_FORMAT } from '../../src/plugins/fallback/registry-store.js';
 import { Probe, captureLogs, configWith, freePort, type LogLine } from './probe.js';
 import type { Recorder } from '../support/recorder.js';
+import { watchOutput } from './spawn-daemon.js';
 
 const PEER = process.env['OVOS_PEER_ROOT'] ?? join(homedir(), '.ovos-peer');
 const PY = join(PEER, 'venv', 'bin', 'python');
@@ -53,23 +54,13 @@ afterEach(async () => {
 
 function python(args: readonly string[], env: NodeJS.ProcessEnv): { child: ChildProcess; printed: (text: string) => Promise<void> } {
   const child = spawn(PY, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, RAPIDFUZZ_IMPLEMENTATION: 'python', ...env } });
-  let output = '';
-  const waiters: Array<{ text: string; resolve: () => void }> = [];
-  const append = (chunk: Buffer): void => {
-    output += chunk.toString('utf8');
-    for (const waiter of waiters.filter((w) => output.includes(w.text))) {
-      waiters.splice(waiters.indexOf(waiter), 1);
-      waiter.resolve();
-    }
-  };
-  child.stdout?.on('data', append);
-  child.stderr?.on('data', append);
+  const { printed } = watchOutput(child);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   cleanups.push(async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     await exited;
   });
-  return { child, printed: (text) => (output.includes(text) ? Promise.resolve() : new Promise((resolve) => waiters.push({ text, resolve }))) };
+  return { child, printed };
 }
 
 /** ovos-messagebus on `port`, with a mycroft.conf of its own; resolves once it serves. */

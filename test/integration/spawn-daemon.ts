@@ -27,6 +27,12 @@ export function npmStart(args: readonly string[]): Spawned {
     // Its own state folder: the registry file of one test's daemon is never another's.
     env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1', XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'ovos-contests-state-')) },
   });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, exited, ...watchOutput(child) };
+}
+
+/** A child's stdout and stderr as they come: all of it so far, and a wait for a text to appear in it. */
+export function watchOutput(child: ChildProcess): { readonly output: () => string; readonly printed: (text: string) => Promise<void> } {
   let output = '';
   const waiters: Array<{ text: string; resolve: () => void }> = [];
   const append = (chunk: Buffer): void => {
@@ -38,10 +44,9 @@ export function npmStart(args: readonly string[]): Spawned {
   };
   child.stdout?.on('data', append);
   child.stderr?.on('data', append);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const printed = (text: string): Promise<void> =>
     output.includes(text) ? Promise.resolve() : new Promise((resolve) => waiters.push({ text, resolve }));
-  return { child, output: () => output, exited, printed };
+  return { output: () => output, printed };
 }
 
 /** SIGTERM to npm (forwarded to the daemon: a graceful stop); SIGKILL after 5 s as a guard. */
