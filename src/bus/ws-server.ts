@@ -15,6 +15,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, WebSocket, type RawData } from 'ws';
+import { LogRateLimiter } from '../log/rate-limit.js';
 import type { Logger } from '../log/logger.js';
 import type { Bus, BusStatus, Unsubscribe } from './bus.js';
 import { LocalBus } from './local-bus.js';
@@ -31,6 +32,12 @@ export interface BusServerOptions {
   readonly heartbeatMs?: number;
   /** A client with more than this queued and unsent is stalled and dropped (default 4 × maxFrameBytes). */
   readonly maxBufferedBytes?: number;
+  /**
+   * Browser origins (the `Origin` header) allowed to open the bus. OVOS skills and clients send none and are always
+   * let in; a web page always sends its own, and any not listed is refused (403): a page the user visits must not
+   * drive the assistant or read its traffic. Default: none.
+   */
+  readonly allowedOrigins?: readonly string[];
 }
 
 /** At shutdown, how long clients get to answer the close handshake before their sockets are cut. */
@@ -74,6 +81,9 @@ export class BusServer implements Bus {
   #flushScheduled = false;
   #closing: Promise<void> | undefined;
   readonly #maxBufferedBytes: number;
+  readonly #allowedOrigins: ReadonlySet<string>;
+  /** A refused origin is warned at most once a minute per origin. */
+  readonly #originLog = new LogRateLimiter(60_000);
   readonly #heartbeat: ReturnType<typeof setInterval> | undefined;
 
   private constructor(http: Server, port: number, options: BusServerOptions) {
@@ -82,6 +92,7 @@ export class BusServer implements Bus {
     this.#route = options.route;
     this.#logger = options.logger;
     this.#maxBufferedBytes = options.maxBufferedBytes ?? 4 * options.maxFrameBytes;
+    this.#allowedOrigins = new Set(options.allowedOrigins ?? []);
     // A half-open or frozen client must not keep its buffers (and a place in every broadcast) for ever.
     this.#heartbeat =
       options.heartbeatMs !== undefined && options.heartbeatMs > 0
@@ -207,6 +218,14 @@ export class BusServer implements Bus {
       const reason = this.#closing !== undefined ? 'server_closing' : 'route_not_found';
       this.#logger.warn({ reason, path, remote: remoteOf(request) }, 'websocket upgrade rejected');
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      socket.destroy();
+      return;
+    }
+    const origin = request.headers.origin;
+    if (origin !== undefined && !this.#allowedOrigins.has(origin)) {
+      const { log, suppressed } = this.#originLog.shouldLog(origin, Date.now());
+      if (log) this.#logger.warn({ reason: 'origin_not_allowed', origin: origin.slice(0, 200), remote: remoteOf(request), suppressed, hint: 'bus.allowedOrigins lists the browser origins allowed' }, 'websocket upgrade rejected');
+      socket.end('HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       socket.destroy();
       return;
     }

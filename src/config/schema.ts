@@ -181,6 +181,11 @@ const bus = section({
     .default(500)
     .describe('client: first reconnect delay (exponential backoff with full jitter); ≤ bus.reconnectMaxMs'),
   reconnectMaxMs: ms(1).default(30_000).describe('client: longest reconnect delay'),
+  allowedOrigins: nonEmptyStrings()
+    .default([])
+    .describe(
+      'browser origins (the Origin header, e.g. "http://localhost:3000") allowed to open the bus websocket; OVOS skills and clients send none and are always let in, any other origin is refused (403: a web page must not drive the assistant)',
+    ),
 }).describe('the messagebus: the one served, or the one joined (bus.url)');
 
 const log = section({

@@ -131,6 +131,8 @@ function packageRoot(): string {
 }
 
 const LOOPBACK_HOST = /^(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/i;
+/** A page served from a loopback name (the inspector's own when its port is the inspector's). */
+const LOOPBACK_ORIGIN = /^http:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/i;
 
 export class InspectorServer {
   readonly url: string;
@@ -161,7 +163,11 @@ export class InspectorServer {
     }
     server.on('request', (request, response) => this.#request(request, response));
     server.on('upgrade', (request, socket, head) => {
-      if (!LOOPBACK_HOST.test(request.headers.host ?? '') || new URL(request.url ?? '/', this.url).pathname !== '/feed') {
+      // The feed carries every session's utterances and answers: only the inspector's own page (or a client that
+      // sends no Origin: not a browser) may open it — never a page of another origin the user happens to visit.
+      const origin = request.headers.origin;
+      const ownPage = origin === undefined || (LOOPBACK_ORIGIN.test(origin) && new URL(origin).port === new URL(this.url).port);
+      if (!LOOPBACK_HOST.test(request.headers.host ?? '') || !ownPage || new URL(request.url ?? '/', this.url).pathname !== '/feed') {
         socket.end('HTTP/1.1 403 Forbidden\r\n\r\n');
         return;
       }

@@ -320,3 +320,35 @@ describe('BusServer protects everyone else from one bad client', () => {
     await reader.frames.waitFor((frame) => typeOf(frame) === 'after.drop', 'delivery to the healthy client');
   });
 });
+
+describe('who may open the bus: only this machine\'s programs, not a web page (issue 29)', () => {
+  /** Opens the bus with the given headers; resolves with the HTTP status of a refusal, or 101 when it opened. */
+  async function openWith(url: string, headers: Record<string, string>): Promise<number> {
+    const socket = new WebSocket(url, { headers });
+    return new Promise((resolve) => {
+      socket.once('open', () => {
+        socket.close();
+        resolve(101);
+      });
+      socket.once('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0));
+      socket.once('error', () => resolve(0));
+    });
+  }
+
+  it('an upgrade with a browser Origin is refused (403, one warn per origin a minute); without one — an OVOS client — it opens', async () => {
+    const { server, logs } = await startServer();
+    expect(await openWith(server.url, { Origin: 'https://evil.example.com' })).toBe(403);
+    expect(await openWith(server.url, { Origin: 'https://evil.example.com' })).toBe(403);
+    expect(await openWith(server.url, {})).toBe(101);
+    expect(logs.lines.items.filter((l) => l.reason === 'origin_not_allowed')).toEqual([expect.objectContaining({ level: WARN, origin: 'https://evil.example.com' })]);
+  });
+
+  it('bus.allowedOrigins lets the origins listed in, exactly as written, and no other', async () => {
+    const logs = captureLogs();
+    const server = await BusServer.start({ host: '127.0.0.1', port: 0, route: '/core', maxFrameBytes: 1024, logger: logs.logger, allowedOrigins: ['http://localhost:3000'] });
+    cleanups.push(() => server.close());
+    expect(await openWith(server.url, { Origin: 'http://localhost:3000' })).toBe(101);
+    expect(await openWith(server.url, { Origin: 'http://localhost:3001' })).toBe(403);
+    expect(await openWith(server.url, { Origin: 'http://localhost:3000/' })).toBe(403);
+  });
+});

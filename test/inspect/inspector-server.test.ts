@@ -104,6 +104,27 @@ describe('inspector server', () => {
     expect((await get(`${d.inspector!.url}api/state`, `localhost:${new URL(d.inspector!.url).port}`)).status).toBe(200);
   });
 
+  it('issue 29: the feed opens for the inspector\'s own page (or a client that sends no Origin), never for a page of another origin', async () => {
+    const d = await daemon();
+    const port = new URL(d.inspector!.url).port;
+    const feed = `ws://127.0.0.1:${port}/feed`;
+    const status = (origin: string | undefined): Promise<number> =>
+      new Promise((resolve) => {
+        const socket = new WebSocket(feed, origin === undefined ? {} : { headers: { Origin: origin } });
+        socket.once('open', () => {
+          socket.close();
+          resolve(101);
+        });
+        socket.once('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0));
+        socket.once('error', () => resolve(0));
+      });
+    expect(await status('https://evil.example.com')).toBe(403);
+    expect(await status('http://localhost:3000')).toBe(403);
+    expect(await status(`http://127.0.0.1:${port}`)).toBe(101);
+    expect(await status(`http://localhost:${port}`)).toBe(101);
+    expect(await status(undefined)).toBe(101);
+  });
+
   it('every state the machines can be in highlights nodes that exist in its diagram', () => {
     for (const [name, { machine }] of Object.entries(MACHINES)) {
       const titles = new Set([...readFileSync(new URL(`../../visualizations/${name}.machine.svg`, import.meta.url), 'utf8').matchAll(/<title>([^<]+)<\/title>/g)].map((m) => m[1]!));
