@@ -169,3 +169,9 @@ describe('OVOS-FALLBACK-1 §6.1 / PIPELINE-1 §4.4 match bound: a pool the bound
     expect(defaults.logs.filter((l) => l['level'] === 40)).toEqual([]);
   });
 });
+
+describe('PIPELINE-1 §4.4: the fallback stage bound', () => {
+  it('is 5 ms before the match bound, at most a tenth of it (short bounds keep most of their time)', () => {
+    expect([10_000, 1_500, 100, 50, 49, 20, 9, 1].map(stageBoundMs)).toEqual([9_995, 1_495, 95, 45, 45, 18, 9, 1]);
+  });
+});
