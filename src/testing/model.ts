@@ -1,6 +1,6 @@
 /**
  * The timing model of the harness: what a deployment MUST do with one question, computed from the spec text and the
- * choices this project documents where the spec leaves one (README "Decisions the specs leave to us") — never from
+ * choices this project documents where the spec leaves one (src/plugins/README.md, "Decisions the specs leave to us") — never from
  * the machines. Pure: a config, a roster, the gate's verdict in; the expected outcome and the reasoning trail (each
  * step naming its clause) out.
  *
@@ -70,7 +70,7 @@ export function fallbackPool(config: Config, stage: string, skills: readonly Fal
   const { mode, whitelist, blacklist } = config.fallback;
   const ranges = Object.values(config.fallback.stages);
   const covers = ([min, max]: readonly [number, number], p: number): boolean => p >= min && p <= max;
-  // README "Decisions": a priority no stage covers is asked by the nearest stage (at equal distance, the later one).
+  // src/plugins/README.md: a priority no stage covers is asked by the nearest stage (at equal distance, the later one).
   const nearest = (p: number): readonly [number, number] | undefined =>
     [...ranges].sort((a, b) => Math.max(a[0] - p, p - a[1]) - Math.max(b[0] - p, p - b[1]) || b[1] - a[1])[0];
   return skills

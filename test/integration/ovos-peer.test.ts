@@ -30,7 +30,7 @@ if (!available) {
 }
 
 const SKILL = `
-import signal, sys, time
+import signal, sys
 from ovos_bus_client import MessageBusClient
 from ovos_workshop.skills.fallback import FallbackSkill
 port, skill_id, priority = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
@@ -44,7 +44,7 @@ bus = MessageBusClient(host="127.0.0.1", port=port); bus.run_in_thread(); bus.co
 Peer(bus=bus, skill_id=skill_id)
 print("SKILL UP", flush=True)
 signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
-while True: time.sleep(1)
+signal.pause()  # blocks until a signal: the SIGTERM handler exits
 `;
 
 const cleanups: Array<() => Promise<void> | void> = [];
