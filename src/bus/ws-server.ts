@@ -15,9 +15,12 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, WebSocket, type RawData } from 'ws';
+import { performance, type EventLoopUtilization } from 'node:perf_hooks';
+import { systemClock, type Clock, type TimerId } from '../clock/clock.js';
 import { LogRateLimiter } from '../log/rate-limit.js';
 import type { Logger } from '../log/logger.js';
 import type { Bus, BusStatus, Unsubscribe } from './bus.js';
+import { FairShare, WINDOW_MS } from './fair-share.js';
 import { LocalBus } from './local-bus.js';
 import { decodeFrame, encodeMessage, type FrameDropReason, type Message } from './message.js';
 
@@ -33,11 +36,23 @@ export interface BusServerOptions {
   /** A client with more than this queued and unsent is stalled and dropped (default 4 × maxFrameBytes). */
   readonly maxBufferedBytes?: number;
   /**
-   * Browser origins (the `Origin` header) allowed to open the bus. OVOS skills and clients send none and are always
-   * let in; a web page always sends its own, and any not listed is refused (403): a page the user visits must not
-   * drive the assistant or read its traffic. Default: none.
+   * Browser origins (the `Origin` header) allowed to open the bus besides loopback ones (`http://localhost:3000`,
+   * `http://127.0.0.1`, …: served by a program on this machine). OVOS skills and clients send none and are always
+   * let in; a web page always sends its own, and one from anywhere else is refused (403): a page the user visits must
+   * not drive the assistant or read its traffic. Default: none.
    */
   readonly allowedOrigins?: readonly string[];
+  /** Client connections at once; past it an upgrade is refused (503) with one warn line a minute. Default 512. */
+  readonly maxConnections?: number;
+  /** Fair share (fair-share.ts): the longest a loud connection stays paused at a time (ms). Default 1,000. */
+  readonly maxPauseMs?: number;
+  /** Fair share's windows run on this clock (tests give a manual one). Default: the system clock. */
+  readonly clock?: Clock;
+  /**
+   * Whether the daemon was saturated in the window just closed. Default: its event loop busy more than 90 % of the
+   * window, or a client with more than `BACKLOG_BYTES` written and not yet taken by the kernel.
+   */
+  readonly saturated?: () => boolean;
 }
 
 /** At shutdown, how long clients get to answer the close handshake before their sockets are cut. */
@@ -52,6 +67,23 @@ const FLUSH_BYTES = 16 * 1024;
 /** How much of an untrusted frame goes into a log line. */
 const FRAME_LOG_CHARS = 200;
 
+/** Dropped frames are warned at most once a minute per client and reason; the rest are counted (`suppressed`). */
+const DROP_LOG_MS = 60_000;
+
+/** A client with this much unsent makes the bus saturated (fair share): its readers are not keeping up. */
+const BACKLOG_BYTES = 256 * 1024;
+
+/** Above this share of a window spent running, the event loop is saturated. */
+const BUSY_UTILIZATION = 0.9;
+
+/** An `Origin` served from this machine: http(s) on a loopback name or address, any port. */
+const LOOPBACK_ORIGIN = /^https?:\/\/(localhost|127(\.\d{1,3}){3}|\[::1\])(:\d{1,5})?$/i;
+
+/** Whether a browser page of `origin` may open the bus: loopback origins always, others when listed. */
+export function originAllowed(origin: string, allowed: ReadonlySet<string>): boolean {
+  return LOOPBACK_ORIGIN.test(origin) || allowed.has(origin);
+}
+
 interface Client {
   readonly id: string;
   readonly socket: WebSocket;
@@ -61,6 +93,8 @@ interface Client {
   readonly onThisHost: boolean;
   alive: boolean;
   gone: boolean;
+  /** Frames dropped from it (malformed, not text): told in its disconnect line. */
+  dropped: number;
 }
 
 export class BusServer implements Bus {
@@ -85,6 +119,15 @@ export class BusServer implements Bus {
   /** A refused origin is warned at most once a minute per origin. */
   readonly #originLog = new LogRateLimiter(60_000);
   readonly #heartbeat: ReturnType<typeof setInterval> | undefined;
+  readonly #maxConnections: number;
+  readonly #limitLog = new LogRateLimiter(60_000);
+  readonly #dropLog = new LogRateLimiter(DROP_LOG_MS);
+  readonly #slowLog = new LogRateLimiter(60_000);
+  readonly #share: FairShare<Client>;
+  readonly #clock: Clock;
+  readonly #saturated: () => boolean;
+  #window: TimerId | undefined;
+  #utilization: EventLoopUtilization = performance.eventLoopUtilization();
 
   private constructor(http: Server, port: number, options: BusServerOptions) {
     this.#http = http;
@@ -93,6 +136,10 @@ export class BusServer implements Bus {
     this.#logger = options.logger;
     this.#maxBufferedBytes = options.maxBufferedBytes ?? 4 * options.maxFrameBytes;
     this.#allowedOrigins = new Set(options.allowedOrigins ?? []);
+    this.#maxConnections = options.maxConnections ?? 512;
+    this.#share = new FairShare(options.maxPauseMs ?? 1_000);
+    this.#clock = options.clock ?? systemClock;
+    this.#saturated = options.saturated ?? (() => this.#busy());
     // A half-open or frozen client must not keep its buffers (and a place in every broadcast) for ever.
     this.#heartbeat =
       options.heartbeatMs !== undefined && options.heartbeatMs > 0
@@ -184,6 +231,8 @@ export class BusServer implements Bus {
 
   async #close(): Promise<void> {
     if (this.#heartbeat !== undefined) clearInterval(this.#heartbeat);
+    if (this.#window !== undefined) this.#clock.clearTimeout(this.#window);
+    this.#window = undefined;
     // Going away (1001), as RFC 6455 says a server that shuts down does; a client that does not answer the close
     // handshake within CLOSE_HANDSHAKE_MS is cut off.
     const handshakes: Array<Promise<void>> = [];
@@ -222,10 +271,17 @@ export class BusServer implements Bus {
       return;
     }
     const origin = request.headers.origin;
-    if (origin !== undefined && !this.#allowedOrigins.has(origin)) {
+    if (origin !== undefined && !originAllowed(origin, this.#allowedOrigins)) {
       const { log, suppressed } = this.#originLog.shouldLog(origin, Date.now());
       if (log) this.#logger.warn({ reason: 'origin_not_allowed', origin: origin.slice(0, 200), remote: remoteOf(request), suppressed, hint: 'bus.allowedOrigins lists the browser origins allowed' }, 'websocket upgrade rejected');
       socket.end('HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      socket.destroy();
+      return;
+    }
+    if (this.#clients.size >= this.#maxConnections) {
+      const { log, suppressed } = this.#limitLog.shouldLog('limit', Date.now());
+      if (log) this.#logger.warn({ reason: 'connection_limit', max_connections: this.#maxConnections, remote: remoteOf(request), suppressed, hint: 'bus.maxConnections raises it' }, 'websocket upgrade rejected: the bus has as many clients as it takes');
+      socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       socket.destroy();
       return;
     }
@@ -242,6 +298,7 @@ export class BusServer implements Bus {
       onThisHost: isLoopback(request.socket.remoteAddress),
       alive: true,
       gone: false,
+      dropped: 0,
     };
     ws.on('pong', () => {
       client.alive = true;
@@ -258,7 +315,8 @@ export class BusServer implements Bus {
       this.#gone(client);
     });
     ws.on('close', (code: number) => {
-      this.#logger.debug({ client: client.id, code }, 'bus client disconnected');
+      if (client.dropped > 0) this.#logger.info({ client: client.id, code, frames_dropped: client.dropped }, 'bus client disconnected');
+      else this.#logger.debug({ client: client.id, code }, 'bus client disconnected');
       this.#gone(client);
     });
     ws.send(GREETING);
@@ -266,6 +324,7 @@ export class BusServer implements Bus {
 
   #onFrame(client: Client, data: RawData, isBinary: boolean): void {
     const bytes = toBuffer(data);
+    this.#charge(client, bytes.length);
     if (isBinary) {
       this.#drop(client, 'frame_not_text', bytes.subarray(0, FRAME_LOG_CHARS * 4).toString('utf8'));
       return;
@@ -290,13 +349,52 @@ export class BusServer implements Bus {
    */
   #gone(client: Client, byHeartbeat = false): void {
     this.#clients.delete(client);
+    this.#share.forget(client);
     if (client.gone) return;
     client.gone = true;
     this.#local.closeConnection(client.id, byHeartbeat || !client.onThisHost);
   }
 
+  /** A frame dropped: warned once a minute per client and reason, the others counted into the next line. */
   #drop(client: Client, reason: FrameDropReason, frame: string): void {
-    this.#logger.warn({ reason, client: client.id, frame: frame.slice(0, FRAME_LOG_CHARS) }, 'frame dropped');
+    client.dropped += 1;
+    const { log, suppressed } = this.#dropLog.shouldLog(`${client.id}\u0000${reason}`, Date.now());
+    if (log) this.#logger.warn({ reason, client: client.id, frame: frame.slice(0, FRAME_LOG_CHARS), suppressed }, 'frame dropped');
+  }
+
+  /** Fair share: charge the frame to its client; the window closes `WINDOW_MS` after its first frame. */
+  #charge(client: Client, bytes: number): void {
+    this.#share.charge(client, bytes);
+    this.#window ??= this.#clock.setTimeout(this.#roll, WINDOW_MS);
+  }
+
+  readonly #roll = (): void => {
+    this.#window = undefined;
+    if (this.#closing !== undefined) return;
+    const { pause, resume } = this.#share.roll(this.#clock.monotonic(), this.#saturated(), this.#clients.size);
+    for (const client of resume) if (!client.gone) client.socket.resume();
+    for (const { key: client, cost, share } of pause) {
+      if (client.gone) continue;
+      client.socket.pause();
+      const { log, suppressed } = this.#slowLog.shouldLog(client.id, Date.now());
+      if (log) this.#logger.warn({ reason: 'fair_share', client: client.id, cost, share, window_ms: WINDOW_MS, suppressed }, 'bus client slowed: it sends far more than its share while the bus is saturated');
+    }
+    if (this.#share.charged || this.#share.paused > 0) this.#window = this.#clock.setTimeout(this.#roll, WINDOW_MS);
+  };
+
+  /** The default saturation signal: the event loop busy most of the last window, or a client's backlog growing. */
+  #busy(): boolean {
+    const now = performance.eventLoopUtilization();
+    const busy = performance.eventLoopUtilization(now, this.#utilization).utilization > BUSY_UTILIZATION;
+    this.#utilization = now;
+    if (busy) return true;
+    for (const client of this.#clients) if (client.socket.bufferedAmount > BACKLOG_BYTES) return true;
+    return false;
+  }
+
+  /** Client connections paused by fair share right now. */
+  get pausedCount(): number {
+    return this.#share.paused;
   }
 
   #broadcast(frame: Buffer): void {

@@ -184,8 +184,11 @@ const bus = section({
   allowedOrigins: nonEmptyStrings()
     .default([])
     .describe(
-      'browser origins (the Origin header, e.g. "http://localhost:3000") allowed to open the bus websocket; OVOS skills and clients send none and are always let in, any other origin is refused (403: a web page must not drive the assistant)',
+      'browser origins (the Origin header, e.g. "https://assistant.example.com") allowed to open the bus websocket besides loopback ones (http://localhost:3000 …); OVOS skills and clients send none and are always let in, any other origin is refused (403: a web page must not drive the assistant)',
     ),
+  maxConnections: intIn(1)
+    .default(512)
+    .describe('server: client connections at once; past it an upgrade is refused (503), with one warn line a minute'),
 }).describe('the messagebus: the one served, or the one joined (bus.url)');
 
 const log = section({
@@ -205,6 +208,11 @@ const orchestrator = section({
   handlerTimeoutMs: ms(1)
     .default(30_000)
     .describe("how long a bus skill's handler may run before ovos.intent.handler.error (timeout)"),
+  maxInFlightPerConnection: intIn(1)
+    .default(256)
+    .describe(
+      'utterances of one client connection in flight at once (embedded bus); as many more wait their turn, and past that an utterance ends at once with its ovos.utterance.handled (error too_many_in_flight)',
+    ),
 }).describe('the utterance orchestrator: match and handler bounds (OVOS-PIPELINE-1)');
 
 const fallback = section({
@@ -239,6 +247,13 @@ const fallback = section({
   maxSessions: intIn(0)
     .default(1_000)
     .describe('registry bound (§3.4): sessions other than "default" that may hold session-scoped registrations'),
+  // Half the per-session bound: one client cannot take every place of a session. Generous on purpose: ovos-core's
+  // skill manager loads every skill of an install over its one connection.
+  maxSkillsPerConnection: intIn(1)
+    .default(32)
+    .describe(
+      'registry bound (§3.4, embedded bus): registrations of one session bound to one client connection; past it a new one is refused (connection_quota). ovos-core\'s skill manager registers all its skills over one connection',
+    ),
   registryFile: matching(/^\S.*$/, 'a file path, or null to keep no registry on disk')
     .nullable()
     .default('$STATE/fallback-registry-$BUS.json')

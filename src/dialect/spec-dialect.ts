@@ -113,6 +113,12 @@ export type DropReason =
   /** Refused by the fallback plugin: a deregister without context.skill_id from a connection other than the one
    *  the registration was made over (or with no connection identity at all). */
   | 'deregister_not_owner'
+  /** Refused or dropped by the fallback plugin: a register, deregister or pong for a skill that is bound to another
+   *  open connection and answers its pings there (embedded bus). */
+  | 'skill_bound_elsewhere'
+  /** Refused by the fallback plugin: a new registration beyond fallback.maxSkillsPerConnection bound to the sender's
+   *  connection in that session (embedded bus). */
+  | 'connection_quota'
   /** A reply naming one of our contest runs that has already finished (a pong to an earlier stage's broadcast). */
   | 'finished_contest'
   /** A legacy pong carrying neither contest_id nor utterance_id that no contest can take: it cannot be told from a stale one (ovos-core #859). */
@@ -120,7 +126,10 @@ export type DropReason =
   /** A legacy registration or deregistration that would replace or remove a spec skill's, from another connection. */
   | 'legacy_over_spec'
   /** An utterance that arrived while the daemon shuts down (graceful shutdown): answered with its handled at once. */
-  | 'shutting_down';
+  | 'shutting_down'
+  /** An utterance past its client connection's share (orchestrator.maxInFlightPerConnection running and as many
+   *  waiting): answered with its handled at once. */
+  | 'too_many_in_flight';
 
 /**
  * A field of a reply that cannot be used, where the reply itself still can: the skill's answer is taken as its

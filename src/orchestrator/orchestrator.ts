@@ -16,6 +16,11 @@
  * it gets one here, with an `error` field naming why. Entries refused before they start (the supervisor's refusals
  * of `ovos.utterance.handle`) are answered here too (`utteranceRefused`) — except one whose utterance_id is in flight
  * in its session (a duplicate): that utterance's own handled is the one.
+ *
+ * Fair share between clients (embedded bus): at most `maxInFlightPerConnection` utterances of one client connection
+ * run at once; as many more wait their turn in arrival order (`#admit`), and past that an utterance ends at once with
+ * its handled (`error: "too_many_in_flight"`). A client sending thousands at once then holds a bounded share of the
+ * daemon, and every other client's utterances start as they arrive.
  */
 import { randomUUID } from 'node:crypto';
 import { assign, fromPromise } from 'xstate';
@@ -28,6 +33,7 @@ import type { Match, PipelineStage } from '../pipeline/plugin.js';
 import type { Contest, Supervisor } from '../supervisor/supervisor.js';
 import type { TimerId } from '../clock/clock.js';
 import { clip } from '../log/logger.js';
+import { LogRateLimiter } from '../log/rate-limit.js';
 import {
   handlesInProcess,
   stageOf,
@@ -90,6 +96,10 @@ export class Orchestrator {
   /** Unknown pipeline ids already warned about (bounded): one warn per id, not per utterance. */
   readonly #unknownWarned = new Set<string>();
   readonly #machine: UtteranceLogic;
+  /** Client connection → its utterances running and waiting (only while it has any). */
+  readonly #shares = new Map<string, ConnectionShare>();
+  /** One `too_many_in_flight` warn a minute per connection. */
+  readonly #overLog = new LogRateLimiter(60_000);
 
   constructor(supervisor: Supervisor, config: Config) {
     this.#supervisor = supervisor;
@@ -102,7 +112,7 @@ export class Orchestrator {
           'utterance entries dropped (not non-blank strings); the rest are handled',
         );
       }
-      this.handle(message, inbound.utterances);
+      this.#admit(message, inbound.utterances);
     });
     // PIPELINE-1 §6: a refused entry still ends with its one handled — unless its utterance_id is in flight in
     // that session (a duplicate), whose own handled is the one.
@@ -160,6 +170,65 @@ export class Orchestrator {
 
   get stages(): readonly PipelineStage[] {
     return [...this.#stages.values()];
+  }
+
+  /**
+   * An utterance off the bus: begun now if its connection has fewer than `maxInFlightPerConnection` running, else it
+   * waits its turn (as many may wait), else it ends at once with its handled (`too_many_in_flight`). Utterances with no
+   * connection (published in process, or a foreign bus, which shows none) begin at once.
+   */
+  #admit(entry: Message, utterances: readonly string[]): void {
+    const connection = this.#supervisor.connectionOf(entry);
+    if (connection === undefined || this.#draining) {
+      this.handle(entry, utterances);
+      return;
+    }
+    const cap = this.#config.orchestrator.maxInFlightPerConnection;
+    let share = this.#shares.get(connection);
+    if (share === undefined) {
+      share = { live: 0, waiting: [] };
+      this.#shares.set(connection, share);
+    }
+    if (share.live < cap) {
+      this.#begin(connection, share, entry, utterances);
+      return;
+    }
+    const sessionId = sessionIdOf(entry);
+    const utteranceId = utteranceIdOf(entry);
+    const key = utteranceId === undefined || sessionId === undefined ? undefined : keyOf(sessionId, utteranceId);
+    const log = this.#supervisor.logger;
+    if (key !== undefined && (this.#inFlight.has(key) || share.waiting.some((w) => w.key === key))) {
+      log.warn({ reason: 'duplicate_utterance_id', session_id: sessionId, utterance_id: utteranceId }, 'message dropped');
+      return;
+    }
+    if (share.waiting.length < cap) {
+      share.waiting.push({ entry, utterances, key });
+      return;
+    }
+    const { log: warn, suppressed } = this.#overLog.shouldLog(connection, Date.now());
+    if (warn) {
+      log.warn(
+        { reason: 'too_many_in_flight', connection, running: share.live, waiting: share.waiting.length, suppressed, session_id: sessionId, utterance_id: utteranceId },
+        'utterance refused: its client has as many utterances in flight and waiting as it may (orchestrator.maxInFlightPerConnection)',
+      );
+    }
+    const handled = utteranceRefused(entry, 'too_many_in_flight');
+    if (handled !== null) this.#supervisor.bus.publish(handled);
+  }
+
+  #begin(connection: string, share: ConnectionShare, entry: Message, utterances: readonly string[]): void {
+    const record = this.handle(entry, utterances);
+    if (record === null) return;
+    share.live += 1;
+    void record.done.then(() => this.#release(connection, share));
+  }
+
+  /** One of the connection's utterances ended: the next waiting one begins. */
+  #release(connection: string, share: ConnectionShare): void {
+    share.live -= 1;
+    const next = share.waiting.shift();
+    if (next !== undefined) this.#begin(connection, share, next.entry, next.utterances);
+    if (share.live === 0 && share.waiting.length === 0 && this.#shares.get(connection) === share) this.#shares.delete(connection);
   }
 
   /** Begin one utterance lifecycle. Returns null when the message was dropped (logged with a reason). */
@@ -262,6 +331,8 @@ export class Orchestrator {
    */
   drain(): Promise<void> {
     this.#draining = true;
+    // Utterances waiting their connection's turn are not begun any more: each ends now with its handled.
+    for (const share of this.#shares.values()) for (const waiting of share.waiting.splice(0)) this.handle(waiting.entry, waiting.utterances);
     const drained = new Promise<void>((resolve) => this.#drained.push(resolve));
     this.#checkDrained();
     return drained;
@@ -550,6 +621,20 @@ export class Orchestrator {
 type UtteranceLogic = typeof utteranceMachine;
 
 /** One live utterance: its actor and what the orchestrator has learnt about it while it runs. */
+/** An utterance waiting for its connection's turn (`#admit`). */
+interface Waiting {
+  readonly entry: Message;
+  readonly utterances: readonly string[];
+  /** `keyOf(session, utterance_id)` when it carries an utterance_id: a second copy of it while it waits is a duplicate. */
+  readonly key: string | undefined;
+}
+
+/** One client connection's utterances: how many run, and those waiting their turn. */
+interface ConnectionShare {
+  live: number;
+  readonly waiting: Waiting[];
+}
+
 interface InFlight {
   /** Set right after spawning (the record exists first: an utterance without stages ends inside spawn). */
   contest: Contest<UtteranceLogic> | undefined;

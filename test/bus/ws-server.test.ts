@@ -11,6 +11,8 @@ import { networkInterfaces } from 'node:os';
 import { createMessage, encodeMessage, type Message } from '../../src/bus/message.js';
 import type { Logger } from '../../src/log/logger.js';
 import { Recorder } from '../support/recorder.js';
+import { ManualClock } from '../../src/clock/manual-clock.js';
+import { WINDOW_MS } from '../../src/bus/fair-share.js';
 
 const GREETING = '{"type":"connected","data":{},"context":{"session":{"session_id":"default"}}}';
 
@@ -321,7 +323,7 @@ describe('BusServer protects everyone else from one bad client', () => {
   });
 });
 
-describe('who may open the bus: only this machine\'s programs, not a web page (issue 29)', () => {
+describe('who may open the bus: only this machine\'s programs, not a web page', () => {
   /** Opens the bus with the given headers; resolves with the HTTP status of a refusal, or 101 when it opened. */
   async function openWith(url: string, headers: Record<string, string>): Promise<number> {
     const socket = new WebSocket(url, { headers });
@@ -343,12 +345,139 @@ describe('who may open the bus: only this machine\'s programs, not a web page (i
     expect(logs.lines.items.filter((l) => l.reason === 'origin_not_allowed')).toEqual([expect.objectContaining({ level: WARN, origin: 'https://evil.example.com' })]);
   });
 
+  it('a page served from this machine (a loopback origin, any port) may open it; a look-alike name may not', async () => {
+    const { server } = await startServer();
+    for (const origin of ['http://localhost:3000', 'http://127.0.0.1', 'https://127.0.0.53:8443', 'http://[::1]:8080', 'HTTP://LOCALHOST:1']) {
+      expect([origin, await openWith(server.url, { Origin: origin })]).toEqual([origin, 101]);
+    }
+    for (const origin of ['http://localhost.evil.example.com', 'http://127.0.0.1.evil.example.com', 'http://evil.example.com#localhost', 'null', 'file://', 'http://localhost:3000/']) {
+      expect([origin, await openWith(server.url, { Origin: origin })]).toEqual([origin, 403]);
+    }
+  });
+
   it('bus.allowedOrigins lets the origins listed in, exactly as written, and no other', async () => {
     const logs = captureLogs();
-    const server = await BusServer.start({ host: '127.0.0.1', port: 0, route: '/core', maxFrameBytes: 1024, logger: logs.logger, allowedOrigins: ['http://localhost:3000'] });
+    const server = await BusServer.start({ host: '127.0.0.1', port: 0, route: '/core', maxFrameBytes: 1024, logger: logs.logger, allowedOrigins: ['https://assistant.example.com'] });
     cleanups.push(() => server.close());
-    expect(await openWith(server.url, { Origin: 'http://localhost:3000' })).toBe(101);
-    expect(await openWith(server.url, { Origin: 'http://localhost:3001' })).toBe(403);
-    expect(await openWith(server.url, { Origin: 'http://localhost:3000/' })).toBe(403);
+    expect(await openWith(server.url, { Origin: 'https://assistant.example.com' })).toBe(101);
+    expect(await openWith(server.url, { Origin: 'https://assistant.example.com:8443' })).toBe(403);
+    expect(await openWith(server.url, { Origin: 'https://assistant.example.com/' })).toBe(403);
+    expect(await openWith(server.url, { Origin: 'http://assistant.example.com' })).toBe(403);
+  });
+
+  it('bus.maxConnections: past the limit an upgrade is refused (503) with one warn line; a place freed lets the next one in', async () => {
+    const logs = captureLogs();
+    const server = await BusServer.start({ host: '127.0.0.1', port: 0, route: '/core', maxFrameBytes: 1024, logger: logs.logger, maxConnections: 2 });
+    cleanups.push(() => server.close());
+    const first = await connect(server.url);
+    await connect(server.url);
+    expect(await openWith(server.url, {})).toBe(503);
+    expect(await openWith(server.url, {})).toBe(503);
+    expect(logs.lines.items.filter((l) => l.reason === 'connection_limit')).toEqual([expect.objectContaining({ level: WARN, max_connections: 2 })]);
+    const closed = once(first.ws, 'close');
+    first.ws.close();
+    await closed;
+    await logs.lines.waitFor((l) => l.msg === 'bus client disconnected', 'the server saw the close');
+    expect(await openWith(server.url, {})).toBe(101);
+  });
+});
+
+describe('dropped frames are logged, not flooded into the log', () => {
+  it('OVOS-MSG-1 §6.1: 5,000 malformed frames from one client are one warn line per reason, the rest counted, and the total told when it leaves', async () => {
+    const { server, logs } = await startServer();
+    const sender = await connect(server.url);
+    for (let i = 0; i < 5_000; i++) sender.ws.send(i % 2 === 0 ? 'not json' : '{"type":42}');
+    sender.ws.send('{"type":"test.after"}');
+    await sender.frames.waitFor((f) => typeOf(f) === 'test.after', 'the good frame after the bad ones');
+    const drops = logs.lines.items.filter((l) => l.msg === 'frame dropped');
+    expect(drops.map((l) => [l.reason, l.suppressed])).toEqual([
+      ['frame_not_json', 0],
+      ['type_not_string', 0],
+    ]);
+    const closed = once(sender.ws, 'close');
+    sender.ws.close();
+    await closed;
+    const bye = await logs.lines.waitFor((l) => l.msg === 'bus client disconnected', 'the disconnect line');
+    expect(bye).toMatchObject({ frames_dropped: 5_000 });
+    expect(server.clientCount).toBe(0);
+  });
+});
+
+describe('fair share: a client sending far more than its share while the bus is saturated is slowed, not the others', () => {
+  /** A server whose fair-share windows run on a manual clock and whose saturation the test decides. */
+  async function startSaturable(maxPauseMs = 1_000) {
+    const logs = captureLogs();
+    const clock = new ManualClock();
+    let saturated = true;
+    const server = await BusServer.start({ host: '127.0.0.1', port: 0, route: '/core', maxFrameBytes: 1024 * 1024, logger: logs.logger, clock, saturated: () => saturated, maxPauseMs });
+    cleanups.push(() => server.close());
+    return { server, logs, clock, setSaturated: (on: boolean) => (saturated = on) };
+  }
+
+  it('the loud client is paused at the window end (one warn); a quiet client is still heard at once while it is; it resumes when the bus is no longer saturated', async () => {
+    const { server, logs, clock, setSaturated } = await startSaturable();
+    const seen = subscribeAll(server);
+    const loud = await connect(server.url);
+    const quiet = await connect(server.url);
+    await connect(server.url); // a third client that says nothing: the share is over every connected client
+    for (let i = 0; i < 300; i++) loud.ws.send(JSON.stringify({ type: 'flood', data: { i } }));
+    await seen.waitFor((m) => m.type === 'flood' && m.data['i'] === 299, 'the whole burst');
+    quiet.ws.send('{"type":"quiet.one"}');
+    await seen.waitFor((m) => m.type === 'quiet.one', 'the quiet frame');
+    clock.advance(WINDOW_MS);
+    expect(server.pausedCount).toBe(1);
+    expect(logs.lines.items.filter((l) => l.reason === 'fair_share')).toEqual([expect.objectContaining({ level: WARN, cost: 300, window_ms: WINDOW_MS })]);
+
+    // Paused: what the loud client sends now stays in its socket; the quiet one is heard at once.
+    loud.ws.send('{"type":"loud.held"}');
+    quiet.ws.send('{"type":"quiet.two"}');
+    await seen.waitFor((m) => m.type === 'quiet.two', 'the quiet client while the loud one is paused');
+    await quiet.frames.waitFor((f) => typeOf(f) === 'quiet.two', 'the echo of the quiet frame');
+    expect(seen.items.some((m) => m.type === 'loud.held')).toBe(false);
+
+    setSaturated(false);
+    clock.advance(WINDOW_MS);
+    expect(server.pausedCount).toBe(0);
+    await seen.waitFor((m) => m.type === 'loud.held', 'the held frame once resumed');
+    expect(loud.ws.readyState).toBe(WebSocket.OPEN); // slowed, never dropped
+  });
+
+  it('a paused client resumes after maxPauseMs even while the bus stays saturated, for at least one window', async () => {
+    const { server, clock } = await startSaturable(300);
+    const seen = subscribeAll(server);
+    const loud = await connect(server.url);
+    await connect(server.url);
+    await connect(server.url);
+    for (let i = 0; i < 300; i++) loud.ws.send(JSON.stringify({ type: 'flood', data: { i } }));
+    await seen.waitFor((m) => m.type === 'flood' && m.data['i'] === 299, 'the whole burst');
+    clock.advance(WINDOW_MS);
+    expect(server.pausedCount).toBe(1);
+    clock.advance(WINDOW_MS);
+    clock.advance(WINDOW_MS);
+    expect(server.pausedCount).toBe(1);
+    clock.advance(WINDOW_MS); // 300 ms paused
+    expect(server.pausedCount).toBe(0);
+  });
+
+  it('nobody is slowed while the bus keeps up, nor when only two clients talk (a load driver and a skills process)', async () => {
+    const { server, clock, setSaturated } = await startSaturable();
+    const seen = subscribeAll(server);
+    const loud = await connect(server.url);
+    await connect(server.url);
+    await connect(server.url);
+    setSaturated(false);
+    for (let i = 0; i < 300; i++) loud.ws.send(JSON.stringify({ type: 'flood', data: { i } }));
+    await seen.waitFor((m) => m.type === 'flood' && m.data['i'] === 299, 'the whole burst');
+    clock.advance(WINDOW_MS);
+    expect(server.pausedCount).toBe(0);
+
+    const two = await startSaturable();
+    const seenTwo = subscribeAll(two.server);
+    const driver = await connect(two.server.url);
+    await connect(two.server.url);
+    for (let i = 0; i < 300; i++) driver.ws.send(JSON.stringify({ type: 'flood', data: { i } }));
+    await seenTwo.waitFor((m) => m.type === 'flood' && m.data['i'] === 299, 'the whole burst');
+    two.clock.advance(WINDOW_MS);
+    expect(two.server.pausedCount).toBe(0);
   });
 });

@@ -529,7 +529,7 @@ function configFor(w: World) {
   return withConfig((config) => ({
     ...config,
     pipeline: [...PIPELINE],
-    orchestrator: { matchTimeoutMs: w.M, handlerTimeoutMs: w.H },
+    orchestrator: { ...config.orchestrator, matchTimeoutMs: w.M, handlerTimeoutMs: w.H },
     fallback: { ...config.fallback, stages: { fallback_high: RANGES[0]!, fallback_medium: RANGES[1]!, fallback_low: RANGES[2]! }, pingTimeoutMs: w.T, suspendAfterTimeouts: SUSPEND_AFTER, suspendMs: SUSPEND_MS },
   }));
 }

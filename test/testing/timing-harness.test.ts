@@ -56,7 +56,7 @@ describe('timing harness on the sample roster (README "Testing your deployment\'
   it('a non-default config (short timeouts, no early start): every path agrees', async () => {
     const config = withConfig((c) => ({
       ...c,
-      orchestrator: { matchTimeoutMs: 8_000, handlerTimeoutMs: 1_000 },
+      orchestrator: { ...c.orchestrator, matchTimeoutMs: 8_000, handlerTimeoutMs: 1_000 },
       fallback: { ...c.fallback, pingTimeoutMs: 300, stages: { fallback_high: [0, 30], fallback_medium: [31, 80], fallback_low: [81, 100] } },
       commonQuery: { ...c.commonQuery, earlyStart: false, pollWindowMs: 300, pollClaimBoundMs: 80, collectionInitialMs: 1_500, collectionCeilingMs: 2_500, fastWinConfidence: 0.75 },
     }));
