@@ -12,7 +12,8 @@ import { InspectorServer } from '../inspect/server.js';
 import { createMetrics, serveMetrics } from '../metrics/metrics.js';
 import { startMemoryReclaimer } from './memory-reclaim.js';
 import { RegistryStore } from '../plugins/fallback/registry-store.js';
-import { existsSync, renameSync } from 'node:fs';
+import { lstatSync, renameSync } from 'node:fs';
+import { BlockList, isIP } from 'node:net';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Logger } from '../log/logger.js';
@@ -71,8 +72,54 @@ export function busKey(bus: { readonly url: string | null; readonly host: string
 export function registryPath(file: string, bus: string, env: NodeJS.ProcessEnv = process.env): string {
   const named = file.replaceAll('$BUS', bus);
   if (!named.startsWith('$STATE/')) return named;
+  return join(stateDir(env), named.slice('$STATE/'.length));
+}
+
+/** `$STATE`: the daemon's own folder, `$XDG_STATE_HOME/ovos-contests` (default ~/.local/state/ovos-contests). */
+export function stateDir(env: NodeJS.ProcessEnv = process.env): string {
   const base = env['XDG_STATE_HOME'] !== undefined && env['XDG_STATE_HOME'] !== '' ? env['XDG_STATE_HOME'] : join(homedir(), '.local', 'state');
-  return join(base, 'ovos-contests', named.slice('$STATE/'.length));
+  return join(base, 'ovos-contests');
+}
+
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
+
+/**
+ * Whether `host` (an address, `[v6]` as in a URL, or a name) stays on this machine: 127.0.0.0/8, ::1 (also
+ * IPv4-mapped) and `localhost`. Any other name counts as beyond it: where it resolves is not ours to know.
+ */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[(.*)\]$/, '$1');
+  if (bare.toLowerCase() === 'localhost') return true;
+  const family = isIP(bare);
+  if (family === 0) return false;
+  try {
+    return LOOPBACK.check(bare, family === 4 ? 'ipv4' : 'ipv6');
+  } catch {
+    return false; // a zone index (fe80::1%eth0) is no loopback address
+  }
+}
+
+/**
+ * What the bus served or joined exposes beyond this machine, if anything (one warn at start). The bus has no
+ * authentication: served on a non-loopback address, anyone who can reach it can drive the assistant and read every
+ * message; joined over ws:// beyond loopback, its traffic can be read and forged on the network.
+ */
+export function busExposure(bus: { readonly url: string | null; readonly host: string }): { readonly reason: 'bus_not_loopback' | 'bus_unencrypted'; readonly message: string } | undefined {
+  if (bus.url === null) {
+    if (isLoopbackHost(bus.host)) return undefined;
+    return {
+      reason: 'bus_not_loopback',
+      message: 'the bus listens beyond this machine and has no authentication: anyone who can reach this address can drive the assistant and read every message (--host 127.0.0.1, or firewall the port)',
+    };
+  }
+  const url = new URL(bus.url);
+  if (url.protocol !== 'ws:' || isLoopbackHost(url.hostname)) return undefined;
+  return {
+    reason: 'bus_unencrypted',
+    message: 'the bus is joined over unencrypted ws:// beyond this machine: anyone on the network path can read every message and forge messages to the assistant; use wss://',
+  };
 }
 
 /** The one registry file every daemon of a user shared before it was kept per bus. */
@@ -86,8 +133,18 @@ const SHARED_FILE = 'fallback-registry.json';
  */
 function adoptSharedFile(file: string, logger: Logger): void {
   const shared = join(dirname(file), SHARED_FILE);
-  if (existsSync(file) || !existsSync(shared)) return;
   try {
+    // lstat, not stat: a link is judged as a link, never by where it leads.
+    if (lstatSync(file, { throwIfNoEntry: false }) !== undefined) return;
+    const found = lstatSync(shared, { throwIfNoEntry: false });
+    if (found === undefined) return;
+    if (!found.isFile()) {
+      const link = found.isSymbolicLink();
+      logger.warn({ reason: link ? 'registry_file_symlink' : 'registry_file_not_adopted', from: shared, file }, `the shared registry file is ${link ? 'a symbolic link' : 'not a regular file'}: not adopted, not followed`);
+      return;
+    }
+    // rename moves the entry itself (were it swapped for a link meanwhile, the store refuses to read through it); the
+    // store makes the file 0600 when it opens it.
     renameSync(shared, file);
     logger.info({ reason: 'registry_file_adopted', from: shared, file }, 'the registry file shared by every daemon of this user is now this bus\'s own');
   } catch (error) {
@@ -104,7 +161,8 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     if (config.fallback.registryFile === null) return;
     const file = registryPath(config.fallback.registryFile, busKey(config.bus, port));
     if (config.fallback.registryFile === DEFAULT_CONFIG.fallback.registryFile) adoptSharedFile(file, logger);
-    store = RegistryStore.open(file, { logger: logger.child({ component: 'registry-store' }), forgetAfterMs: config.fallback.forgetAfterMs });
+    const privateDir = config.fallback.registryFile.startsWith('$STATE/') ? stateDir() : undefined;
+    store = RegistryStore.open(file, { logger: logger.child({ component: 'registry-store' }), forgetAfterMs: config.fallback.forgetAfterMs, ...(privateDir === undefined ? {} : { privateDir }) });
   };
   let url: string;
   let system: ContestSystem;
@@ -127,6 +185,8 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     // The system subscribes before the first connection so it sees that first "up" too.
     system = systemOn(client);
     closers.push(() => client.close());
+    const exposure = busExposure(config.bus);
+    if (exposure !== undefined) logger.warn({ reason: exposure.reason, url }, exposure.message);
     logger.info({ url }, 'connecting to an existing OVOS messagebus');
     client.connect();
     // Serve as soon as the bus is there; an unreachable bus is retried for ever (with backoff), and said so.
@@ -138,6 +198,8 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     system = systemOn(server);
     clients = () => server.clientCount;
     closers.push(() => server.close());
+    const exposure = busExposure(config.bus);
+    if (exposure !== undefined) logger.warn({ reason: exposure.reason, host: config.bus.host, url }, exposure.message);
     logger.info({ url }, 'OVOS bus listening');
   }
   let metricsUrl: string | undefined;

@@ -1,17 +1,22 @@
 /**
  * The fallback registry on disk, so a daemon restart loses no skill (legacy OVOS skills register only at their own
- * start-up, never again). One file per bus (the daemon names it after the bus it serves or joins). One small JSON file, replaced atomically on every change with `write-file-atomic` (write
- * a temporary file, fsync, rename: a crash leaves the old file or the new one, never half of either). Writes are
- * coalesced and serialised; a file that cannot be read is set aside (`.corrupt-<time>`) and the daemon starts empty.
+ * start-up, never again). One file per bus (the daemon names it after the bus it serves or joins). One small JSON
+ * file, replaced atomically on every change (a temporary file beside it, fsync, rename: a crash leaves the old file
+ * or the new one, never half of either). Writes are coalesced and serialised; a file that cannot be read is set aside
+ * (`.corrupt-<time>`) and the daemon starts empty.
+ *
+ * Other local users must neither read it nor choose what it restores: its folder is created 0700 (the daemon's own
+ * state folder is tightened to 0700 when found open; any other folder others may write to is warned about), the
+ * file is written 0600, and it is never read or written through a symbolic link nor read past `REGISTRY_MAX_BYTES`.
  *
  * What it keeps is intent, not liveness: a registration stays until it is deregistered or forgotten. `last_seen` (the
  * last registration or message of the skill, to the hour) lets entries of skills gone for good be forgotten after
  * `forgetAfterMs`; `dormant` remembers a registration that stayed silent while maybe back, so a skill gone for good
  * costs no ping timeout after a restart.
  */
-import { mkdirSync, readFileSync, renameSync } from 'node:fs';
-import { dirname } from 'node:path';
-import writeFileAtomic from 'write-file-atomic';
+import { chmodSync, closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readSync, renameSync, statSync, type Stats } from 'node:fs';
+import { open, rename, rm } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import type { Logger } from '../../log/logger.js';
 
 export const REGISTRY_FORMAT = 'ovos-contests-registry/1';
@@ -31,6 +36,22 @@ export interface StoredRegistration {
 }
 
 const HOUR_MS = 3_600_000;
+
+/**
+ * A larger file is not read: set aside like an unreadable one. 64,064 registrations — the default bounds, 64 skills in
+ * each of 1,001 sessions — with UUID session ids and 50-character skill ids measure 14.2 MB as written (222 bytes
+ * each) and parse in under 0.1 s; the cap leaves room for longer ids, and keeps a file planted or grown without bound
+ * from costing the start its memory.
+ */
+export const REGISTRY_MAX_BYTES = 32 * 1024 * 1024;
+
+/** Group and other permission bits. */
+const OPEN_BITS = 0o077;
+const OTHERS_WRITE = 0o022;
+
+/** What the file is read and written with: never through a symbolic link; a FIFO in its place does not block. */
+const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+const TEMP_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
 function isStored(value: unknown): value is StoredRegistration {
   if (typeof value !== 'object' || value === null) return false;
@@ -60,16 +81,45 @@ export class RegistryStore {
     this.#now = now;
   }
 
-  /** Read `file` (absent: empty), dropping entries not seen for `forgetAfterMs`. */
-  static open(file: string, options: { readonly logger: Logger; readonly now?: () => number; readonly forgetAfterMs: number }): RegistryStore {
+  /**
+   * Read `file` (absent: empty), dropping entries not seen for `forgetAfterMs`. `privateDir` is the folder made for
+   * these files alone (the daemon's `$STATE` folder): when it is the file's folder and is found open to other users,
+   * it is tightened to 0700.
+   */
+  static open(file: string, options: { readonly logger: Logger; readonly now?: () => number; readonly forgetAfterMs: number; readonly privateDir?: string }): RegistryStore {
     const store = new RegistryStore(file, options.logger, options.now ?? Date.now);
+    const dir = dirname(resolve(file));
+    checkFolder(dir, options.privateDir !== undefined && resolve(options.privateDir) === dir, options.logger);
+    const setAside = (): string => {
+      const aside = `${file}.corrupt-${store.#now()}`;
+      renameSync(file, aside); // a link is moved itself, its target left alone
+      return aside;
+    };
+    let fd: number;
+    try {
+      fd = openSync(file, READ_FLAGS);
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (code === 'ENOENT') return store;
+      if (code !== 'ELOOP' || !lstatSync(file).isSymbolicLink()) throw error;
+      options.logger.warn({ reason: 'registry_file_symlink', file, moved_to: setAside() }, 'fallback registry file is a symbolic link: not followed, set aside, starting with an empty registry');
+      return store;
+    }
+    let stat: Stats;
     let text: string | undefined;
     try {
-      text = readFileSync(file, 'utf8');
-    } catch (error) {
-      if ((error as { code?: unknown }).code !== 'ENOENT') throw error;
+      stat = fstatSync(fd);
+      if (!stat.isFile()) throw Object.assign(new Error(`fallback registry file ${file} is not a regular file`), { code: 'ERR_REGISTRY_NOT_A_FILE' });
+      // This store writes 0600; a file written otherwise (an adopted one) is tightened here, also when set aside.
+      if ((stat.mode & OPEN_BITS) !== 0 && stat.uid === process.getuid?.()) fchmodSync(fd, 0o600);
+      if (stat.size <= REGISTRY_MAX_BYTES) text = readAll(fd, stat.size);
+    } finally {
+      closeSync(fd);
     }
-    if (text === undefined) return store;
+    if (text === undefined) {
+      options.logger.warn({ reason: 'registry_file_too_large', file, size: stat.size, limit: REGISTRY_MAX_BYTES, moved_to: setAside() }, 'fallback registry file too large: not read, set aside, starting with an empty registry');
+      return store;
+    }
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
@@ -78,9 +128,7 @@ export class RegistryStore {
     }
     const entries = typeof parsed === 'object' && parsed !== null && (parsed as Record<string, unknown>)['format'] === REGISTRY_FORMAT ? (parsed as Record<string, unknown>)['entries'] : undefined;
     if (!Array.isArray(entries)) {
-      const aside = `${file}.corrupt-${store.#now()}`;
-      renameSync(file, aside);
-      options.logger.warn({ reason: 'registry_file_unreadable', file, moved_to: aside }, 'fallback registry file unreadable: set aside, starting with an empty registry');
+      options.logger.warn({ reason: 'registry_file_unreadable', file, moved_to: setAside() }, 'fallback registry file unreadable: set aside, starting with an empty registry');
       return store;
     }
     const cutoff = store.#now() - options.forgetAfterMs;
@@ -169,8 +217,8 @@ export class RegistryStore {
       this.#pending = false;
       const body = `${JSON.stringify({ format: REGISTRY_FORMAT, entries: this.entries() }, null, 1)}\n`;
       try {
-        mkdirSync(dirname(this.file), { recursive: true });
-        await writeFileAtomic(this.file, body, { fsync: true });
+        mkdirSync(dirname(this.file), { recursive: true, mode: 0o700 }); // XDG: state folders are created 0700
+        await replaceFile(this.file, body);
       } catch (error) {
         this.#logger.error({ err: error, reason: 'registry_write_failed', file: this.file }, 'fallback registry could not be saved; it is kept in memory');
       }
@@ -180,4 +228,77 @@ export class RegistryStore {
 
 function keyOf(sessionId: string, skillId: string): string {
   return `${sessionId}\u0000${skillId}`;
+}
+
+/**
+ * Warn about a registry folder other local users can use — they could read which skills are registered, or plant the
+ * file the next start restores skills from — or, when it is the daemon's own folder, close it (0700).
+ */
+function checkFolder(dir: string, own: boolean, logger: Logger): void {
+  let found: Stats | undefined;
+  try {
+    found = statSync(dir, { throwIfNoEntry: false }); // a linked folder is judged by where it leads
+  } catch {
+    return; // not a folder that can be reached: reading or writing the file says so
+  }
+  if (found === undefined) return;
+  const mode = found.mode & 0o777;
+  if (own) {
+    if ((mode & OPEN_BITS) === 0) return;
+    if (found.isDirectory() && found.uid === process.getuid?.() && !lstatSync(dir).isSymbolicLink()) {
+      try {
+        chmodSync(dir, 0o700);
+        logger.info({ reason: 'state_dir_tightened', dir, mode_was: octal(mode) }, 'the state folder was open to other users: now 0700');
+        return;
+      } catch (error) {
+        logger.warn({ reason: 'state_dir_open', dir, mode: octal(mode), err: error }, 'the state folder is open to other users and cannot be made 0700: they can read which skills are registered, or replace the file the next start restores them from');
+        return;
+      }
+    }
+  } else if ((mode & OTHERS_WRITE) === 0) {
+    return;
+  }
+  logger.warn({ reason: 'state_dir_open', dir, mode: octal(mode) }, 'the fallback registry folder is open to other users: they can read which skills are registered, or replace the file the next start restores them from; make it yours and 0700');
+}
+
+function octal(mode: number): string {
+  return `0${mode.toString(8).padStart(3, '0')}`;
+}
+
+/** The whole file from `fd`, at most `size` bytes (what fstat said: a file growing meanwhile is not followed). */
+function readAll(fd: number, size: number): string {
+  const buffer = Buffer.alloc(size);
+  let filled = 0;
+  while (filled < size) {
+    const read = readSync(fd, buffer, filled, size - filled, null);
+    if (read === 0) break;
+    filled += read;
+  }
+  return buffer.toString('utf8', 0, filled);
+}
+
+let temporaries = 0;
+
+/**
+ * Replace `file` with `body` atomically, 0600 whatever the umask. The temporary file beside it is always a new file
+ * (O_EXCL, O_NOFOLLOW: nothing planted at its name is written through), and rename(2) replaces a link at `file`
+ * rather than following it. write-file-atomic is not used for this: it resolves a link at `file` and replaces the
+ * link's target.
+ */
+async function replaceFile(file: string, body: string): Promise<void> {
+  const temporary = `${file}.${process.pid}-${++temporaries}.tmp`;
+  const handle = await open(temporary, TEMP_FLAGS, 0o600);
+  try {
+    try {
+      await handle.chmod(0o600);
+      await handle.writeFile(body, 'utf8');
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temporary, file);
+  } catch (error) {
+    await rm(temporary, { force: true });
+    throw error;
+  }
 }

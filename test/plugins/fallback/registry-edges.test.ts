@@ -157,12 +157,21 @@ describe('registry store: what it writes', () => {
   });
 
   it('every save is fsynced before it replaces the file (README "Restarts": a crash leaves the old file or the new one)', async () => {
-    const fsync = vi.spyOn(fs, 'fsync');
     const file = freshFile();
+    // Every open file shares FileHandle's prototype: its fsync, and whether the file was replaced yet when it ran.
+    const probe = await fs.promises.open(`${file}.probe`, 'w');
+    await probe.close();
+    const fileHandle = Object.getPrototypeOf(probe) as { sync(): Promise<void> };
+    const sync = fileHandle.sync;
+    const replacedAtSync: boolean[] = [];
+    vi.spyOn(fileHandle, 'sync').mockImplementation(function (this: unknown) {
+      replacedAtSync.push(fs.existsSync(file));
+      return sync.call(this);
+    });
     const { store } = open(file, 1);
     store.register('default', 'a', 10, false);
     await store.flush();
-    expect(fsync).toHaveBeenCalled();
+    expect(replacedAtSync).toEqual([false]);
     expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ entries: [{ skill_id: 'a' }] });
   });
 });
