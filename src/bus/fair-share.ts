@@ -1,17 +1,18 @@
 /**
  * Fair share of the embedded bus between its client connections, as a broker gives it: a connection that sends far
- * more than its share while the daemon is saturated is slowed — its socket paused, so TCP holds its frames back in
- * its own buffers — instead of slowing every other client. Everything a connection sends is re-broadcast to every
- * client, so one loud sender fills every other client's socket too; pausing it is the only remedy that keeps the
- * bus's order and loses nothing.
+ * more than its share while the bus is busy is slowed — its socket paused, so TCP holds its frames back in its own
+ * buffers — instead of slowing every other client. Everything a connection sends is re-broadcast to every client, so
+ * one loud sender fills every other client's socket too (a skill process must read through it before it sees its
+ * next ping); pausing it is the only remedy that keeps the bus's order and loses nothing.
  *
  * The server charges each frame to its connection (`charge`) and closes a window every `WINDOW_MS` (`roll`), saying
- * whether the daemon was saturated in it (its event loop busy, or a client's outgoing backlog past a bound). Only
- * then, only a connection whose cost in the window is more than twice the mean over every connected client (and
- * over `MIN_COST`) is paused: a bus that keeps up slows nobody, and neither does a bus with two clients (a load
- * driver and a skills process), where no one can exceed twice the mean. A paused connection resumes at the first
- * window that is not saturated, and after `maxPauseMs` at the latest — for at least one window — so its heartbeat
- * pongs and its own answers are never held long enough to look dead.
+ * whether the daemon was saturated in it (its event loop busy, or a client's outgoing backlog past a bound). A window
+ * is busy when the last one was saturated or it has carried more than `BUSY_COST`. Only then, only a connection whose
+ * cost in the window goes over its share — twice the mean over every connected client, and at least `MIN_COST` — is
+ * paused: at once (a burst is cut short, not broadcast whole), and at the window's end for as long as sending its
+ * excess at its share would have taken (at least the next window, at most `maxPauseMs`). So a bus that keeps up slows nobody, and neither does a bus with two clients (a load driver and a
+ * skills process), where no one can exceed twice the mean; a loud client is held near its share; and a paused one is
+ * never held long enough for its heartbeat pongs to look dead.
  *
  * Pure bookkeeping: the server owns the sockets, the timer and the saturation signal (tests give their own).
  */
@@ -22,26 +23,52 @@ export const WINDOW_MS = 100;
 export const COST_BYTES = 4096;
 /** The least cost in a window for which a connection is ever paused (a frame costs 1): 500 frames a second. */
 export const MIN_COST = 50;
+/** A window carrying more than this (5,000 frames a second over the bus) is busy even while the daemon keeps up. */
+export const BUSY_COST = 500;
 
 export interface ShareChange<K> {
-  /** Connections to pause now, with their cost in the window and the share they exceeded. */
-  readonly pause: ReadonlyArray<{ readonly key: K; readonly cost: number; readonly share: number }>;
+  /** Connections to pause now, with their cost in the window, the share they exceeded and for how long (ms). */
+  readonly pause: ReadonlyArray<{ readonly key: K; readonly cost: number; readonly share: number; readonly ms: number }>;
   readonly resume: readonly K[];
 }
 
 export class FairShare<K> {
   readonly #maxPauseMs: number;
   readonly #costs = new Map<K, number>();
-  /** Paused connections → since when (ms). */
+  /** Paused connections → until when (ms). */
   readonly #paused = new Map<K, number>();
+  /** Paused in this window by `charge`, until `roll` says for how long. */
+  readonly #over = new Set<K>();
+  /** Resumed at the start of this window: its frames read before its pause count here, not against it. */
+  #resumed = new Set<K>();
+  /** Cost charged in this window, every connection. */
+  #total = 0;
+  /** The last window closed was saturated. */
+  #saturated = false;
 
   constructor(maxPauseMs: number) {
     this.#maxPauseMs = maxPauseMs;
   }
 
-  /** One frame of `bytes` from `key` in the current window. */
-  charge(key: K, bytes: number): void {
-    this.#costs.set(key, (this.#costs.get(key) ?? 0) + 1 + Math.floor(bytes / COST_BYTES));
+  /**
+   * One frame of `bytes` from `key` in the current window. True when it has just gone over its share while the
+   * window is busy (more than `BUSY_COST` so far, or the last one was saturated): the server pauses it at once, so a
+   * loud client's burst is cut short rather than broadcast whole; `roll` then sets how long it stays paused.
+   */
+  charge(key: K, bytes: number, connected: number): boolean {
+    const unit = 1 + Math.floor(bytes / COST_BYTES);
+    const cost = (this.#costs.get(key) ?? 0) + unit;
+    this.#costs.set(key, cost);
+    this.#total += unit;
+    if (cost <= MIN_COST || this.#paused.has(key) || this.#over.has(key) || this.#resumed.has(key)) return false;
+    if (!this.#saturated && this.#total <= BUSY_COST) return false;
+    if (cost <= this.#share(this.#total, connected)) return false;
+    this.#over.add(key);
+    return true;
+  }
+
+  #share(total: number, connected: number): number {
+    return Math.max(MIN_COST, (2 * total) / Math.max(1, connected));
   }
 
   /** Frames were charged in the current window (the server keeps its window timer only while there are). */
@@ -50,42 +77,47 @@ export class FairShare<K> {
   }
 
   isPaused(key: K): boolean {
-    return this.#paused.has(key);
+    return this.#paused.has(key) || this.#over.has(key);
   }
 
   get paused(): number {
-    return this.#paused.size;
+    return this.#paused.size + this.#over.size;
   }
 
   /** A connection closed. */
   forget(key: K): void {
     this.#costs.delete(key);
     this.#paused.delete(key);
+    this.#over.delete(key);
+    this.#resumed.delete(key);
   }
 
   /** Close the window: who to pause and who to resume. `connected`: client connections open (every one a potential sender). */
   roll(now: number, saturated: boolean, connected: number): ShareChange<K> {
     const resume: K[] = [];
-    for (const [key, since] of this.#paused) {
-      if (!saturated || now - since >= this.#maxPauseMs) {
+    for (const [key, until] of this.#paused) {
+      if (now >= until) {
         this.#paused.delete(key);
         resume.push(key);
       }
     }
-    const pause: Array<{ key: K; cost: number; share: number }> = [];
-    if (saturated && connected > 0) {
-      let total = 0;
-      for (const cost of this.#costs.values()) total += cost;
-      const share = Math.max(MIN_COST, (2 * total) / connected);
-      for (const [key, cost] of this.#costs) {
-        // Just resumed after its longest pause: it gets this window whatever it sends.
-        if (cost > share && !this.#paused.has(key) && !resume.includes(key)) {
-          this.#paused.set(key, now);
-          pause.push({ key, cost, share: Math.round(share) });
-        }
-      }
+    const total = this.#total;
+    const pause: Array<{ key: K; cost: number; share: number; ms: number }> = [];
+    const busy = (saturated || total > BUSY_COST) && connected > 0;
+    const share = this.#share(total, connected);
+    for (const [key, cost] of this.#costs) {
+      const early = this.#over.has(key);
+      // Frames read from its socket before it was paused count in the window it resumes in: not a reason to pause it again at once.
+      if (!early && (!busy || cost <= share || this.#paused.has(key) || this.#resumed.has(key))) continue;
+      const ms = Math.min(this.#maxPauseMs, Math.max(WINDOW_MS, Math.round((WINDOW_MS * (cost - share)) / share)));
+      this.#paused.set(key, now + ms);
+      pause.push({ key, cost, share: Math.round(share), ms });
     }
+    this.#over.clear();
     this.#costs.clear();
+    this.#total = 0;
+    this.#saturated = saturated;
+    this.#resumed = new Set(resume);
     return { pause, resume };
   }
 }

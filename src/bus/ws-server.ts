@@ -364,7 +364,7 @@ export class BusServer implements Bus {
 
   /** Fair share: charge the frame to its client; the window closes `WINDOW_MS` after its first frame. */
   #charge(client: Client, bytes: number): void {
-    this.#share.charge(client, bytes);
+    if (this.#share.charge(client, bytes, this.#clients.size)) client.socket.pause();
     this.#window ??= this.#clock.setTimeout(this.#roll, WINDOW_MS);
   }
 
@@ -373,11 +373,11 @@ export class BusServer implements Bus {
     if (this.#closing !== undefined) return;
     const { pause, resume } = this.#share.roll(this.#clock.monotonic(), this.#saturated(), this.#clients.size);
     for (const client of resume) if (!client.gone) client.socket.resume();
-    for (const { key: client, cost, share } of pause) {
+    for (const { key: client, cost, share, ms } of pause) {
       if (client.gone) continue;
       client.socket.pause();
       const { log, suppressed } = this.#slowLog.shouldLog(client.id, Date.now());
-      if (log) this.#logger.warn({ reason: 'fair_share', client: client.id, cost, share, window_ms: WINDOW_MS, suppressed }, 'bus client slowed: it sends far more than its share while the bus is saturated');
+      if (log) this.#logger.warn({ reason: 'fair_share', client: client.id, cost, share, window_ms: WINDOW_MS, paused_ms: ms, suppressed }, 'bus client slowed: it sends far more than its share while the bus is busy');
     }
     if (this.#share.charged || this.#share.paused > 0) this.#window = this.#clock.setTimeout(this.#roll, WINDOW_MS);
   };

@@ -18,9 +18,9 @@
  * in its session (a duplicate): that utterance's own handled is the one.
  *
  * Fair share between clients (embedded bus): at most `maxInFlightPerConnection` utterances of one client connection
- * run at once; as many more wait their turn in arrival order (`#admit`), and past that an utterance ends at once with
- * its handled (`error: "too_many_in_flight"`). A client sending thousands at once then holds a bounded share of the
- * daemon, and every other client's utterances start as they arrive.
+ * run at once; `WAITING_PER_RUNNING` times as many more wait their turn in arrival order (`#admit`), and past that an
+ * utterance ends at once with its handled (`error: "too_many_in_flight"`). A client sending thousands at once then
+ * holds a bounded share of the daemon, and every other client's utterances start as they arrive.
  */
 import { randomUUID } from 'node:crypto';
 import { assign, fromPromise } from 'xstate';
@@ -55,6 +55,9 @@ export const SKILL_HANDLED_GRACE_MS = 1_000;
 /** Skills remembered as leaving the handled to us, and utterances ended with ours at once for them (oldest forgotten). */
 const MAX_LEARNT = 1024;
 const MAX_ENDED_FOR = 256;
+
+/** Utterances of one connection that may wait their turn, per one it may have running (`#admit`). */
+export const WAITING_PER_RUNNING = 8;
 
 /** Distinct unknown pipeline ids warned about; beyond this, ids from the bus are no longer remembered (nor warned). */
 const MAX_UNKNOWN_WARNED = 256;
@@ -174,7 +177,7 @@ export class Orchestrator {
 
   /**
    * An utterance off the bus: begun now if its connection has fewer than `maxInFlightPerConnection` running, else it
-   * waits its turn (as many may wait), else it ends at once with its handled (`too_many_in_flight`). Utterances with no
+   * waits its turn (`WAITING_PER_RUNNING` times as many may wait), else it ends at once with its handled (`too_many_in_flight`). Utterances with no
    * connection (published in process, or a foreign bus, which shows none) begin at once.
    */
   #admit(entry: Message, utterances: readonly string[]): void {
@@ -201,7 +204,7 @@ export class Orchestrator {
       log.warn({ reason: 'duplicate_utterance_id', session_id: sessionId, utterance_id: utteranceId }, 'message dropped');
       return;
     }
-    if (share.waiting.length < cap) {
+    if (share.waiting.length < cap * WAITING_PER_RUNNING) {
       share.waiting.push({ entry, utterances, key });
       return;
     }

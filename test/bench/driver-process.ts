@@ -145,7 +145,8 @@ function run(client: BusClient, plan: DriverPlan): Promise<DriverResult> {
     // Open load: every millisecond tick publishes what the steady rate owes by now (timers are not exact).
     const ticker = open
       ? setInterval(() => {
-          const due = Math.min(plan.total, Math.floor(((performance.now() - startedAt) * plan.ratePerSecond!) / 1000));
+          // The k-th (from 0) is due k / rate after the start: the first at once.
+          const due = Math.min(plan.total, Math.floor(((performance.now() - startedAt) * plan.ratePerSecond!) / 1000) + 1);
           while (published < due) publishNext(published % plan.concurrency, startedAt + (published * 1000) / plan.ratePerSecond!);
           if (published >= plan.total) clearInterval(ticker);
         }, 1)

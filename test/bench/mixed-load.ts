@@ -44,7 +44,8 @@ const TARGET = { perSecond: 2_000, p99Ms: 50 };
 const OPEN_RATES = [500, 1_000] as const;
 const OPEN_SECONDS = 5;
 
-const DAEMON_MAIN = fileURLToPath(new URL('../../src/daemon/main.js', import.meta.url));
+/** `BENCH_DAEMON_MAIN=<dist/src/daemon/main.js of another build>` measures that build's daemon with these drivers. */
+const DAEMON_MAIN = process.env['BENCH_DAEMON_MAIN'] ?? fileURLToPath(new URL('../../src/daemon/main.js', import.meta.url));
 
 /** CPU time a process has used so far (user + system, ms), from /proc; 0 where there is no /proc. */
 function cpuMsOf(pid: number): number {

@@ -19,6 +19,7 @@ import { benchInspector } from './inspector.js';
 import { benchMemory } from './memory.js';
 import { benchFlood } from './flood.js';
 import { benchMixedLoad } from './mixed-load.js';
+import { benchNoisyNeighbour } from './noisy-neighbour.js';
 import { machineInfo, renderMachine, renderSection, writeResults, type Section } from './report.js';
 import { canCollectGarbage, collectGarbage, settle } from './rig.js';
 import { benchRestartMemory } from './restart-memory.js';
@@ -39,6 +40,7 @@ const BENCHMARKS: ReadonlyArray<readonly [name: string, run: () => Promise<Secti
   ['inspector', benchInspector],
   ['mixed load', benchMixedLoad],
   ['flood', benchFlood],
+  ['noisy neighbour', benchNoisyNeighbour],
   ['adversarial', benchAdversarial],
   ['restart memory', benchRestartMemory],
   ['sloppy skills', benchSloppySkills],

@@ -1,70 +1,92 @@
 /**
- * The fair-share policy alone (src/bus/fair-share.ts): who is paused and resumed at a window's end, from the costs
- * charged in it, whether the bus was saturated and how many clients are connected.
+ * The fair-share policy alone (src/bus/fair-share.ts): who is paused — at once, mid-window, or at the window's end —
+ * for how long, and who resumes, from the costs charged, whether the daemon was saturated and how many clients are
+ * connected.
  */
 import { describe, expect, it } from 'vitest';
-import { COST_BYTES, FairShare, MIN_COST } from '../../src/bus/fair-share.js';
+import { BUSY_COST, COST_BYTES, FairShare, MIN_COST, WINDOW_MS } from '../../src/bus/fair-share.js';
 
-function charge(share: FairShare<string>, key: string, frames: number, bytes = 100): void {
-  for (let i = 0; i < frames; i++) share.charge(key, bytes);
+/** Charges `frames` frames; returns the 1-based frame at which `charge` said to pause at once (0: never). */
+function charge(share: FairShare<string>, key: string, frames: number, connected: number, bytes = 100): number {
+  let pausedAt = 0;
+  for (let i = 1; i <= frames; i++) if (share.charge(key, bytes, connected) && pausedAt === 0) pausedAt = i;
+  return pausedAt;
 }
 
 describe('fair share policy', () => {
-  it('pauses, when saturated, only a client above twice the mean cost over the connected clients', () => {
+  it('a saturated bus: a client going over twice the mean over the connected clients is paused at once, and at the window end for as long as its excess takes at its share', () => {
     const share = new FairShare<string>(1_000);
-    charge(share, 'loud', 400);
-    charge(share, 'a', 10);
-    charge(share, 'b', 10);
-    // mean over 4 connected = 105; twice = 210: only 'loud' is above
-    expect(share.roll(0, true, 4)).toEqual({ pause: [{ key: 'loud', cost: 400, share: 210 }], resume: [] });
+    share.roll(0, true, 4); // the last window was saturated
+    charge(share, 'a', 10, 4);
+    charge(share, 'b', 10, 4);
+    // after n frames of its own: share = 2 × (20 + n) / 4 = 10 + n/2 — it is over at once once past MIN_COST
+    expect(charge(share, 'loud', 400, 4)).toBe(MIN_COST + 1);
     expect(share.isPaused('loud')).toBe(true);
+    // at the end: total 420, share 210, excess 190 → 90 ms, one window at least
+    expect(share.roll(100, true, 4)).toEqual({ pause: [{ key: 'loud', cost: 400, share: 210, ms: WINDOW_MS }], resume: [] });
+    expect(share.roll(200, true, 4).resume).toEqual(['loud']);
   });
 
-  it('pauses nobody when not saturated, with one or two connected clients, or below MIN_COST', () => {
+  it('busy without saturation once the window has carried more than BUSY_COST', () => {
     const share = new FairShare<string>(1_000);
-    charge(share, 'loud', 400);
-    expect(share.roll(0, false, 4).pause).toEqual([]);
-    charge(share, 'loud', 400);
+    expect(charge(share, 'loud', BUSY_COST, 10)).toBe(0);
+    expect(charge(share, 'loud', 1, 10)).toBe(1);
+    expect(share.roll(0, false, 10).pause.map((p) => p.key)).toEqual(['loud']);
+  });
+
+  it('the pause grows with the excess, up to maxPauseMs', () => {
+    const share = new FairShare<string>(1_000);
+    charge(share, 'a', 1, 10);
+    // the loud client is paused at its 501st frame; the frames its socket had already handed over still arrive
+    charge(share, 'loud', 2_000, 10);
+    // 10 connected: share = 2 × 2001 / 10 ≈ 400; excess 1,600 = 4 windows
+    expect(share.roll(0, false, 10).pause).toEqual([{ key: 'loud', cost: 2_000, share: 400, ms: 400 }]);
+    expect(share.roll(300, false, 10).resume).toEqual([]);
+    expect(share.roll(400, false, 10).resume).toEqual(['loud']);
+    share.roll(500, false, 100);
+    charge(share, 'loud', 20_000, 100);
+    expect(share.roll(600, false, 100).pause[0]!.ms).toBe(1_000);
+  });
+
+  it('pauses nobody while the bus keeps up and carries little, with one or two connected clients, or below MIN_COST', () => {
+    const share = new FairShare<string>(1_000);
+    expect(charge(share, 'loud', BUSY_COST, 10)).toBe(0);
+    expect(share.roll(0, false, 10).pause).toEqual([]);
+    expect(charge(share, 'loud', 4_000, 1)).toBe(0);
     expect(share.roll(100, true, 1).pause).toEqual([]);
-    charge(share, 'loud', 400);
-    charge(share, 'other', 1);
+    charge(share, 'other', 1, 2);
+    expect(charge(share, 'loud', 4_000, 2)).toBe(0);
     expect(share.roll(200, true, 2).pause).toEqual([]);
-    charge(share, 'loud', MIN_COST);
+    expect(charge(share, 'loud', MIN_COST, 100)).toBe(0);
     expect(share.roll(300, true, 100).pause).toEqual([]);
-    charge(share, 'loud', MIN_COST + 1);
-    expect(share.roll(400, true, 100).pause.map((p) => p.key)).toEqual(['loud']);
+    expect(charge(share, 'loud', MIN_COST + 1, 100)).toBe(MIN_COST + 1);
   });
 
   it('counts bytes: a frame costs one more for every COST_BYTES it carries', () => {
     const share = new FairShare<string>(1_000);
-    share.charge('big', 10 * COST_BYTES);
-    charge(share, 'small', 5);
-    expect(share.roll(0, true, 3)).toMatchObject({ pause: [] });
-    for (let i = 0; i < 10; i++) share.charge('big', 10 * COST_BYTES);
-    expect(share.roll(100, true, 3).pause).toEqual([{ key: 'big', cost: 110, share: 73 }]); // 2 × 110 / 3
+    share.roll(0, true, 3);
+    charge(share, 'small', 5, 3);
+    expect(charge(share, 'big', 4, 3, 10 * COST_BYTES)).toBe(0); // 44 ≤ MIN_COST
+    expect(charge(share, 'big', 1, 3, 10 * COST_BYTES)).toBe(1); // 55 > max(MIN_COST, 2 × 60 / 3)
   });
 
-  it('resumes at the first window not saturated, or after maxPauseMs — and then gives it that window', () => {
-    const share = new FairShare<string>(300);
-    charge(share, 'loud', 400);
+  it('a client resumed is not paused again in the window it resumes in (frames read before its pause count there)', () => {
+    const share = new FairShare<string>(1_000);
     share.roll(0, true, 4);
-    expect(share.roll(100, true, 4).resume).toEqual([]);
-    expect(share.roll(200, false, 4).resume).toEqual(['loud']);
-    charge(share, 'loud', 400);
-    share.roll(300, true, 4);
-    expect(share.roll(500, true, 4).resume).toEqual([]);
-    charge(share, 'loud', 400); // frames already read from its socket when it was paused
-    expect(share.roll(600, true, 4)).toEqual({ pause: [], resume: ['loud'] });
-    charge(share, 'loud', 400);
-    expect(share.roll(700, true, 4).pause.map((p) => p.key)).toEqual(['loud']);
+    charge(share, 'loud', 400, 4);
+    share.roll(100, true, 4);
+    expect(share.roll(200, true, 4).resume).toEqual(['loud']);
+    expect(charge(share, 'loud', 400, 4)).toBe(0);
+    expect(share.roll(300, true, 4).pause).toEqual([]);
+    expect(charge(share, 'loud', 400, 4)).toBe(MIN_COST + 1);
   });
 
   it('forgets a closed client', () => {
     const share = new FairShare<string>(1_000);
-    charge(share, 'loud', 400);
     share.roll(0, true, 4);
+    charge(share, 'loud', 400, 4);
     share.forget('loud');
     expect(share.paused).toBe(0);
-    expect(share.charged).toBe(false);
+    expect(share.isPaused('loud')).toBe(false);
   });
 });

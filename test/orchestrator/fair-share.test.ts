@@ -7,8 +7,10 @@
 import { describe, expect, it } from 'vitest';
 import { createMessage, reply, type Message } from '../../src/bus/message.js';
 import { createHarness, withConfig, type Harness } from '../support/harness.js';
+import { WAITING_PER_RUNNING } from '../../src/orchestrator/orchestrator.js';
 
 const CAP = 3;
+const WAITING = CAP * WAITING_PER_RUNNING;
 const CONFIG = withConfig((config) => ({ ...config, pipeline: ['fallback_high'], orchestrator: { ...config.orchestrator, maxInFlightPerConnection: CAP } }));
 const PING_MS = CONFIG.fallback.pingTimeoutMs;
 
@@ -48,20 +50,21 @@ describe('fair share of utterances per client connection (PIPELINE-1 §6: one ha
     expect(running(h)).toBe(0);
   });
 
-  it('PIPELINE-1 §6: past the cap and as many waiting, an utterance ends at once with its handled (too_many_in_flight), warned once', async () => {
+  it('PIPELINE-1 §6: past the cap and its waiting room, an utterance ends at once with its handled (too_many_in_flight), warned once', async () => {
     const h = createHarness(CONFIG);
     slowSkill(h, 100);
     await h.settle();
-    for (let i = 1; i <= 2 * CAP + 4; i++) utter(h, 'loud', 's1', `u${i}`);
+    const total = CAP + WAITING + 4;
+    for (let i = 1; i <= total; i++) utter(h, 'loud', 's1', `u${i}`);
     await h.settle();
     const refused = handled(h);
-    expect(refused.map((m) => m.context['utterance_id'])).toEqual(['u7', 'u8', 'u9', 'u10']);
+    expect(refused.map((m) => m.context['utterance_id'])).toEqual([1, 2, 3, 4].map((n) => `u${CAP + WAITING + n}`));
     expect(refused.every((m) => m.data['error'] === 'too_many_in_flight')).toBe(true);
-    expect(h.logs.filter((l) => l['reason'] === 'too_many_in_flight')).toEqual([expect.objectContaining({ connection: 'loud', running: CAP, waiting: CAP, suppressed: 0 })]);
+    expect(h.logs.filter((l) => l['reason'] === 'too_many_in_flight')).toEqual([expect.objectContaining({ connection: 'loud', running: CAP, waiting: WAITING, suppressed: 0 })]);
 
-    await h.advance(2 * PING_MS);
+    await h.advance((WAITING / CAP + 2) * 100);
     const ids = handledIds(h);
-    expect(ids).toHaveLength(2 * CAP + 4);
+    expect(ids).toHaveLength(total);
     expect(new Set(ids).size).toBe(ids.length); // never two for one utterance
   });
 
