@@ -13,6 +13,8 @@
  * where none can be installed the suite is skipped and says so.
  */
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -20,7 +22,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createMessage, reply } from '../../src/bus/message.js';
 import { startDaemon, type Daemon } from '../../src/daemon/daemon.js';
 import { silentLogger } from '../../src/log/logger.js';
-import { Probe, configWith } from '../integration/probe.js';
+import { Probe, captureLogs, configWith } from '../integration/probe.js';
 
 const CHROMIUM = [process.env['CHROMIUM_PATH'], '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((path): path is string => path !== undefined && existsSync(path));
 if (CHROMIUM === undefined) console.warn('inspector e2e skipped: no Chromium found (set CHROMIUM_PATH, or apt-get install chromium)');
@@ -133,5 +135,55 @@ describe.skipIf(CHROMIUM === undefined)('inspector in headless Chromium', () => 
     expect(trace).toMatchObject({ format: 'ovos-contests-trace/1', utterance: 'what is the meaning of life' });
 
     await page.screenshot({ path: process.env['INSPECTOR_SCREENSHOT'] ?? join(tmpdir(), 'ovos-contests-inspector.png'), fullPage: true });
+  }, 60_000);
+});
+
+describe.skipIf(CHROMIUM === undefined)('a web page in Chromium and the bus: only pages of this machine, or listed, may open it', () => {
+  /**
+   * A browser of its own whose resolver maps the test's site names to 127.0.0.1, where a plain HTTP server of the test
+   * serves a blank page: a real page load, and a real upgrade carrying the site's `Origin` — from loopback to loopback,
+   * so Chromium's own local-network checks (which would stop a public page before it reaches us) stay out of the way.
+   */
+  async function sitesBrowser(names: readonly string[]): Promise<{ readonly browser: Browser; readonly port: number }> {
+    const server = createServer((_request, response) => response.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>a page</title>'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const rules = names.map((name) => `MAP ${name} 127.0.0.1`).join(', ');
+    const own = await chromium.launch({ executablePath: CHROMIUM!, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', `--host-resolver-rules=${rules}`] });
+    cleanups.push(() => own.close());
+    return { browser: own, port: (server.address() as AddressInfo).port };
+  }
+
+  /** In a page of `origin`, open the bus: 'open' on its greeting, else 'refused'. */
+  async function openBusFrom(sites: Browser, origin: string, busUrl: string): Promise<string> {
+    const page = await sites.newPage();
+    await page.goto(`${origin}/`);
+    return page.evaluate(
+      (url) =>
+        new Promise<string>((resolve) => {
+          const socket = new WebSocket(url);
+          socket.onmessage = (event) => {
+            resolve(String(event.data).includes('"connected"') ? 'open' : 'other');
+            socket.close();
+          };
+          socket.onerror = () => resolve('refused');
+        }),
+      busUrl,
+    );
+  }
+
+  it("a page from another site is refused (403, origin_not_allowed); a page listed in bus.allowedOrigins and one of this machine open it", async () => {
+    const sites = await sitesBrowser(['evil.example.com', 'friend.example.com']);
+    const logs = captureLogs('info');
+    const daemon: Daemon = await startDaemon(configWith({ bus: { port: 0, allowedOrigins: [`http://friend.example.com:${sites.port}`] } }), logs.logger);
+    cleanups.push(() => daemon.close());
+
+    expect(await openBusFrom(sites.browser, `http://evil.example.com:${sites.port}`, daemon.url)).toBe('refused');
+    const refused = await logs.lines.waitFor((l) => l.reason === 'origin_not_allowed', 'the daemon refusing the page');
+    expect(refused).toMatchObject({ origin: `http://evil.example.com:${sites.port}` });
+
+    expect(await openBusFrom(sites.browser, `http://friend.example.com:${sites.port}`, daemon.url)).toBe('open');
+    expect(await openBusFrom(sites.browser, `http://localhost:${sites.port}`, daemon.url)).toBe('open');
+    expect(logs.lines.items.filter((l) => l.reason === 'origin_not_allowed')).toHaveLength(1);
   }, 60_000);
 });
