@@ -247,12 +247,12 @@ const fallback = section({
   maxSessions: intIn(0)
     .default(1_000)
     .describe('registry bound (§3.4): sessions other than "default" that may hold session-scoped registrations'),
-  // Half the per-session bound: one client cannot take every place of a session. Generous on purpose: ovos-core's
+  // Half the per-session bound, so one client cannot take every place of a session; no lower, because ovos-core's
   // skill manager loads every skill of an install over its one connection.
   maxSkillsPerConnection: intIn(1)
     .default(32)
     .describe(
-      'registry bound (§3.4, embedded bus): registrations of one session bound to one client connection; past it a new one is refused (connection_quota). ovos-core\'s skill manager registers all its skills over one connection',
+      "registry bound (§3.4, embedded bus): registrations of one session bound to one client connection; past it a new one is refused (connection_quota). Half of maxSkillsPerSession, and generous: ovos-core's skill manager registers all its skills over one connection",
     ),
   registryFile: matching(/^\S.*$/, 'a file path, or null to keep no registry on disk')
     .nullable()

@@ -83,6 +83,12 @@ describe('restart', () => {
     await once.barrier();
     await quiet.barrier();
     await gone.barrier();
+    // Asked once before the restart (it answers the broadcast): heard. One nobody ever answered for comes back dormant
+    // (test/plugins/fallback/binding.test.ts).
+    const before = await Probe.connect(first.url);
+    cleanups.push(() => before.close());
+    before.utter('blorp the flange', { utteranceId: 'before-restart' });
+    await before.handled('before-restart');
     gone.send(createMessage('ovos.fallback.deregister', { skill_id: 'gone.skill' }, { skill_id: 'gone.skill' }));
     await gone.barrier();
     await first.close();

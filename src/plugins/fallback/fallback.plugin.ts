@@ -126,6 +126,7 @@ export class FallbackPlugin {
     this.registry = new FallbackRegistry({
       maxSkillsPerSession: settings.maxSkillsPerSession,
       maxSessions: settings.maxSessions,
+      maxSkillsPerConnection: settings.maxSkillsPerConnection,
       // A registration away gave its place up to a new skill: gone from the file too (it would come back at a restart).
       onEvict: ({ sessionId, skillId }) => {
         options.store?.deregister(sessionId, skillId);
@@ -161,12 +162,21 @@ export class FallbackPlugin {
         this.#refuse('legacy_over_spec', message, inbound.skill_id);
         return;
       }
-      if (this.registry.register(sessionId, inbound.skill_id, inbound.priority, connection, inbound.legacy === true) === 'registry_full') {
-        this.#refuse('registry_full', message, inbound.skill_id);
+      // Not rebound from another connection while it answers over its own (src/plugins/README.md, "Who speaks for a
+      // fallback skill").
+      if (this.#heldElsewhere(sessionId, inbound.skill_id, message) !== undefined) {
+        this.#refuse('skill_bound_elsewhere', message, inbound.skill_id);
+        return;
+      }
+      const registered = this.registry.register(sessionId, inbound.skill_id, inbound.priority, connection, inbound.legacy === true);
+      if (registered !== 'registered') {
+        // A connection over its quota is one flood, warned once a minute whatever skills it names.
+        this.#refuse(registered, message, inbound.skill_id, registered === 'connection_quota' ? `connection ${connection}` : inbound.skill_id);
         return;
       }
       supervisor.logger.info({ skill_id: inbound.skill_id, priority: inbound.priority, session_id: sessionId, connection, dialect: inbound.legacy === true ? 'legacy' : 'spec' }, 'fallback skill registered');
-      options.store?.register(sessionId, inbound.skill_id, inbound.priority, inbound.legacy === true);
+      // Not heard from yet: a registration alone, never answered for, is restored dormant after a restart.
+      options.store?.register(sessionId, inbound.skill_id, inbound.priority, inbound.legacy === true, false);
       this.#report(this.breaker.alive(inbound.skill_id)); // a skill that registers again is given a fresh start
       this.#warnIfPlaced(inbound.skill_id, inbound.priority);
     });
@@ -180,9 +190,13 @@ export class FallbackPlugin {
     supervisor.on('fallback.deregister', (inbound, message) => {
       const sessionId = sessionIdOf(message)!;
       // Legacy skills deregister with only {skill_id}, and on a foreign bus there is no connection to check: as
-      // ovos-core does, a legacy deregistration of a legacy registration is accepted.
-      const legacyOwn = inbound.legacy === true && this.registry.entry(sessionId, inbound.skill_id)?.legacy === true;
-      const refusal = legacyOwn ? undefined : this.#deregisterRefusal(inbound.skill_id, inbound.context_skill_id, sessionId, message);
+      // ovos-core does, a legacy deregistration of a legacy registration is accepted — unless the skill answers over
+      // another connection (both dialects).
+      const entry = this.registry.entry(sessionId, inbound.skill_id);
+      const legacyOwn = inbound.legacy === true && entry?.legacy === true;
+      const refusal =
+        (legacyOwn ? undefined : this.#deregisterRefusal(inbound.skill_id, inbound.context_skill_id, sessionId, message)) ??
+        (this.#heldElsewhere(sessionId, inbound.skill_id, message) !== undefined ? 'skill_bound_elsewhere' : undefined);
       if (refusal !== undefined) {
         this.#refuse(refusal, message, inbound.skill_id);
         return;
@@ -238,18 +252,30 @@ export class FallbackPlugin {
     });
     if (unsubscribeOpened !== undefined) this.#unsubscribe.push(unsubscribeOpened);
     // Any message a skill sends for itself shows it is on the bus: registrations not heard from since they were
-    // restored or their connection closed are back in the pools, bound to the connection it spoke over.
+    // restored or their connection closed are back in the pools, bound to the connection it spoke over. Anything but a
+    // registration is an answer: registrations bound to that connection are held by it, and those whose binding
+    // lapsed (a missed ping) move to it.
     this.#unsubscribe.push(supervisor.onSkillHeard((inbound, connection) => {
       const skillId = inbound.skill_id;
       // A legacy registration is checked first (it never takes over a spec skill's from elsewhere): its handler.
       if ((inbound.kind === 'fallback.register' && inbound.legacy === true) || !this.registry.holds(skillId)) return;
       options.store?.seen(skillId);
+      const answer = inbound.kind !== 'fallback.register';
+      if (answer) options.store?.heard(skillId);
       const back = this.registry.heard(skillId, connection);
       if (back.length > 0) supervisor.logger.info({ skill_id: skillId, connection, sessions: sessionsOf(back) }, 'fallback skill heard from: back in the pools');
+      const moved = connection === undefined || !answer ? [] : this.registry.answered(skillId, connection);
+      if (moved.length > 0) {
+        supervisor.logger.info(
+          { reason: 'skill_taken_over', skill_id: skillId, connection, sessions: sessionsOf(moved) },
+          'fallback skill heard over a new connection after it missed a ping over its old one: bound to the new one',
+        );
+      }
     }));
     // Circuit breaker: any pong — willing or not, late or unsolicited — shows the skill is alive. A legacy pong of a
     // skill that never registered with us (it registered before the daemon joined the bus) teaches us the skill.
     supervisor.on('fallback.pong', (inbound, message) => {
+      if (this.#heldElsewhere(sessionIdOf(message)!, inbound.skill_id, message, true) !== undefined) return; // not its pong: dropped by `correlate`
       this.#report(this.breaker.alive(inbound.skill_id));
       if (inbound.legacy === true && !this.registry.holds(inbound.skill_id)) this.#learn(inbound.skill_id, message);
     });
@@ -258,13 +284,23 @@ export class FallbackPlugin {
     const restored = options.store?.entries() ?? [];
     const withConnections = supervisor.bus.onConnectionOpened !== undefined;
     for (const entry of restored) {
-      this.registry.restore(entry.session_id, entry.skill_id, entry.priority, { legacy: entry.legacy, dormant: entry.dormant === true }, withConnections);
+      // Registered and never heard from (embedded bus): dormant, so registrations nobody answers for cost nothing.
+      const dormant = entry.dormant === true || (withConnections && entry.heard === false);
+      this.registry.restore(entry.session_id, entry.skill_id, entry.priority, { legacy: entry.legacy, dormant }, withConnections);
     }
     if (this.registry.hasDormant(true)) this.#dormantSince = supervisor.clock.monotonic();
     if (options.store !== undefined) {
       const dormant = restored.filter((e) => this.registry.entry(e.session_id, e.skill_id)?.dormant === true);
+      const neverHeard = withConnections ? restored.filter((e) => e.heard === false) : [];
       supervisor.logger.info(
-        { reason: 'registry_restored', file: options.store.file, restored: restored.length, skills: restored.map((e) => e.skill_id), dormant: dormant.map((e) => e.skill_id) },
+        {
+          reason: 'registry_restored',
+          file: options.store.file,
+          restored: restored.length,
+          skills: restored.map((e) => e.skill_id),
+          dormant: dormant.map((e) => e.skill_id),
+          never_heard: neverHeard.map((e) => e.skill_id),
+        },
         `fallback registrations restored: ${restored.length} from ${options.store.file} (asked once their skill is heard from or may be back)`,
       );
     }
@@ -285,9 +321,23 @@ export class FallbackPlugin {
     return connection !== undefined && connection === entry.connection ? undefined : 'deregister_not_owner';
   }
 
-  /** A refused register/deregister: one warn line (at most once a minute per reason and skill), and the answer. */
-  #refuse(reason: DropReason, message: Message, skillId: string): void {
-    const { log, suppressed } = this.#refusalLog.shouldLog(`${reason}\u0000${message.type}\u0000${skillId}`, this.#supervisor.clock.now());
+  /**
+   * The connection holding `skillId`'s registration in `sessionId` (`registry.holder`; `available`: the one that puts
+   * it in the session's pools) when `message` came over another one; undefined when it came over that one, when no
+   * connection holds it, or when the bus shows no connection (a foreign bus, in process).
+   */
+  #heldElsewhere(sessionId: string, skillId: string, message: Message, available = false): string | undefined {
+    const connection = this.#supervisor.connectionOf(message);
+    const holder = connection === undefined ? undefined : this.registry.holder(sessionId, skillId, available);
+    return holder === connection ? undefined : holder;
+  }
+
+  /**
+   * A refused register/deregister: one warn line (at most once a minute per reason, type and `limitBy` — the skill
+   * unless told otherwise), and the answer.
+   */
+  #refuse(reason: DropReason, message: Message, skillId: string, limitBy = skillId): void {
+    const { log, suppressed } = this.#refusalLog.shouldLog(`${reason}\u0000${message.type}\u0000${limitBy}`, this.#supervisor.clock.now());
     if (log) {
       this.#supervisor.logger.warn(
         { reason, type: message.type, skill_id: skillId, session_id: sessionIdOf(message), connection: this.#supervisor.connectionOf(message), suppressed },
@@ -339,8 +389,15 @@ export class FallbackPlugin {
     const connection = this.#supervisor.connectionOf(message);
     const configured = Object.hasOwn(this.#settings.priorities, skillId);
     const priority = configured ? this.#settings.priorities[skillId]! : LEARNED_PRIORITY;
-    if (this.registry.register(DEFAULT_SESSION_ID, skillId, priority, connection, true) === 'registry_full') return;
+    const registered = this.registry.register(DEFAULT_SESSION_ID, skillId, priority, connection, true);
+    if (registered !== 'registered') {
+      const limitBy = registered === 'connection_quota' ? `connection ${connection}` : skillId;
+      const { log, suppressed } = this.#refusalLog.shouldLog(`${registered}\u0000learn\u0000${limitBy}`, this.#supervisor.clock.now());
+      if (log) this.#supervisor.logger.warn({ reason: registered, skill_id: skillId, connection, suppressed }, 'a legacy fallback skill answered a broadcast ping without having registered with us: not learned');
+      return;
+    }
     this.#store?.register(DEFAULT_SESSION_ID, skillId, priority, true);
+    if (connection !== undefined) this.registry.answered(skillId, connection); // learnt from an answer: held there
     this.#warnIfPlaced(skillId, priority);
     const { log, suppressed } = this.#learnLog.shouldLog(skillId, this.#supervisor.clock.now());
     if (log) {
@@ -462,13 +519,17 @@ export class FallbackPlugin {
     return false;
   }
 
-  /** A ping went unanswered (§6.1): warn (at most once a minute per skill), and count it against the skill. */
+  /**
+   * A ping went unanswered (§6.1): warn (at most once a minute per skill), count it against the skill, and let its
+   * binding lapse — another connection it is heard over takes it (a restarted skill whose old process hangs).
+   */
   #pingTimedOut(skillId: string, afterMs: number, logger: Logger): void {
     this.#owe(skillId);
     const { log, suppressed } = this.#timeoutLog.shouldLog(skillId, this.#supervisor.clock.now());
     if (log) logger.warn({ reason: 'ping_timeout', skill_id: skillId, after_ms: afterMs, suppressed }, 'fallback skill did not answer its ping');
     this.#tell({ type: 'ping_timeout', skill_id: skillId });
     this.#report(this.breaker.timeout(skillId));
+    this.registry.lapse(skillId);
     this.#missed(skillId);
   }
 
@@ -643,8 +704,11 @@ export class FallbackPlugin {
         ...(this.#matchTimeoutMs === undefined ? {} : { boundMs: stageBoundMs(this.#matchTimeoutMs) }),
       },
       routes: ['fallback.pong'],
-      correlate: (inbound): FallbackEvent | 'not_awaited' =>
-        inbound.kind === 'fallback.pong' ? { type: 'PONG', skill_id: inbound.skill_id, can_handle: inbound.can_handle } : 'not_awaited',
+      // A pong for a skill that answers over another connection is not its pong: never counted.
+      correlate: (inbound, message): FallbackEvent | DropReason =>
+        inbound.kind !== 'fallback.pong' ? 'not_awaited'
+        : this.#heldElsewhere(request.session.sessionId, inbound.skill_id, message, true) !== undefined ? 'skill_bound_elsewhere'
+        : { type: 'PONG', skill_id: inbound.skill_id, can_handle: inbound.can_handle },
       // A pong built as a fresh message (no utterance or contest id) is this contest's if it alone awaits that skill —
       // and the skill owes no earlier pong, which that one could be (ovos-core #859).
       awaits: (inbound, snapshot) => inbound.kind === 'fallback.pong' && !this.#owesPong(inbound.skill_id) && awaitsPong(snapshot.context, inbound.skill_id),

@@ -33,6 +33,11 @@ export interface StoredRegistration {
    * asked again only once it is heard from, across restarts too. Absent: false.
    */
   readonly dormant?: boolean;
+  /**
+   * False: registered, and not heard from since (no pong, no message of its own) — restored dormant, so registrations
+   * nobody answers for cost nothing after a restart. Absent (also in files written before the field): heard.
+   */
+  readonly heard?: boolean;
 }
 
 const HOUR_MS = 3_600_000;
@@ -63,7 +68,8 @@ function isStored(value: unknown): value is StoredRegistration {
     Number.isInteger(v['priority']) &&
     typeof v['legacy'] === 'boolean' &&
     typeof v['last_seen'] === 'number' &&
-    (v['dormant'] === undefined || typeof v['dormant'] === 'boolean')
+    (v['dormant'] === undefined || typeof v['dormant'] === 'boolean') &&
+    (v['heard'] === undefined || typeof v['heard'] === 'boolean')
   );
 }
 
@@ -160,9 +166,25 @@ export class RegistryStore {
     return [...this.#entries.values()];
   }
 
-  register(sessionId: string, skillId: string, priority: number, legacy: boolean): void {
-    this.#entries.set(keyOf(sessionId, skillId), { session_id: sessionId, skill_id: skillId, priority, legacy, last_seen: this.#now() });
+  /** `heard` false: not heard from yet (kept `heard: false` until `heard`); registering again never unlearns it. */
+  register(sessionId: string, skillId: string, priority: number, legacy: boolean, heard = true): void {
+    const key = keyOf(sessionId, skillId);
+    const before = this.#entries.get(key);
+    const unheard = !heard && (before === undefined || before.heard === false);
+    this.#entries.set(key, { session_id: sessionId, skill_id: skillId, priority, legacy, last_seen: this.#now(), ...(unheard ? { heard: false } : {}) });
     this.#schedule();
+  }
+
+  /** The skill was heard from (a pong, a message of its own other than a registration): none of its entries is unheard. */
+  heard(skillId: string): void {
+    let changed = false;
+    for (const [key, entry] of this.#entries) {
+      if (entry.skill_id !== skillId || entry.heard !== false) continue;
+      const { heard: _heard, ...rest } = entry;
+      this.#entries.set(key, rest);
+      changed = true;
+    }
+    if (changed) this.#schedule();
   }
 
   deregister(sessionId: string, skillId: string): void {

@@ -15,9 +15,15 @@
  *   - dormant: away, and only being heard from (a pong, a registration, any message of its own) brings it back —
  *     connections opening do not. So a skill gone for good costs at most one ping timeout, and a live one is never
  *     lost: the next thing it says brings it back.
- * Session ids come off the bus, so the registry is bounded: at most `maxSkillsPerSession` skills per session and
- * at most `maxSessions` sessions other than "default" holding registrations; a registration away gives its place
- * up to a new one when the bound is reached.
+ * Binding. A registration bound to a connection over which its skill has answered since (a pong, any message of its
+ * own but a registration) is held by that connection (`holder`): the plugin refuses its registration,
+ * deregistration and pongs from any other. It is let go when the connection closes (`releaseConnection`) or the skill
+ * misses a ping (`lapse`); a lapsed registration is bound to the next connection its skill is heard over
+ * (`answered`), so a skill restarted in a new process takes over from an old one that hangs with its socket open. A
+ * registration alone holds nothing: a skill whose bus client reconnected registers again over the new connection.
+ * Session ids come off the bus, so the registry is bounded: at most `maxSkillsPerSession` skills per session (at most
+ * `maxSkillsPerConnection` of them bound to one client connection) and at most `maxSessions` sessions other than
+ * "default" holding registrations; a registration away gives its place up to a new one when the bound is reached.
  */
 import { DEFAULT_SESSION_ID } from '../../bus/session.js';
 
@@ -53,18 +59,20 @@ export interface ReleasedEntry {
 /** How a registration restored from disk starts (`restore`). */
 export interface RestoredRegistration {
   readonly legacy: boolean;
-  /** It missed its ping while maybe back before the restart: it stays dormant. */
+  /** It missed its ping while maybe back before the restart, or nobody answered for it after it registered: dormant. */
   readonly dormant: boolean;
 }
 
 export interface RegistryBounds {
   readonly maxSkillsPerSession?: number;
   readonly maxSessions?: number;
+  /** Registrations of one session bound to one client connection. */
+  readonly maxSkillsPerConnection?: number;
   /** A registration away gave its place up to a new one (the bounds were reached): told once per registration. */
   readonly onEvict?: (evicted: EntryRef) => void;
 }
 
-export type RegisterResult = 'registered' | 'registry_full';
+export type RegisterResult = 'registered' | 'registry_full' | 'connection_quota';
 
 /** A registration whose liveness changed, by session and skill. */
 export interface EntryRef {
@@ -76,14 +84,23 @@ export class FallbackRegistry {
   readonly #bySession = new Map<string, Map<string, RegistryEntry>>();
   readonly #maxSkillsPerSession: number;
   readonly #maxSessions: number;
+  readonly #maxSkillsPerConnection: number;
   readonly #onEvict: (evicted: EntryRef) => void;
   /** Client connections open, with their open number and time, in open order (a Map keeps insertion order). */
   readonly #open = new Map<string, { readonly number: number; readonly at: number }>();
   #opened = 0;
+  /**
+   * Registrations held by their connection: the skill answered over it since it was bound there, and missed no ping
+   * since. Kept beside the entries, by identity: any change to an entry makes a new one, which is not held.
+   */
+  readonly #answers = new WeakSet<RegistryEntry>();
+  /** Registrations bound to a connection whose skill missed a ping since: the next connection it is heard over binds them. */
+  readonly #lapsed = new WeakSet<RegistryEntry>();
 
   constructor(bounds: RegistryBounds = {}) {
     this.#maxSkillsPerSession = bounds.maxSkillsPerSession ?? Infinity;
     this.#maxSessions = bounds.maxSessions ?? Infinity;
+    this.#maxSkillsPerConnection = bounds.maxSkillsPerConnection ?? Infinity;
     this.#onEvict = bounds.onEvict ?? (() => {});
   }
 
@@ -91,17 +108,27 @@ export class FallbackRegistry {
    * §3.1: re-registration with the same skill_id replaces the prior entry (always allowed, whatever the bounds). A
    * new skill beyond `maxSkillsPerSession`, or a new session beyond `maxSessions`, takes the place of a registration
    * away — a dormant one first, then the oldest — or, when none is, is refused. A registration is heard from: in the
-   * pools at once.
+   * pools at once, bound to `connection` but not held by it until the skill answers there (`answered`). A skill new to
+   * `connection` in the session is refused when the session already holds `maxSkillsPerConnection` registrations bound
+   * to it (one client cannot take every place).
    */
   register(sessionId: string, skillId: string, priority: number, connection?: string, legacy = false): RegisterResult {
+    if (connection !== undefined && this.#boundTo(sessionId, connection, skillId) >= this.#maxSkillsPerConnection) return 'connection_quota';
     return this.#put(sessionId, skillId, { priority, connection, legacy });
+  }
+
+  /** Registrations of `sessionId` bound to `connection`, `skillId`'s own not counted. */
+  #boundTo(sessionId: string, connection: string, skillId: string): number {
+    let bound = 0;
+    for (const [other, entry] of this.#bySession.get(sessionId) ?? []) if (other !== skillId && entry.connection === connection) bound++;
+    return bound;
   }
 
   /**
    * A registration kept on disk, after a restart. A spec one is dormant until its skill is heard from (the skill SDK
    * registers again when it reconnects, and is asked to with `ovos.fallback.reregister`); a legacy one (ovos-workshop
    * never registers again) is away until a client connection opens — `withConnections` false (a foreign bus shows
-   * none): maybe back at once —, unless it had already missed its ping while maybe back (`dormant`).
+   * none): maybe back at once —, unless it is `dormant` (it missed its ping while maybe back, or was never heard from).
    */
   restore(sessionId: string, skillId: string, priority: number, restored: RestoredRegistration, withConnections: boolean): RegisterResult {
     const base = { priority, connection: undefined, legacy: restored.legacy, unheard: true } as const;
@@ -210,6 +237,49 @@ export class FallbackRegistry {
       changed.push({ sessionId, skillId });
     }
     return changed;
+  }
+
+  /**
+   * The connection holding `skillId`'s registration in `sessionId`, if one does. `available`: the registration that
+   * puts it in the session's pools — its own unless that one is away, else "default"'s (§3.4).
+   */
+  holder(sessionId: string, skillId: string, available = false): string | undefined {
+    let entry = this.entry(sessionId, skillId);
+    if (available && (entry === undefined || entry.away === true)) entry = this.entry(DEFAULT_SESSION_ID, skillId) ?? entry;
+    return entry !== undefined && this.#answers.has(entry) ? entry.connection : undefined;
+  }
+
+  /**
+   * `skillId` spoke over `connection` (a pong, any message of its own but a registration): its registrations bound
+   * there answer now, held by it; those whose binding lapsed are bound to it — their old connection (it answers
+   * again) or another (it took over). Those that moved to another connection.
+   */
+  answered(skillId: string, connection: string): EntryRef[] {
+    const moved: EntryRef[] = [];
+    for (const [sessionId, skills] of this.#bySession) {
+      let entry = skills.get(skillId);
+      if (entry === undefined || entry.unheard === true || (entry.connection !== connection && !this.#lapsed.has(entry))) continue;
+      if (entry.connection !== connection) {
+        skills.set(skillId, (entry = { priority: entry.priority, connection, legacy: entry.legacy }));
+        moved.push({ sessionId, skillId });
+      }
+      this.#lapsed.delete(entry);
+      this.#answers.add(entry);
+    }
+    return moved;
+  }
+
+  /**
+   * A ping to `skillId` went unanswered (§6.1): its registrations bound to a connection lapse (they stay in the
+   * pools), so a skill restarted in a new process while the old one hangs with its socket open can take over.
+   */
+  lapse(skillId: string): void {
+    for (const skills of this.#bySession.values()) {
+      const entry = skills.get(skillId);
+      if (entry?.connection === undefined || entry.unheard === true) continue;
+      this.#answers.delete(entry);
+      this.#lapsed.add(entry);
+    }
   }
 
   /**

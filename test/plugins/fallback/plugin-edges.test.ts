@@ -269,6 +269,8 @@ describe('the registry file across a restart (README "Restarts"; FALLBACK-1 §3.
     const first = boot(file);
     first.h.bus.publish(specRegister('spec.a', 10));
     first.h.bus.publish(legacyRegister('legacy.b', 20), 'legacy');
+    // It answers a broadcast before the restart: heard (one nobody ever answered for comes back dormant, binding.test.ts).
+    first.h.bus.publish(createMessage('ovos.skills.fallback.pong', { skill_id: 'legacy.b', can_handle: false }, { session: session('default') }), 'legacy');
     await first.h.settle();
     await first.store().flush();
     expect(first.store().entries().map(({ skill_id, legacy }) => ({ skill_id, legacy }))).toEqual([
