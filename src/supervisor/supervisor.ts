@@ -159,6 +159,7 @@ export class Supervisor {
   /** skill_ids whose latest connection closed and that have not spoken since (bounded, oldest forgotten first). */
   readonly #gone = new Set<string>();
   #closedHandlers: ConnectionClosedHandler[] = [];
+  #speaksFor: (skillId: string, connection: string) => boolean = () => true;
   #heardHandlers: Array<(inbound: Extract<Inbound, { readonly skill_id: string }>, connection: string | undefined) => void> = [];
   #observers: SupervisorObserver[] = [];
   readonly #refusalHandlers = new Map<InboundKind, Array<(message: Message, reason: DropReason) => void>>();
@@ -202,6 +203,15 @@ export class Supervisor {
    * Hear of every skill that speaks for itself (any message we consume that names its skill_id, but a deregistration;
    * valid or not for its session), with the connection it arrived on (undefined without connection identity): it is on the bus.
    */
+  /**
+   * Who may speak for a skill (the fallback plugin says: not a connection while another holds the skill's
+   * registration). A message of a skill over a connection that may not speak for it is routed as usual — its contest
+   * drops it — but teaches nothing: the skill is not learnt on that connection, nor heard (`onSkillHeard`).
+   */
+  speaksFor(check: (skillId: string, connection: string) => boolean): void {
+    this.#speaksFor = check;
+  }
+
   onSkillHeard(handler: (inbound: Extract<Inbound, { readonly skill_id: string }>, connection: string | undefined) => void): Unsubscribe {
     this.#heardHandlers = [...this.#heardHandlers, handler];
     return () => {
@@ -347,10 +357,11 @@ export class Supervisor {
     }
     const { inbound } = classified;
     if (classified.defect !== undefined) this.#defect(classified.defect, inbound, message);
-    this.#learnPeer(inbound, message);
+    const connection = this.connectionOf(message);
+    const vouched = !('skill_id' in inbound) || connection === undefined || this.#speaksFor(inbound.skill_id, connection);
+    if (vouched) this.#learnPeer(inbound, message);
     // A deregistration is a skill leaving, not a sign that it is there.
-    if ('skill_id' in inbound && inbound.kind !== 'fallback.deregister' && this.#heardHandlers.length > 0) {
-      const connection = this.connectionOf(message);
+    if (vouched && 'skill_id' in inbound && inbound.kind !== 'fallback.deregister' && this.#heardHandlers.length > 0) {
       for (const handler of this.#heardHandlers) {
         try {
           handler(inbound, connection);

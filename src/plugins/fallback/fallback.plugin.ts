@@ -255,6 +255,9 @@ export class FallbackPlugin {
     // restored or their connection closed are back in the pools, bound to the connection it spoke over. Anything but a
     // registration is an answer: registrations bound to that connection are held by it, and those whose binding
     // lapsed (a missed ping) move to it.
+    // A connection another holds the skill for (it answers there) does not speak for it: what it sends, refused or
+    // dropped, does not make it where the skill is — not when the holder's connection closes either.
+    supervisor.speaksFor((skillId, connection) => !this.registry.heldElsewhere(skillId, connection));
     this.#unsubscribe.push(supervisor.onSkillHeard((inbound, connection) => {
       const skillId = inbound.skill_id;
       // A legacy registration is checked first (it never takes over a spec skill's from elsewhere): its handler.

@@ -250,6 +250,21 @@ export class FallbackRegistry {
   }
 
   /**
+   * Whether `connection` may not speak for `skillId`: a registration of it is held by another connection (it answers
+   * its pings there) and none is bound to `connection`. What it sends then teaches nothing about the skill.
+   */
+  heldElsewhere(skillId: string, connection: string): boolean {
+    let elsewhere = false;
+    for (const skills of this.#bySession.values()) {
+      const entry = skills.get(skillId);
+      if (entry === undefined) continue;
+      if (entry.connection === connection) return false;
+      if (this.#answers.has(entry)) elsewhere = true;
+    }
+    return elsewhere;
+  }
+
+  /**
    * `skillId` spoke over `connection` (a pong, any message of its own but a registration): its registrations bound
    * there answer now, held by it; those whose binding lapsed are bound to it — their old connection (it answers
    * again) or another (it took over). Those that moved to another connection.

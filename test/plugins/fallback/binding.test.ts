@@ -138,6 +138,29 @@ describe.each(['spec', 'legacy'] as const)('FALLBACK-1 §3 / §6.1 only its own 
     expect(withReason(h, 'skill_bound_elsewhere')).toEqual([expect.objectContaining({ level: 40, msg: 'message dropped' })]);
   });
 
+  it('FALLBACK-1 §3.1 / §6.1: an impostor whose messages were refused is not where the skill is when its connection closes — the restarted skill registers over its new connection and wins', async () => {
+    const { h, owner } = await heldByOwner(dialect);
+    h.bus.subscribe((m) => {
+      if (w.isPing(m, 'x')) h.bus.publish(w.pong(m, 'x', true), 'intruder');
+    });
+    h.bus.publish(w.register('x', 1), 'intruder');
+    h.utter('do a barrel roll', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(1);
+    expect(h.system.supervisor.latestConnectionOf('x')).toBe('owner');
+    h.bus.closeConnection('owner');
+    await h.settle();
+    expect(h.system.fallback.registry.entry('default', 'x')?.connection).not.toBe('intruder');
+    owner.connection = 'restarted';
+    owner.verdict = true;
+    h.bus.publish(w.register('x', 10), 'restarted');
+    await h.settle();
+    expect(h.system.fallback.registry.entry('default', 'x')).toMatchObject({ priority: 10, connection: 'restarted' });
+    h.utter('do a barrel roll', { session: session('s1'), utteranceId: 'u2' });
+    await h.advance(1);
+    expect(winners(h).at(-1)).toBe('x');
+    expect(h.system.fallback.registry.holder('default', 'x')).toBe('restarted');
+  });
+
   it('FALLBACK-1 §3.1 / §3.2: its own connection registers it again (new priority) and deregisters it', async () => {
     const { h } = await heldByOwner(dialect);
     h.bus.publish(w.register('x', 20), 'owner');
