@@ -1,10 +1,9 @@
 /**
  * Which machine goes to which diagram, and what its named delays are set to by default. `npm run viz` writes, per
  * machine, `<name>.machine.md` (Mermaid, renders on code hosts, with a table of the named delays) and
- * `<name>.machine.svg` (Graphviz `dot` on the DOT export). test/inspect/diagram.test.ts fails when a committed file —
- * or the README's embedded fallback diagram — drifts from the machines.
+ * `<name>.machine.svg` (Graphviz `dot`, as WebAssembly, on the DOT export: generate.ts). test/inspect/diagram.test.ts
+ * fails when a committed file — or the README's embedded fallback diagram — drifts from the machines.
  */
-import { createHash } from 'node:crypto';
 import type { AnyStateMachine } from 'xstate';
 import { commonQueryMachine } from '../machines/common-query/common-query.machine.js';
 import { fallbackMachine } from '../machines/fallback/fallback.machine.js';
@@ -38,11 +37,6 @@ const delayValues = Object.fromEntries(Object.entries(DELAYS).map(([name, d]) =>
 
 export function dotOf(name: string): string {
   return toDot(MACHINES[name]!.machine, delayValues);
-}
-
-/** The hash an SVG carries of the DOT it was rendered from: how the drift test checks an SVG without `dot`. */
-export function dotHash(dot: string): string {
-  return createHash('sha256').update(dot).digest('hex');
 }
 
 export function markdownOf(name: string): string {
