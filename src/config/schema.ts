@@ -356,6 +356,12 @@ const inspector = section({
   recentUtterances: intIn(1, 100_000)
     .default(200)
     .describe('utterances the page can show (a ring: the oldest is forgotten first)'),
+  // Bounded above: the page takes the whole state as one JSON string, and V8 caps a string at about 512 MiB.
+  maxBytes: intIn(64 * 1024, 256 * 1024 * 1024)
+    .default(32 * 1024 * 1024)
+    .describe(
+      'bytes the inspector keeps for the utterances it shows, all together (the JSON size of their messages, estimated); past it the oldest is forgotten first. A message over 8 KiB is kept as a clipped copy',
+    ),
 }).describe('the live inspector page, served on loopback only');
 
 const dialects = section({

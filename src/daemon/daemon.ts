@@ -169,7 +169,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   let clients: (() => number) | undefined;
   // The inspector's recorder sees every bus message and every contest (createRecordedSystem).
   const recorder = config.inspector.enabled
-    ? new InspectorRecorder({ clock: systemClock, maxUtterances: config.inspector.recentUtterances })
+    ? new InspectorRecorder({ clock: systemClock, maxUtterances: config.inspector.recentUtterances, maxBytes: config.inspector.maxBytes })
     : undefined;
   const systemOn = (bus: Bus): ContestSystem => {
     const options = { bus, config, logger, ...(store === undefined ? {} : { registryStore: store }) };

@@ -6,11 +6,17 @@
  *
  * Fed from three places and nothing else: the bus (every message, once), the supervisor's observer (contests
  * started and ended, drops) and, while a page watches (detail mode), XState's inspection protocol on every contest
- * actor (state changes and fired delays). Recording keeps references — one small entry per message, no copies —
- * and views are built only when asked for (the page's feed, an export): measured in test/bench/inspector.ts.
+ * actor (state changes and fired delays). Recording keeps references — one small entry per message, a copy only
+ * of a message too large to keep whole — and views are built only when asked for (the page's feed, an export): measured in test/bench/inspector.ts.
+ *
+ * What it holds is bounded in bytes as well as in entries, whatever a client sends: a message whose JSON is past
+ * `MESSAGE_CAP_BYTES` is recorded as a clipped copy (long strings cut, long lists and deep nesting summarised), each
+ * utterance counts the bytes it keeps, and past `maxBytes` in all the oldest utterances are forgotten first. An
+ * utterance forgotten while it runs records nothing more. Sizes are estimates of the JSON text (a character a
+ * byte, a number or literal 8 bytes) plus a fixed cost per object kept, counted without serialising anything.
  */
 import type { AnyActorRef, InspectionEvent } from 'xstate';
-import { isJsonObject, stringField, type Message } from '../bus/message.js';
+import { isJsonObject, MAX_FRAME_DEPTH, MAX_TYPE_LENGTH, stringField, type Json, type JsonObject, type Message } from '../bus/message.js';
 import { sessionIdOf } from '../bus/session.js';
 import type { Clock } from '../clock/clock.js';
 import type { Unsubscribe } from '../bus/bus.js';
@@ -32,6 +38,8 @@ export interface TimelineEntry {
   /** Drop reason code, or how a contest ended. */
   readonly reason?: string;
   readonly detail?: string;
+  /** A message recorded as a clipped copy (its JSON was past `MESSAGE_CAP_BYTES`); `detail` says how large it was. */
+  readonly clipped?: true;
 }
 
 export interface ContestView {
@@ -105,6 +113,147 @@ export interface RecorderOptions {
   readonly maxEntries?: number;
   readonly maxDecisions?: number;
   readonly maxStrays?: number;
+  /** Bytes kept for all utterances together (estimated, see above); past it the oldest is forgotten first. */
+  readonly maxBytes?: number;
+}
+
+/** A recorded message whose JSON is past this is kept as a clipped copy, never whole. */
+export const MESSAGE_CAP_BYTES = 8 * 1024;
+/** The recorder's default byte budget (`inspector.maxBytes`). */
+const DEFAULT_MAX_BYTES = 32 * 1024 * 1024;
+/** In a clipped copy: characters kept of a string, of a key; items kept of a list or object; levels kept. */
+const CLIP_TEXT = 1024;
+const CLIP_KEY = 128;
+const CLIP_ITEMS = 32;
+const CLIP_DEPTH = 8;
+/** How far a clipped message's original size is counted, to say how large it was (a frame is far smaller). */
+const ORIGINAL_LIMIT_BYTES = 64 * 1024 * 1024;
+/** Characters kept of each field of a stray drop. */
+const STRAY_TEXT = 200;
+/** What the recorder's own objects cost besides the strings they hold (estimates, counted towards `maxBytes`). */
+const RECORD_BYTES = 512;
+const CONTEST_BYTES = 256;
+const ENTRY_BYTES = 64;
+const DECISION_BYTES = 128;
+
+/**
+ * The size of `value` as JSON text, estimated (a character a byte, a number or literal 8 bytes) and counted only
+ * until it passes `limit`: the walk stops there, so a huge value costs no more to measure than a small one. Nesting
+ * deeper than a frame may (MAX_FRAME_DEPTH) measures as Infinity. Allocates nothing.
+ */
+function jsonBytes(value: unknown, limit = Number.POSITIVE_INFINITY): number {
+  return measure(value, 0, limit, 0);
+}
+
+function measure(value: unknown, total: number, limit: number, depth: number): number {
+  if (typeof value === 'string') return total + value.length + 2;
+  if (typeof value !== 'object' || value === null) return total + 8;
+  return measureIn(value, total, limit, depth);
+}
+
+/** `measure` of a list or object. Strings and literals inside are counted in the loop: most of a message is leaves. */
+function measureIn(value: object, total: number, limit: number, depth: number): number {
+  if (depth >= MAX_FRAME_DEPTH) return Number.POSITIVE_INFINITY;
+  total += 2;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i];
+      if (typeof item === 'string') total += item.length + 3;
+      else if (typeof item !== 'object' || item === null) total += 9;
+      else total = measureIn(item, total + 1, limit, depth + 1);
+      if (total > limit) return total;
+    }
+    return total;
+  }
+  for (const key in value) {
+    const item: unknown = (value as Record<string, unknown>)[key];
+    if (typeof item === 'string') total += key.length + item.length + 6;
+    else if (typeof item !== 'object' || item === null) total += key.length + 12;
+    else total = measureIn(item, total + key.length + 4, limit, depth + 1);
+    if (total > limit) return total;
+  }
+  return total;
+}
+
+/** A message's JSON size (`jsonBytes`), counted until it passes `limit`. */
+function messageBytes(message: Message, limit = Number.POSITIVE_INFINITY): number {
+  const total = measureIn(message.data, message.type.length + 32, limit, 1);
+  return total > limit ? total : measureIn(message.context, total, limit, 1);
+}
+
+/**
+ * `text` as kept: itself when at most `max` characters; else its first `max` characters and how many were cut,
+ * copied into a string of its own (a slice would keep the whole original alive).
+ */
+function clipText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  return Buffer.from(`${text.slice(0, max)}…[clipped ${text.length - max} chars]`, 'utf16le').toString('utf16le');
+}
+
+/** What a clipped copy may still take, shared by everything copied into one object. */
+interface Room {
+  left: number;
+}
+
+function clipJson(value: Json, room: Room, depth: number): Json {
+  if (typeof value === 'string') {
+    const text = clipText(value, CLIP_TEXT);
+    room.left -= text.length + 2;
+    return text;
+  }
+  if (typeof value !== 'object' || value === null) {
+    room.left -= 8;
+    return value;
+  }
+  if (depth >= CLIP_DEPTH) {
+    room.left -= 32;
+    return Array.isArray(value) ? ['…[clipped: nested deeper]'] : { '…': '[clipped: nested deeper]' };
+  }
+  room.left -= 2;
+  if (Array.isArray(value)) {
+    const items: Json[] = [];
+    for (const item of value) {
+      if (items.length === CLIP_ITEMS || room.left <= 0) {
+        items.push(`…[clipped ${value.length - items.length} items]`);
+        break;
+      }
+      room.left -= 1;
+      items.push(clipJson(item, room, depth + 1));
+    }
+    return items;
+  }
+  return clipObject(value, room, depth);
+}
+
+function clipObject(value: JsonObject, room: Room, depth: number): JsonObject {
+  const entries: Array<[string, Json]> = [];
+  for (const key in value) {
+    if (entries.length === CLIP_ITEMS || room.left <= 0) {
+      entries.push(['…', '[clipped: more keys]']);
+      break;
+    }
+    const name = clipText(key, CLIP_KEY);
+    room.left -= name.length + 4;
+    entries.push([name, clipJson(value[key]!, room, depth + 1)]);
+  }
+  // fromEntries defines each key as the object's own, `__proto__` included.
+  return Object.fromEntries(entries) as JsonObject;
+}
+
+/** A copy of `message` within about `MESSAGE_CAP_BYTES`: half for its data, half for its context. */
+function clipMessage(message: Message): Message {
+  return {
+    type: clipText(message.type, MAX_TYPE_LENGTH),
+    data: clipObject(message.data, { left: MESSAGE_CAP_BYTES / 2 }, 1),
+    context: clipObject(message.context, { left: MESSAGE_CAP_BYTES / 2 }, 1),
+  };
+}
+
+/** How large a clipped message was, as its timeline entry says it. */
+function sizeText(bytes: number): string {
+  if (!Number.isFinite(bytes)) return 'nested deeper than a frame may';
+  if (bytes > ORIGINAL_LIMIT_BYTES) return `over ${ORIGINAL_LIMIT_BYTES / 1024 / 1024} MiB`;
+  return bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
 /** The fallback pools a session would be asked in, per stage, for a trace (`Trace.pools`). */
@@ -154,7 +303,8 @@ export function skillOf(message: Message): string | undefined {
 
 interface ContestRecord {
   readonly info: ContestInfo;
-  readonly actor: AnyActorRef;
+  /** While the contest runs (its ended snapshot may hold a large input: not kept). */
+  actor: AnyActorRef | undefined;
   readonly machineId: string | undefined;
   /** The last snapshot value seen (a string, or an object for compound states) and its text. */
   value: unknown;
@@ -167,12 +317,23 @@ interface ContestRecord {
   inspection: { unsubscribe(): void } | undefined;
 }
 
+/** A drop as kept: its fields clipped, not the message it dropped. */
+interface KeptDrop {
+  readonly reason: string;
+  readonly type: string;
+  readonly skillId: string | undefined;
+  /** `kind/label` of the contest whose machine ignored it. */
+  readonly contest: string | undefined;
+  readonly detail: string | undefined;
+}
+
 /** What is kept per timeline entry: as little as possible, turned into a `TimelineEntry` only when viewed. */
 type Raw =
-  | { readonly at: number; readonly kind: 'message'; readonly message: Message }
+  /** `clipped`: the original's size (`messageBytes`) when `message` is a clipped copy. */
+  | { readonly at: number; readonly kind: 'message'; readonly message: Message; readonly clipped?: number }
   | { readonly at: number; readonly kind: 'state'; readonly contest: ContestRecord; readonly state: string }
   | { readonly at: number; readonly kind: 'timeout'; readonly contest: ContestRecord; readonly delay: string }
-  | { readonly at: number; readonly kind: 'drop'; readonly drop: Drop }
+  | { readonly at: number; readonly kind: 'drop'; readonly drop: KeptDrop }
   | { readonly at: number; readonly kind: 'contest'; readonly contest: ContestRecord; readonly ended: boolean }
   | { readonly at: number; readonly kind: 'decision' };
 
@@ -210,6 +371,12 @@ interface UtteranceRecord {
   decision: Decision | undefined;
   live: boolean;
   detailed: boolean;
+  /** What it keeps, counted towards `maxBytes`. */
+  bytes: number;
+  /** Its contests still running. */
+  running: number;
+  /** Out of the ring: records nothing more, and is kept only (empty) while a contest of it runs. */
+  forgotten: boolean;
 }
 
 export type RecorderChange = { readonly utterance: string } | { readonly stray: StrayDrop };
@@ -223,6 +390,9 @@ export class InspectorRecorder implements SupervisorObserver {
   readonly #maxEntries: number;
   readonly #maxDecisions: number;
   readonly #maxStrays: number;
+  readonly #maxBytes: number;
+  /** Bytes the ring's records keep, all together. */
+  #bytes = 0;
   #poolsFor: PoolsOf | undefined;
   /** utterance_id → its record(s): one, unless two sessions used the same utterance_id. */
   readonly #utterances = new Map<string, UtteranceRecord | UtteranceRecord[]>();
@@ -241,6 +411,12 @@ export class InspectorRecorder implements SupervisorObserver {
     this.#maxEntries = options.maxEntries ?? 400;
     this.#maxDecisions = options.maxDecisions ?? 100;
     this.#maxStrays = options.maxStrays ?? 100;
+    this.#maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
+  }
+
+  /** The bytes kept for utterances (estimated as the class comment says): never above `maxBytes` between calls. */
+  get bytes(): number {
+    return this.#bytes;
   }
 
   /** Where a trace's pools come from (createRecordedSystem sets the fallback plugin's). */
@@ -258,8 +434,9 @@ export class InspectorRecorder implements SupervisorObserver {
     if (on === this.#detailed) return;
     this.#detailed = on;
     for (const { contest, utterance } of this.#contests.values()) {
+      if (utterance.forgotten) continue;
       if (on) {
-        contest.inspection ??= contest.actor.system.inspect(this.inspect);
+        contest.inspection ??= contest.actor?.system.inspect(this.inspect);
         utterance.detailed = true;
       } else {
         contest.inspection?.unsubscribe();
@@ -304,15 +481,49 @@ export class InspectorRecorder implements SupervisorObserver {
       decision: undefined,
       live: true,
       detailed: this.#detailed,
+      bytes: 0,
+      running: 0,
+      forgotten: false,
     };
     const same = this.#utterances.get(utteranceId);
     this.#utterances.set(utteranceId, same === undefined ? record : Array.isArray(same) ? [...same, record] : [same, record]);
     this.#ring.push(record);
     if (this.#ring.length > this.#maxUtterances) this.#forget(this.#ring.shift()!);
+    // Counted now, the budget held at the caller's next charge (once the record has its contest).
+    this.#count(record, RECORD_BYTES + record.key.length + sessionId.length + utteranceId.length);
     return record;
   }
 
+  #count(record: UtteranceRecord, bytes: number): void {
+    record.bytes += bytes;
+    this.#bytes += bytes;
+  }
+
+  /** Count `bytes` more kept for `record`; past the budget, forget the oldest records (`record` too, if it is one). */
+  #charge(record: UtteranceRecord, bytes: number): void {
+    if (record.forgotten) return;
+    this.#count(record, bytes);
+    while (this.#bytes > this.#maxBytes && this.#ring.length > 0) this.#forget(this.#ring.shift()!);
+  }
+
+  /** A record out of the ring: its entries, contests and decision go; it stays findable (empty) while a contest of it runs. */
   #forget(record: UtteranceRecord): void {
+    record.forgotten = true;
+    this.#bytes -= record.bytes;
+    record.bytes = 0;
+    record.entries.length = 0;
+    for (const contest of record.contests) {
+      contest.inspection?.unsubscribe();
+      contest.inspection = undefined;
+    }
+    record.contests.length = 0;
+    record.pools = undefined;
+    const decided = this.#decisions.indexOf(record);
+    if (decided >= 0) this.#decisions.splice(decided, 1);
+    if (record.running === 0) this.#unindex(record);
+  }
+
+  #unindex(record: UtteranceRecord): void {
     const same = this.#utterances.get(record.utteranceId);
     if (same === record) this.#utterances.delete(record.utteranceId);
     else if (Array.isArray(same)) {
@@ -322,10 +533,30 @@ export class InspectorRecorder implements SupervisorObserver {
     }
   }
 
-  #push(record: UtteranceRecord, entry: Raw): void {
+  /** Keep `entry` (costing `bytes` besides the entry itself), or count it left out past the per-utterance bound. */
+  #push(record: UtteranceRecord, entry: Raw, bytes: number): void {
+    if (record.forgotten) return;
     if (record.entries.length >= this.#maxEntries) record.truncated++;
-    else record.entries.push(entry);
+    else {
+      record.entries.push(entry);
+      this.#charge(record, ENTRY_BYTES + bytes);
+    }
     for (const listener of this.#listeners) listener({ utterance: record.key });
+  }
+
+  /** A message joins `record` by reference, or as a clipped copy when its JSON is past `MESSAGE_CAP_BYTES`. */
+  #pushMessage(record: UtteranceRecord, at: number, message: Message): void {
+    if (record.forgotten || record.entries.length >= this.#maxEntries) {
+      this.#push(record, { at, kind: 'message', message }, 0);
+      return;
+    }
+    const bytes = messageBytes(message, MESSAGE_CAP_BYTES);
+    if (bytes <= MESSAGE_CAP_BYTES) {
+      this.#push(record, { at, kind: 'message', message }, bytes);
+      return;
+    }
+    const kept = clipMessage(message);
+    this.#push(record, { at, kind: 'message', message: kept, clipped: messageBytes(message, ORIGINAL_LIMIT_BYTES) }, messageBytes(kept));
   }
 
   #recordOf(message: Message): UtteranceRecord | undefined {
@@ -345,7 +576,7 @@ export class InspectorRecorder implements SupervisorObserver {
   /** Bus subscriber: every message carrying an utterance_id (or a live contest's contest_id) joins that utterance. */
   readonly onMessage = (message: Message): void => {
     const record = this.#recordOf(message);
-    if (record !== undefined) this.#push(record, { at: this.#clock.now() - record.start, kind: 'message', message });
+    if (record !== undefined) this.#pushMessage(record, this.#clock.now() - record.start, message);
   };
 
   /** The XState inspection hook (detail mode): state changes and fired delays of every contest. */
@@ -354,11 +585,12 @@ export class InspectorRecorder implements SupervisorObserver {
     const known = this.#contests.get((event.actorRef as AnyActorRef).id);
     if (known === undefined) return;
     const { contest, utterance } = known;
+    if (utterance.forgotten) return;
     if (event.type === '@xstate.event') {
       const type = event.event.type;
       if (type.startsWith('xstate.after.')) {
         const delay = type.slice('xstate.after.'.length).split('.')[0] ?? type;
-        this.#push(utterance, { at: this.#clock.now() - utterance.start, kind: 'timeout', contest, delay });
+        this.#push(utterance, { at: this.#clock.now() - utterance.start, kind: 'timeout', contest, delay }, delay.length);
       }
       return;
     }
@@ -371,12 +603,13 @@ export class InspectorRecorder implements SupervisorObserver {
     contest.value = value;
     if (state === contest.state) return;
     contest.state = state;
-    this.#push(utterance, { at: this.#clock.now() - utterance.start, kind: 'state', contest, state });
+    this.#push(utterance, { at: this.#clock.now() - utterance.start, kind: 'state', contest, state }, state.length);
   }
 
   contestStarted(info: ContestInfo, actor: AnyActorRef, input: unknown): void {
     if (info.utteranceId === undefined) return;
     const utterance = this.#ensure(info.sessionId, info.utteranceId);
+    const watched = this.#detailed && !utterance.forgotten;
     const logicId = (actor as { logic?: { id?: unknown } }).logic?.id;
     const contest: ContestRecord = {
       info,
@@ -388,22 +621,28 @@ export class InspectorRecorder implements SupervisorObserver {
       reason: undefined,
       startedAt: this.#clock.now() - utterance.start,
       endedAt: undefined,
-      inspection: this.#detailed ? actor.system.inspect(this.inspect) : undefined,
+      inspection: watched ? actor.system.inspect(this.inspect) : undefined,
     };
-    utterance.contests.push(contest);
+    utterance.running++;
     this.#contests.set(info.id, { contest, utterance });
+    if (utterance.forgotten) return;
+    utterance.contests.push(contest);
+    this.#charge(utterance, CONTEST_BYTES + info.id.length + info.kind.length + info.label.length);
     if (info.kind === 'utterance') {
       const request = isJsonObject(input) ? input['request'] : undefined;
       const utterances = isJsonObject(request) ? request['utterances'] : undefined;
-      if (Array.isArray(utterances) && typeof utterances[0] === 'string') utterance.utterance = utterances[0];
+      if (Array.isArray(utterances) && typeof utterances[0] === 'string') {
+        utterance.utterance = clipText(utterances[0], CLIP_TEXT);
+        this.#charge(utterance, utterance.utterance.length);
+      }
       if (this.#detailed) this.#poolsOf(utterance);
       // The stamped entry message (the one on the bus carried no utterance_id yet).
       const entry = isJsonObject(request) ? request['entry'] : undefined;
       if (isJsonObject(entry) && typeof entry['type'] === 'string' && isJsonObject(entry['data']) && isJsonObject(entry['context'])) {
-        this.#push(utterance, { at: contest.startedAt, kind: 'message', message: { type: entry['type'], data: entry['data'], context: entry['context'] } });
+        this.#pushMessage(utterance, contest.startedAt, { type: entry['type'], data: entry['data'], context: entry['context'] });
       }
     }
-    this.#push(utterance, { at: contest.startedAt, kind: 'contest', contest, ended: false });
+    this.#push(utterance, { at: contest.startedAt, kind: 'contest', contest, ended: false }, 0);
   }
 
   contestEnded(info: ContestInfo, result: ContestResult<unknown>): void {
@@ -411,44 +650,64 @@ export class InspectorRecorder implements SupervisorObserver {
     if (known === undefined) return;
     this.#contests.delete(info.id);
     const { contest, utterance } = known;
-    // XState reports the final snapshot only after the actor completed, and not at all without detail: read it here.
-    this.#stateOf(contest, utterance, (contest.actor.getSnapshot() as { value?: unknown }).value);
+    const actor = contest.actor!;
+    contest.actor = undefined;
     contest.inspection?.unsubscribe();
     contest.inspection = undefined;
+    utterance.running--;
+    if (utterance.forgotten) {
+      if (utterance.running === 0) this.#unindex(utterance);
+      return;
+    }
+    // XState reports the final snapshot only after the actor completed, and not at all without detail: read it here.
+    this.#stateOf(contest, utterance, (actor.getSnapshot() as { value?: unknown }).value);
     contest.status = result.status === 'done' ? 'done' : result.status;
-    contest.reason = result.status === 'stopped' ? result.reason : result.status === 'error' ? 'contest_error' : undefined;
+    contest.reason = result.status === 'stopped' ? clipText(result.reason, CLIP_TEXT) : result.status === 'error' ? 'contest_error' : undefined;
     contest.endedAt = this.#clock.now() - utterance.start;
-    this.#push(utterance, { at: contest.endedAt, kind: 'contest', contest, ended: true });
+    this.#push(utterance, { at: contest.endedAt, kind: 'contest', contest, ended: true }, contest.reason?.length ?? 0);
     if (info.kind !== 'utterance') return;
     utterance.live = false;
+    if (utterance.forgotten) return;
     const output = result.status === 'done' && isJsonObject(result.output) ? (result.output as { outcome?: unknown; stage?: unknown; match?: { skill_id?: unknown } | null }) : undefined;
-    utterance.decision = {
+    const decision: Decision = {
       time: Date.now(),
       afterMs: contest.endedAt,
-      outcome: output === undefined ? (contest.reason ?? 'ended') : String(output.outcome),
-      stage: typeof output?.stage === 'string' ? output.stage : null,
-      skill_id: typeof output?.match?.skill_id === 'string' ? output.match.skill_id : null,
-      declined: declinedOf(contest.actor),
+      outcome: output === undefined ? (contest.reason ?? 'ended') : clipText(String(output.outcome), CLIP_TEXT),
+      stage: typeof output?.stage === 'string' ? clipText(output.stage, CLIP_TEXT) : null,
+      skill_id: typeof output?.match?.skill_id === 'string' ? clipText(output.match.skill_id, CLIP_TEXT) : null,
+      declined: declinedOf(actor).map(({ stage, why }) => ({ stage: clipText(stage, CLIP_TEXT), why: clipText(why, CLIP_TEXT) })),
     };
+    utterance.decision = decision;
     this.#decisions.push(utterance);
     if (this.#decisions.length > this.#maxDecisions) this.#decisions.shift();
-    this.#push(utterance, { at: contest.endedAt, kind: 'decision' });
+    this.#charge(utterance, DECISION_BYTES + decision.outcome.length + (decision.stage?.length ?? 0) + (decision.skill_id?.length ?? 0) + jsonBytes(decision.declined));
+    this.#push(utterance, { at: contest.endedAt, kind: 'decision' }, 0);
   }
 
   dropped(drop: Drop): void {
     const record = drop.contest !== undefined ? this.#contests.get(drop.contest.id)?.utterance : drop.message === undefined ? undefined : this.#recordOf(drop.message);
+    if (record?.forgotten === true) return;
+    const skillId = drop.skillId ?? (drop.message === undefined ? undefined : skillOf(drop.message));
     if (record !== undefined) {
-      this.#push(record, { at: this.#clock.now() - record.start, kind: 'drop', drop });
+      const kept: KeptDrop = {
+        reason: clipText(drop.reason, CLIP_TEXT),
+        type: clipText(drop.type, MAX_TYPE_LENGTH),
+        skillId: skillId === undefined ? undefined : clipText(skillId, CLIP_TEXT),
+        contest: drop.contest === undefined ? undefined : clipText(`${drop.contest.kind}/${drop.contest.label}`, CLIP_TEXT),
+        detail: drop.detail === undefined ? undefined : clipText(drop.detail, CLIP_TEXT),
+      };
+      const bytes = kept.reason.length + kept.type.length + (kept.skillId?.length ?? 0) + (kept.contest?.length ?? 0) + (kept.detail?.length ?? 0);
+      this.#push(record, { at: this.#clock.now() - record.start, kind: 'drop', drop: kept }, bytes);
       return;
     }
-    const skillId = drop.skillId ?? (drop.message === undefined ? undefined : skillOf(drop.message));
+    const sessionId = drop.message === undefined ? undefined : sessionIdOf(drop.message);
     const stray: StrayDrop = {
       time: Date.now(),
-      reason: drop.reason,
-      type: drop.type.slice(0, 200),
-      session_id: drop.message === undefined ? undefined : sessionIdOf(drop.message)?.slice(0, 200),
-      skill_id: skillId?.slice(0, 200),
-      detail: drop.detail?.slice(0, 200),
+      reason: clipText(drop.reason, STRAY_TEXT),
+      type: clipText(drop.type, STRAY_TEXT),
+      session_id: sessionId === undefined ? undefined : clipText(sessionId, STRAY_TEXT),
+      skill_id: skillId === undefined ? undefined : clipText(skillId, STRAY_TEXT),
+      detail: drop.detail === undefined ? undefined : clipText(drop.detail, STRAY_TEXT),
     };
     this.#strays.push(stray);
     if (this.#strays.length > this.#maxStrays) this.#strays.shift();
@@ -463,7 +722,7 @@ export class InspectorRecorder implements SupervisorObserver {
   utterance(key: string): UtteranceView | undefined {
     const [sessionId = '', utteranceId = ''] = key.split('\u0000');
     const record = this.#find(sessionId, utteranceId);
-    return record === undefined ? undefined : this.#view(record);
+    return record === undefined || record.forgotten ? undefined : this.#view(record);
   }
 
   /** The last decisions, newest first. */
@@ -480,7 +739,7 @@ export class InspectorRecorder implements SupervisorObserver {
   trace(key: string): Trace | undefined {
     const [sessionId = '', utteranceId = ''] = key.split('\u0000');
     const record = this.#find(sessionId, utteranceId);
-    if (record === undefined) return undefined;
+    if (record === undefined || record.forgotten) return undefined;
     const messages: TraceEntry[] = [];
     for (const entry of record.entries) if (entry.kind === 'message') messages.push(traceEntry(entry.at, entry.message));
     return { format: TRACE_FORMAT, utterance: record.utterance, session_id: record.sessionId, pools: this.#poolsOf(record), messages };
@@ -491,8 +750,12 @@ export class InspectorRecorder implements SupervisorObserver {
    * page showing it), so recording pays nothing for them; a page open while the utterance runs takes them then.
    */
   #poolsOf(record: UtteranceRecord): Readonly<Record<string, readonly string[]>> {
-    record.pools ??= this.#poolsFor?.(record.sessionId) ?? {};
-    return record.pools;
+    if (record.pools !== undefined) return record.pools;
+    const pools = this.#poolsFor?.(record.sessionId) ?? {};
+    if (record.forgotten) return pools;
+    record.pools = pools;
+    this.#charge(record, jsonBytes(pools));
+    return pools;
   }
 
   #decisionView(record: UtteranceRecord, decision: Decision): DecisionView {
@@ -524,7 +787,8 @@ export class InspectorRecorder implements SupervisorObserver {
     switch (entry.kind) {
       case 'message': {
         const skill = skillOf(entry.message);
-        return skill === undefined ? { at: entry.at, kind: 'message', type: entry.message.type } : { at: entry.at, kind: 'message', type: entry.message.type, skill_id: skill };
+        const view: TimelineEntry = skill === undefined ? { at: entry.at, kind: 'message', type: entry.message.type } : { at: entry.at, kind: 'message', type: entry.message.type, skill_id: skill };
+        return entry.clipped === undefined ? view : { ...view, clipped: true, detail: `clipped: the message was ${sizeText(entry.clipped)}` };
       }
       case 'state':
         return { at: entry.at, kind: 'state', type: entry.state, contest: where(entry.contest) };
@@ -537,14 +801,13 @@ export class InspectorRecorder implements SupervisorObserver {
       }
       case 'drop': {
         const { drop } = entry;
-        const skillId = drop.skillId ?? (drop.message === undefined ? undefined : skillOf(drop.message));
         return {
           at: entry.at,
           kind: 'drop',
           type: drop.type,
           reason: drop.reason,
-          ...(skillId === undefined ? {} : { skill_id: skillId }),
-          ...(drop.contest === undefined ? {} : { contest: `${drop.contest.kind}/${drop.contest.label}` }),
+          ...(drop.skillId === undefined ? {} : { skill_id: drop.skillId }),
+          ...(drop.contest === undefined ? {} : { contest: drop.contest }),
           ...(drop.detail === undefined ? {} : { detail: drop.detail }),
         };
       }

@@ -11,6 +11,10 @@
  * The feed does nothing while no page is connected: the recorder's change listener, its detail mode (state changes
  * and timeouts through XState's inspection) and the flush timer exist only while a client does. A page that cannot keep up (its socket buffer past 4 MiB) is skipped and sent the whole
  * state again once it has drained. Requests whose Host is not a loopback name are refused (DNS rebinding).
+ *
+ * Nothing a request or the feed runs into leaves the inspector: a request that fails is answered 500 and logged
+ * (`inspector_request_failed`), a feed frame that cannot be built is logged (`inspector_feed_failed`) and its page
+ * closed to reconnect; the daemon runs on either way.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -130,6 +134,15 @@ function packageRoot(): string {
   return dir;
 }
 
+/** A request's URL, or undefined when it does not parse (`//[` does not). */
+function urlOf(path: string | undefined, base: string): URL | undefined {
+  try {
+    return new URL(path ?? '/', base);
+  } catch {
+    return undefined;
+  }
+}
+
 const LOOPBACK_HOST = /^(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/i;
 /** A page served from a loopback name (the inspector's own when its port is the inspector's). */
 const LOOPBACK_ORIGIN = /^http:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/i;
@@ -161,17 +174,30 @@ export class InspectorServer {
       const path = join(root, 'visualizations', `${name}.machine.svg`);
       if (existsSync(path)) this.#files.set(`${name}.svg`, readFileSync(path));
     }
-    server.on('request', (request, response) => this.#request(request, response));
-    server.on('upgrade', (request, socket, head) => {
-      // The feed carries every session's utterances and answers: only the inspector's own page (or a client that
-      // sends no Origin: not a browser) may open it — never a page of another origin the user happens to visit.
-      const origin = request.headers.origin;
-      const ownPage = origin === undefined || (LOOPBACK_ORIGIN.test(origin) && new URL(origin).port === new URL(this.url).port);
-      if (!LOOPBACK_HOST.test(request.headers.host ?? '') || !ownPage || new URL(request.url ?? '/', this.url).pathname !== '/feed') {
-        socket.end('HTTP/1.1 403 Forbidden\r\n\r\n');
-        return;
+    server.on('request', (request, response) => {
+      try {
+        this.#request(request, response);
+      } catch (error) {
+        this.#options.logger.warn({ reason: 'inspector_request_failed', path: request.url?.slice(0, 200), err: error }, 'inspector request failed; answered 500');
+        if (response.headersSent) response.destroy();
+        else response.writeHead(500, { 'content-type': 'text/plain', 'cache-control': 'no-store' }).end('the inspector could not answer this request\n');
       }
-      this.#wss.handleUpgrade(request, socket, head, (ws) => this.#connected(ws));
+    });
+    server.on('upgrade', (request, socket, head) => {
+      try {
+        // The feed carries every session's utterances and answers: only the inspector's own page (or a client that
+        // sends no Origin: not a browser) may open it — never a page of another origin the user happens to visit.
+        const origin = request.headers.origin;
+        const ownPage = origin === undefined || (LOOPBACK_ORIGIN.test(origin) && new URL(origin).port === new URL(this.url).port);
+        if (!LOOPBACK_HOST.test(request.headers.host ?? '') || !ownPage || urlOf(request.url, this.url)?.pathname !== '/feed') {
+          socket.end('HTTP/1.1 403 Forbidden\r\n\r\n');
+          return;
+        }
+        this.#wss.handleUpgrade(request, socket, head, (ws) => this.#connected(ws));
+      } catch (error) {
+        this.#options.logger.warn({ reason: 'inspector_request_failed', path: request.url?.slice(0, 200), err: error }, 'inspector feed request failed');
+        socket.destroy();
+      }
     });
   }
 
@@ -209,7 +235,11 @@ export class InspectorServer {
       response.writeHead(405, { allow: 'GET, HEAD' }).end();
       return;
     }
-    const url = new URL(request.url ?? '/', this.url);
+    const url = urlOf(request.url, this.url);
+    if (url === undefined) {
+      response.writeHead(400, { 'content-type': 'text/plain' }).end('not a URL\n');
+      return;
+    }
     const send = (status: number, type: string, body: string | Buffer, extra: Record<string, string> = {}): void => {
       response.writeHead(status, { 'content-type': type, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', ...extra }).end(body);
     };
@@ -251,17 +281,23 @@ export class InspectorServer {
     this.#sendState(ws);
   }
 
+  /** The whole state to one page; a state that cannot be sent is logged and the page closed (it reconnects). */
+  #sendState(ws: WebSocket): void {
+    try {
+      const state = this.state();
+      this.#lastSystem = JSON.stringify(state.system);
+      const hello: FeedMessage = { type: 'hello', ...state };
+      ws.send(JSON.stringify(hello));
+    } catch (error) {
+      this.#options.logger.warn({ reason: 'inspector_feed_failed', err: error }, 'inspector could not send the page its state; closing it');
+      ws.close(1011, 'inspector state unavailable');
+    }
+  }
+
   #disconnected(ws: WebSocket): void {
     this.#clients.delete(ws);
     this.#stale.delete(ws);
     if (this.#clients.size === 0) this.#quiet();
-  }
-
-  #sendState(ws: WebSocket): void {
-    const state = this.state();
-    this.#lastSystem = JSON.stringify(state.system);
-    const hello: FeedMessage = { type: 'hello', ...state };
-    ws.send(JSON.stringify(hello));
   }
 
   /** The first page connected: hear the recorder's changes and flush them on a timer. */
@@ -271,7 +307,18 @@ export class InspectorServer {
       else this.#straysChanged = true;
     });
     this.#options.recorder.setDetailed(true);
-    this.#timer = setInterval(() => this.#flush(), this.#options.flushMs ?? 100);
+    this.#timer = setInterval(() => {
+      try {
+        this.#flush();
+      } catch (error) {
+        // What changed is let go (a page gets it with its next whole state), so one failure is logged once.
+        this.#dirty = new Set();
+        this.#decisionsChanged = false;
+        this.#straysChanged = false;
+        this.#options.logger.warn({ reason: 'inspector_feed_failed', err: error }, 'inspector feed update failed; the pages get the whole state later');
+        for (const ws of this.#clients) this.#stale.add(ws);
+      }
+    }, this.#options.flushMs ?? 100);
     this.#timer.unref();
   }
 
