@@ -209,9 +209,9 @@ const orchestrator = section({
     .default(30_000)
     .describe("how long a bus skill's handler may run before ovos.intent.handler.error (timeout)"),
   maxInFlightPerConnection: intIn(1)
-    .default(256)
+    .default(32)
     .describe(
-      'utterances of one client connection in flight at once (embedded bus); as many more wait their turn, and past that an utterance ends at once with its ovos.utterance.handled (error too_many_in_flight)',
+      'utterances of one client connection running at once (embedded bus); 8 times as many more wait their turn, and past that an utterance ends at once with its ovos.utterance.handled (error too_many_in_flight)',
     ),
 }).describe('the utterance orchestrator: match and handler bounds (OVOS-PIPELINE-1)');
 
