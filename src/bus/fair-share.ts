@@ -39,8 +39,6 @@ export class FairShare<K> {
   readonly #paused = new Map<K, number>();
   /** Paused in this window by `charge`, until `roll` says for how long. */
   readonly #over = new Set<K>();
-  /** Resumed at the start of this window: its frames read before its pause count here, not against it. */
-  #resumed = new Set<K>();
   /** Cost charged in this window, every connection. */
   #total = 0;
   /** The last window closed was saturated. */
@@ -60,7 +58,7 @@ export class FairShare<K> {
     const cost = (this.#costs.get(key) ?? 0) + unit;
     this.#costs.set(key, cost);
     this.#total += unit;
-    if (cost <= MIN_COST || this.#paused.has(key) || this.#over.has(key) || this.#resumed.has(key)) return false;
+    if (cost <= MIN_COST || this.#paused.has(key) || this.#over.has(key)) return false;
     if (!this.#saturated && this.#total <= BUSY_COST) return false;
     if (cost <= this.#share(this.#total, connected)) return false;
     this.#over.add(key);
@@ -89,7 +87,6 @@ export class FairShare<K> {
     this.#costs.delete(key);
     this.#paused.delete(key);
     this.#over.delete(key);
-    this.#resumed.delete(key);
   }
 
   /** Close the window: who to pause and who to resume. `connected`: client connections open (every one a potential sender). */
@@ -107,8 +104,8 @@ export class FairShare<K> {
     const share = this.#share(total, connected);
     for (const [key, cost] of this.#costs) {
       const early = this.#over.has(key);
-      // Frames read from its socket before it was paused count in the window it resumes in: not a reason to pause it again at once.
-      if (!early && (!busy || cost <= share || this.#paused.has(key) || this.#resumed.has(key))) continue;
+      // Resumed just now: what it cost here was read before its pause ended, not sent since.
+      if (!early && (!busy || cost <= share || this.#paused.has(key) || resume.includes(key))) continue;
       const ms = Math.min(this.#maxPauseMs, Math.max(WINDOW_MS, Math.round((WINDOW_MS * (cost - share)) / share)));
       this.#paused.set(key, now + ms);
       pause.push({ key, cost, share: Math.round(share), ms });
@@ -117,7 +114,6 @@ export class FairShare<K> {
     this.#costs.clear();
     this.#total = 0;
     this.#saturated = saturated;
-    this.#resumed = new Set(resume);
     return { pause, resume };
   }
 }

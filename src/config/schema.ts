@@ -209,7 +209,7 @@ const orchestrator = section({
     .default(30_000)
     .describe("how long a bus skill's handler may run before ovos.intent.handler.error (timeout)"),
   maxInFlightPerConnection: intIn(1)
-    .default(32)
+    .default(16)
     .describe(
       'utterances of one client connection running at once (embedded bus); 8 times as many more wait their turn, and past that an utterance ends at once with its ovos.utterance.handled (error too_many_in_flight)',
     ),
