@@ -1,7 +1,9 @@
 /**
  * The suite's output: each benchmark returns a `Section` (typed rows plus notes and OK/FAIL checks); this file
- * prints sections as aligned text tables and writes the whole run, with the machine it ran on, as JSON.
+ * prints sections as aligned text tables and writes the whole run, with the machine it ran on and the commit
+ * measured, as JSON.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, arch, platform, release, totalmem } from 'node:os';
 import type { LoadResult } from './load-driver.js';
@@ -60,7 +62,30 @@ export function machineInfo(): MachineInfo {
   };
 }
 
-function formatCell(value: Cell | undefined, unit: Column['unit']): string {
+/** What a results file holds (test/bench/results/*.json): one run of `npm run bench`. */
+export interface Results {
+  /** The code measured: `git rev-parse --short HEAD`, with `-dirty` when tracked files had uncommitted changes. */
+  readonly commit?: string;
+  readonly machine: MachineInfo;
+  readonly command: string;
+  readonly wallSeconds: number;
+  readonly sections: readonly Section[];
+  readonly failures: readonly string[];
+}
+
+/** HEAD's short hash, `-dirty` when a tracked file differs from it; undefined where there is no git or no repository. */
+export function gitCommit(cwd = new URL('.', import.meta.url)): string | undefined {
+  const git = (...args: string[]): string => execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  try {
+    const head = git('rev-parse', '--short', 'HEAD');
+    return git('status', '--porcelain', '--untracked-files=no') === '' ? head : `${head}-dirty`;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A cell as the tables print it: milliseconds, counts and bytes formatted by their column's unit, `—` for none. */
+export function formatCell(value: Cell | undefined, unit: Column['unit']): string {
   if (value === undefined || value === null) return '—';
   if (typeof value !== 'number') return String(value);
   switch (unit) {
@@ -102,7 +127,7 @@ function rounded(value: unknown): unknown {
   return value;
 }
 
-export function writeResults(file: URL, payload: { machine: MachineInfo; command: string; wallSeconds: number; sections: readonly Section[]; failures: readonly string[] }): void {
+export function writeResults(file: URL, payload: Results): void {
   mkdirSync(new URL('.', file), { recursive: true });
   const json = { ...payload, wallSeconds: round(payload.wallSeconds, 1), sections: rounded(payload.sections) };
   writeFileSync(file, `${JSON.stringify(json, null, 2)}\n`);

@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: every benchmark in turn, each printed as a table as it finishes, then the whole run written to
- * test/bench/results/local/latest.json (untracked) with the machine it ran on — `npm run bench -- --update` writes
- * the committed test/bench/results/latest.json the README quotes. A benchmark that throws is reported and the others
+ * test/bench/results/local/latest.json (untracked) with the machine it ran on and the commit measured —
+ * `npm run bench -- --update` writes the committed test/bench/results/latest.json instead, from which (with the
+ * committed partial-*.json) `npm run bench:docs` generates the tables of test/bench/README.md. A benchmark that throws is reported and the others
  * still run; the exit code says whether everything ran and every check held.
  *
  * Run with --expose-gc (the npm script does): the memory benchmark needs `global.gc`, and the others collect
@@ -20,7 +21,8 @@ import { benchMemory } from './memory.js';
 import { benchFlood } from './flood.js';
 import { benchMixedLoad } from './mixed-load.js';
 import { benchNoisyNeighbour } from './noisy-neighbour.js';
-import { machineInfo, renderMachine, renderSection, writeResults, type Section } from './report.js';
+import { type BenchmarkId, BENCHMARKS } from './catalogue.js';
+import { gitCommit, machineInfo, renderMachine, renderSection, writeResults, type Section } from './report.js';
 import { canCollectGarbage, collectGarbage, settle } from './rig.js';
 import { benchRestartMemory } from './restart-memory.js';
 import { benchRouting } from './routing.js';
@@ -28,51 +30,54 @@ import { benchSloppySkills } from './sloppy-skills.js';
 import { benchTimingUnderLoad } from './timing-under-load.js';
 
 
-const BENCHMARKS: ReadonlyArray<readonly [name: string, run: () => Promise<Section>]> = [
-  ['fallback in-process', benchFallbackInProcess],
-  ['machines floor', benchMachinesFloor],
-  ['fallback over websocket', benchFallbackWs],
-  ['bus floor', benchBusFloor],
-  ['common query over websocket', benchCommonQueryWs],
-  ['memory', benchMemory],
-  ['routing', benchRouting],
-  ['timing under load', benchTimingUnderLoad],
-  ['inspector', benchInspector],
-  ['mixed load', benchMixedLoad],
-  ['flood', benchFlood],
-  ['noisy neighbour', benchNoisyNeighbour],
-  ['adversarial', benchAdversarial],
-  ['restart memory', benchRestartMemory],
-  ['sloppy skills', benchSloppySkills],
-];
+const RUNS: Readonly<Record<BenchmarkId, () => Promise<Section>>> = {
+  'fallback-inprocess': benchFallbackInProcess,
+  'machines-floor': benchMachinesFloor,
+  'fallback-ws': benchFallbackWs,
+  'bus-floor': benchBusFloor,
+  'common-query-ws': benchCommonQueryWs,
+  memory: benchMemory,
+  routing: benchRouting,
+  'timing-under-load': benchTimingUnderLoad,
+  inspector: benchInspector,
+  'mixed-load': benchMixedLoad,
+  flood: benchFlood,
+  noisy: benchNoisyNeighbour,
+  adversarial: benchAdversarial,
+  restart: benchRestartMemory,
+  sloppy: benchSloppySkills,
+};
 // `npm run bench -- inspector memory`: only the benchmarks named (by a word of their name). Results go to the
-// untracked test/bench/results/local/; `--update` writes the committed files the README quotes instead.
+// untracked test/bench/results/local/; `--update` writes the committed files the README's tables come from instead.
 const args = process.argv.slice(2);
 const update = args.includes('--update');
 const only = args.filter((arg) => arg !== '--update');
-const selected = only.length === 0 ? BENCHMARKS : BENCHMARKS.filter(([name]) => only.some((word) => name.includes(word)));
+const selected = only.length === 0 ? BENCHMARKS : BENCHMARKS.filter(({ name }) => only.some((word) => name.includes(word)));
 // A partial run keeps its own results file: latest.json always holds a whole run.
 const resultsName = `${update ? '' : 'local/'}${only.length === 0 ? 'latest' : `partial-${only.join('-').replace(/[^A-Za-z0-9-]/g, '_')}`}`;
 const RESULTS = new URL(`../../../test/bench/results/${resultsName}.json`, import.meta.url);
 mkdirSync(new URL('.', RESULTS), { recursive: true });
 
 const machine = machineInfo();
+// The code measured: HEAD, `-dirty` when tracked files differ from it (read before anything runs).
+const commit = gitCommit();
 const started = performance.now();
 // Handles open before any benchmark (stdio pipes, the terminal) are not theirs to close. Node opens stdout and
 // stderr lazily, on first use: touch both so they are counted here rather than reported as left open at the end.
 void process.stdout.writable;
 void process.stderr.writable;
 const openAtStart = process.getActiveResourcesInfo();
-console.log(`ovos-contests benchmarks — ${renderMachine(machine)}`);
+console.log(`ovos-contests benchmarks — ${renderMachine(machine)}${commit === undefined ? '' : `, code at ${commit}`}`);
 if (!canCollectGarbage) console.log('warning: global.gc unavailable (run node with --expose-gc); the memory benchmark is skipped');
 
 const sections: Section[] = [];
 const failures: string[] = [];
-for (const [name, run] of selected) {
+for (const { name, id } of selected) {
   const benchStarted = performance.now();
   try {
     await collectGarbage();
-    const section = await run();
+    const section = await RUNS[id]();
+    if (section.id !== id) failures.push(`${name}: reported section "${section.id}", catalogue.ts says "${id}"`);
     sections.push(section);
     console.log(`\n${renderSection(section)}`);
     console.log(`  (${((performance.now() - benchStarted) / 1000).toFixed(1)} s)`);
@@ -85,6 +90,7 @@ for (const [name, run] of selected) {
 
 const wallSeconds = (performance.now() - started) / 1000;
 writeResults(RESULTS, {
+  ...(commit === undefined ? {} : { commit }),
   machine,
   command: `node ${process.execArgv.join(' ')} dist/test/bench/run.js ${args.join(' ')} (npm run bench${args.length === 0 ? '' : ` -- ${args.join(' ')}`})`.replace(/\s+/g, ' '),
   wallSeconds,

@@ -1,6 +1,6 @@
-// What score.mjs and stale.config.mjs share: every mutation result of each file, from the committed ledger
+// What score.mjs, docs.mjs and stale.config.mjs share: every mutation result of each file, from the committed ledger
 // (test/mutation/results.json) and the reports of runs on this machine (test/mutation/report/*.json, git-ignored),
-// and which files of the four folders have none for their current source.
+// which files of the four folders have none for their current source, and the groups the scores are given for.
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -69,6 +69,18 @@ export function results(ledger = readLedger()) {
 export const PURE = ['src/plugins/fallback/pool.ts', 'src/plugins/common-query/selection.ts', 'src/plugins/common-query/gate.ts'];
 const tsUnder = (dir) => readdirSync(join(root, dir), { recursive: true }).filter((f) => String(f).endsWith('.ts')).map((f) => `${dir}/${f}`);
 export const ALL = ['machines', 'src/plugins', 'src/supervisor', 'src/orchestrator'].flatMap(tsUnder).sort();
+
+/** The groups the scores are given for, each with its target (%). */
+export const GROUPS = [
+  { name: 'machines', target: 90, files: ALL.filter((f) => f.startsWith('machines/')) },
+  { name: 'pure decision functions', target: 90, files: PURE },
+  { name: 'all four folders', target: 80, files: ALL },
+];
+
+/** The mutants a score counts: detected or not, static ones skipped and those that did not compile or run left out. */
+export const valid = (t) => t.killed + t.timeout + t.survived + t.noCoverage;
+/** Stryker's score, %: (killed + timeout) / (killed + timeout + survived + no coverage). */
+export const score = (t) => (valid(t) === 0 ? NaN : (100 * (t.killed + t.timeout)) / valid(t));
 
 /** The newest result of `file`'s current source, or undefined (stale: only results of older sources; missing: none). */
 export function currentResult(file, files) {

@@ -12,20 +12,12 @@
 //   npm run test:mutation:score -- --record     also writes each report's results for current sources into the ledger
 //   npm run test:mutation:stale                 re-runs (incrementally) exactly the files this reports STALE or MISSING
 import { writeFileSync } from 'node:fs';
-import { ALL, PURE, currentResult, ledgerFile, readLedger, results, root } from './ledger.mjs';
+import { GROUPS, currentResult, ledgerFile, readLedger, results, root, score, valid } from './ledger.mjs';
 
 const record = process.argv.includes('--record');
 const ledger = readLedger();
 const files = results(ledger);
 
-const GROUPS = [
-  { name: 'machines', target: 90, files: ALL.filter((f) => f.startsWith('machines/')) },
-  { name: 'pure decision functions', target: 90, files: PURE },
-  { name: 'all four folders', target: 80, files: ALL },
-];
-
-const valid = (t) => t.killed + t.timeout + t.survived + t.noCoverage;
-const score = (t) => (valid(t) === 0 ? NaN : (100 * (t.killed + t.timeout)) / valid(t));
 const percent = (t) => (valid(t) === 0 ? '  n/a' : score(t).toFixed(1).padStart(5));
 
 let ok = true;
