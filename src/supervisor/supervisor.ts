@@ -169,6 +169,8 @@ export class Supervisor {
   readonly #defectLog = new LogRateLimiter(60_000);
   /** Refused fallback registrations: at most one warn per reason and skill per minute. */
   readonly #refusalLog = new LogRateLimiter(60_000);
+  /** Drop lines (`#drop`): ten a minute per level, reason and sender. */
+  readonly #dropLog = new LogRateLimiter(60_000, 1024, 10);
   /** Distinguishes this daemon's contest ids from another's on a shared bus. */
   readonly #prefix = randomBytes(3).toString('hex');
   #seq = 0;
@@ -509,10 +511,17 @@ export class Supervisor {
     const expected = reason === 'finished_contest' && message.type === legacyTopics.fallbackPong;
     const quiet = reason === 'no_live_contest' || reason === 'finished_contest' || reason === 'not_awaited' || reason === 'duplicate';
     const level = expected ? 'debug' : quiet ? 'info' : 'warn';
-    this.logger[level](
-      { reason, type: clip(message.type), session_id: clipped(sessionIdOf(message)), utterance_id: clipped(utteranceIdOf(message)), detail: clipped(detail), payload: boundedJson(message.data) },
-      'message dropped',
-    );
+    // At most ten lines a minute per level, reason and sender (its connection, else its session); the others are
+    // counted into the next window's first line (`suppressed`). Every drop still reaches the observers (the inspector) and the metrics.
+    const connection = this.connectionOf(message);
+    const sender = connection ?? `session:${sessionIdOf(message) ?? ''}`;
+    const { log, suppressed } = this.#dropLog.shouldLog(`${level}\u0000${reason}\u0000${sender}`, this.clock.now());
+    if (log) {
+      this.logger[level](
+        { reason, type: clip(message.type), session_id: clipped(sessionIdOf(message)), utterance_id: clipped(utteranceIdOf(message)), connection, detail: clipped(detail), suppressed, payload: boundedJson(message.data) },
+        'message dropped',
+      );
+    }
     // The owner of a service kind may answer a refusal (the orchestrator ends a refused utterance with its handled).
     for (const handler of kind === undefined ? [] : (this.#refusalHandlers.get(kind) ?? [])) {
       try {

@@ -1,5 +1,5 @@
 /**
- * How the supervisor logs what it drops (README "Bus topics": every dropped message gets one line with a stable
+ * How the supervisor logs what it drops (src/bus/README.md: every dropped message gets one line with a stable
  * `reason`; expected traffic is logged below `info`). The level is what an operator filters on: a warn is
  * something wrong on the bus, info is traffic that lost a race, debug is what every legacy skill does by design.
  */
@@ -61,7 +61,7 @@ function setup() {
 
 const pong = (type: string, data: JsonObject, context: JsonObject) => createMessage(type, data, context);
 
-describe('Supervisor drops: one line each, at the level an operator expects (README "Bus topics")', () => {
+describe('Supervisor drops: one line each, at the level an operator expects (src/bus/README.md)', () => {
   it('OVOS-MSG-1 §6.1: a wrong-typed field that makes the reply unusable is a warn with its reason; the observer sees the drop and who sent it', async () => {
     const s = setup();
     s.bus.publish(pong('fb.a.fallback.pong', { skill_id: 7, can_handle: true }, { session: { session_id: 's1' }, utterance_id: 'u1', skill_id: 'fb.a' }));
@@ -260,5 +260,29 @@ describe('Supervisor drops: one line each, at the level an operator expects (REA
     bus.publish(pong('fb.a.fallback.pong', { skill_id: 'fb.a', can_handle: true }, { session: { session_id: 's1' } }));
     await bus.idle();
     expect(logs.filter((l) => l['msg'] === 'message dropped')).toEqual([expect.objectContaining({ level: INFO, reason: 'no_live_contest' })]);
+  });
+});
+
+describe('drop lines are rate limited, never the drops themselves (OVOS-MSG-1 §6.1: every malformed message is dropped)', () => {
+  it('5,000 spoofed pongs from one connection: ten lines a minute per reason, the rest counted into the next minute\'s first line; every drop still reaches the observers', async () => {
+    const bus = new LocalBus();
+    const { logger, logs } = captureLogs();
+    const clock = new ManualClock();
+    const supervisor = new Supervisor({ bus, clock, logger });
+    const drops: Drop[] = [];
+    supervisor.observe({ dropped: (drop) => drops.push(drop) });
+    const spoof = (i: number) => pong('x.fallback.pong', { skill_id: 'x', can_handle: true }, { session: { session_id: 's1' }, utterance_id: `u${i}` });
+    for (let i = 0; i < 5_000; i++) bus.publish(spoof(i), 'flooder');
+    bus.publish(spoof(0), 'other');
+    await Promise.resolve();
+    await new Promise((resolve) => setImmediate(resolve));
+    const lines = () => logs.filter((l) => l['msg'] === 'message dropped');
+    expect(drops).toHaveLength(5_001);
+    expect(lines().map((l) => l['connection'])).toEqual([...Array<string>(10).fill('flooder'), 'other']);
+    clock.advance(60_000);
+    bus.publish(spoof(1), 'flooder');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(lines().at(-1)).toMatchObject({ connection: 'flooder', reason: 'no_live_contest', suppressed: 4_990 });
+    supervisor.close();
   });
 });
