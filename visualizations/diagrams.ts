@@ -2,7 +2,7 @@
  * Which machine goes to which diagram, and what its named delays are set to by default. `npm run viz` writes, per
  * machine, `<name>.machine.md` (Mermaid, renders on code hosts, with a table of the named delays) and
  * `<name>.machine.svg` (Graphviz `dot`, as WebAssembly, on the DOT export: generate.ts). test/inspect/diagram.test.ts
- * fails when a committed file — or the README's embedded fallback diagram — drifts from the machines.
+ * fails when a committed file — or machines/README.md's embedded fallback diagram — drifts from the machines.
  */
 import type { AnyStateMachine } from 'xstate';
 import { commonQueryMachine } from '../machines/common-query/common-query.machine.js';
@@ -18,12 +18,12 @@ const { fallback, orchestrator, commonQuery } = DEFAULT_CONFIG;
 export const DELAYS: Readonly<Record<string, { readonly key: string; readonly ms: number; readonly clause: string }>> = {
   pingTimeout: { key: 'fallback.pingTimeoutMs', ms: fallback.pingTimeoutMs, clause: 'OVOS-FALLBACK-1 §6.1' },
   matchTimeout: { key: 'orchestrator.matchTimeoutMs', ms: orchestrator.matchTimeoutMs, clause: 'OVOS-PIPELINE-1 §4.4' },
-  stageBound: { key: 'orchestrator.matchTimeoutMs less 5 ms (at most a tenth)', ms: stageBoundMs(orchestrator.matchTimeoutMs), clause: 'OVOS-PIPELINE-1 §4.4 × OVOS-FALLBACK-1 §6.2 (our choice, README: the match bound never throws a yes away)' },
+  stageBound: { key: 'orchestrator.matchTimeoutMs less 5 ms (at most a tenth)', ms: stageBoundMs(orchestrator.matchTimeoutMs), clause: 'OVOS-PIPELINE-1 §4.4 × OVOS-FALLBACK-1 §6.2 (our choice, src/plugins/README.md: the match bound never throws a yes away)' },
   handlerTimeout: { key: 'orchestrator.handlerTimeoutMs', ms: orchestrator.handlerTimeoutMs, clause: 'OVOS-PIPELINE-1 §8' },
   pollClaimBound: { key: 'commonQuery.pollClaimBoundMs', ms: commonQuery.pollClaimBoundMs, clause: 'OVOS-COMMON-QUERY-1 §6.3' },
   pollWindow: { key: 'commonQuery.pollWindowMs', ms: commonQuery.pollWindowMs, clause: 'OVOS-COMMON-QUERY-1 §6.3, Appendix A' },
   collectionWindow: { key: 'the largest claimant latency_ms + its pong delay (at least commonQuery.collectionAllowanceMs), else commonQuery.collectionInitialMs', ms: commonQuery.collectionInitialMs, clause: 'OVOS-COMMON-QUERY-1 §7.2' },
-  settle: { key: 'after the first surviving answer: the largest claimant pong delay, at least commonQuery.collectionAllowanceMs', ms: commonQuery.collectionAllowanceMs, clause: 'OVOS-COMMON-QUERY-1 §7.2 (our choice, README: the collection window)' },
+  settle: { key: 'after the first surviving answer: the largest claimant pong delay, at least commonQuery.collectionAllowanceMs', ms: commonQuery.collectionAllowanceMs, clause: 'OVOS-COMMON-QUERY-1 §7.2 (our choice, src/plugins/README.md: the collection window)' },
   collectionCeiling: { key: 'commonQuery.collectionCeilingMs', ms: commonQuery.collectionCeilingMs, clause: 'OVOS-COMMON-QUERY-1 §7.2, Appendix A' },
 };
 

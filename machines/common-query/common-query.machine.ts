@@ -162,7 +162,7 @@ export function collectionWindowMs(
 }
 
 /**
- * §7.2 (our choice, README): the bus's round trip to the claimants right now — the largest of their pong delays in
+ * §7.2 (our choice, src/plugins/README.md): the bus's round trip to the claimants right now — the largest of their pong delays in
  * this poll, at least the transport allowance. After the first surviving answer the window stays open this long:
  * answers produced together reach the plugin within about one round trip of each other.
  */

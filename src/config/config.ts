@@ -164,7 +164,7 @@ export function configWarnings(config: Config): ConfigWarning[] {
       warnings.push({
         reason: 'priority_override_unstaged',
         key: childKey('fallback.priorities', skillId),
-        message: `fallback.priorities gives ${skillId} priority ${priority}, which no fallback stage covers: that skill is asked by the nearest stage instead (OVOS-FALLBACK-1 §8.2; README "No registration is unreachable")`,
+        message: `fallback.priorities gives ${skillId} priority ${priority}, which no fallback stage covers: that skill is asked by the nearest stage instead (OVOS-FALLBACK-1 §8.2; src/plugins/README.md "No registration is unreachable")`,
         details: { skill_id: skillId, priority, stages: Object.fromEntries(stages) },
       });
     }
@@ -630,7 +630,7 @@ export function configHelp(): string {
     'Options (also --flag=value). Precedence, lowest to highest: defaults, mycroft.conf, config file, environment, flags.',
     "A mycroft.conf (/etc/mycroft, ~/.config/mycroft, … as ovos-config finds it) means an OVOS deployment: its",
     'messagebus is joined (websocket.*) unless --bus, --host, --port or --route (or the same keys in env or the config',
-    'file) say otherwise, and its fallback and common query settings are taken (README, Configuration).',
+    'file) say otherwise, and its fallback and common query settings are taken (src/config/README.md).',
     '',
     ...rows.map(([left, right]) => `  ${left.padEnd(width)}  ${right}`),
     '',

@@ -33,7 +33,7 @@
  *    127.0.0.1 / 8181 / "/core" / false. ovos-core's `intents.pipeline` lists stage ids (aliased or skipped at
  *    run time, defaults.ts PIPELINE_ALIASES).
  *
- * The mapping (README "Configuration" has the table; MAPPED_KEYS and NOT_MAPPED below are the code's copy):
+ * The mapping (src/config/README.md has the table; MAPPED_KEYS and NOT_MAPPED below are the code's copy):
  * a mycroft.conf found means an OVOS deployment, whose ovos-messagebus is the bus: the layer joins it
  * (`bus.url` from `websocket.*` over ovos-config's defaults) and leaves the example skills off (the deployment's
  * skills are the skills). `loadConfig` drops both when our config file, environment or flags name a bus
@@ -118,7 +118,7 @@ type JsonRecord = Record<string, unknown>;
 type Env = Readonly<Record<string, string | undefined>>;
 
 // ---------------------------------------------------------------------------------------------------------------
-// The mapping, as data (README "Configuration" mirrors it)
+// The mapping, as data (src/config/README.md mirrors it)
 
 /** mycroft.conf key → ours, for the keys taken as they are (validated by validateConfig, errors name the file). */
 export const MAPPED_KEYS: readonly (readonly [mycroft: string, ours: string])[] = [

@@ -1,7 +1,7 @@
 /**
  * The configuration, declared once (STYLE 7): every key with its constraint, its default, a one-line meaning and,
  * for the few set from the command line, its flag and environment variable. The `Config` type, `DEFAULT_CONFIG`,
- * validation (config.ts), `--help` (configHelp), the README's configuration table and the JSON Schema for editors
+ * validation (config.ts), `--help` (configHelp), the configuration reference's table and the JSON Schema for editors
  * (src/config/config.schema.json, `npm run schema`) are all derived from it; a new key is one edit here.
  *
  * Every leaf says what it expects in words (`expecting`), so an error reads `expected an integer in [0, 65535],
@@ -22,12 +22,12 @@ export interface ConfigSwitch {
   readonly help: string;
 }
 
-/** How a key is set from outside a config file, and how the README shows its default. */
+/** How a key is set from outside a config file, and how the configuration reference shows its default. */
 export interface ConfigKeyMeta {
   /** A flag taking the value (`--port PORT`), and the environment variable that sets the same key. */
   readonly flag?: { readonly name: `--${string}`; readonly arg: string; readonly env: `OVOS_CONTESTS_${string}` };
   readonly switches?: readonly ConfigSwitch[];
-  /** The default as the README shows it, where the value itself is too long to print. */
+  /** The default as the configuration reference shows it, where the value itself is too long to print. */
   readonly shownDefault?: string;
 }
 
@@ -458,7 +458,7 @@ export type PriorityRange = Config['fallback']['stages'][string];
 export type GateConfig = Config['commonQuery']['gate'];
 
 // ---------------------------------------------------------------------------------------------------------------
-// The keys, walked: for the flags, --help, the README table
+// The keys, walked: for the flags, --help, the configuration reference's table
 
 /** One key of the configuration as the documentation lists it (records and arrays are one key). */
 export interface ConfigKey {

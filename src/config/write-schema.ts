@@ -1,7 +1,7 @@
 /**
  * `npm run schema`: write what is generated from the config schema (schema.ts) — the JSON Schema for editors
- * (src/config/config.schema.json, published as `ovos-contests/config.schema.json`) and the README's configuration
- * table, between its marker comments. A test (test/config/schema-files.test.ts) fails when either drifts.
+ * (src/config/config.schema.json, published as `ovos-contests/config.schema.json`) and the configuration reference's
+ * table (src/config/README.md), between its marker comments. A test (test/config/schema-files.test.ts) fails when either drifts.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -26,7 +26,7 @@ function defaultAt(key: string): unknown {
 
 const cell = (text: string): string => text.replaceAll('|', '\\|');
 
-/** The README's table: key | default | meaning (with the flag and environment variable that set it). */
+/** The configuration reference's table: key | default | meaning (with the flag and environment variable that set it). */
 export function configTable(): string {
   const rows = CONFIG_KEYS.map(({ key, description, meta }) => {
     const value = defaultAt(key);
@@ -41,11 +41,14 @@ export function configTable(): string {
   return ['| key | default | meaning |', '| --- | --- | --- |', ...rows].join('\n');
 }
 
+/** The file holding the table, from the repository root. */
+export const TABLE_FILE = 'src/config/README.md';
+
 /** `readme` with the text between the table markers replaced by the generated table. */
 export function withConfigTable(readme: string): string {
   const start = readme.indexOf(TABLE_START);
   const end = readme.indexOf(TABLE_END);
-  if (start === -1 || end < start) throw new Error(`README.md has no "${TABLE_START}" … "${TABLE_END}" markers`);
+  if (start === -1 || end < start) throw new Error(`${TABLE_FILE} has no "${TABLE_START}" … "${TABLE_END}" markers`);
   return `${readme.slice(0, start + TABLE_START.length)}\n${configTable()}\n${readme.slice(end)}`;
 }
 
@@ -54,6 +57,6 @@ if (isMain(import.meta.url)) {
   const root = fileURLToPath(new URL(import.meta.url.includes('/dist/') ? '../../../' : '../../', import.meta.url));
   writeFileSync(`${root}src/config/config.schema.json`, configJsonSchemaText());
   process.stdout.write('wrote src/config/config.schema.json\n');
-  writeFileSync(`${root}README.md`, withConfigTable(readFileSync(`${root}README.md`, 'utf8')));
-  process.stdout.write('wrote the configuration table in README.md\n');
+  writeFileSync(`${root}${TABLE_FILE}`, withConfigTable(readFileSync(`${root}${TABLE_FILE}`, 'utf8')));
+  process.stdout.write(`wrote the configuration table in ${TABLE_FILE}\n`);
 }

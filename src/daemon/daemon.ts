@@ -155,7 +155,7 @@ function adoptSharedFile(file: string, logger: Logger): void {
 export async function startDaemon(config: Config, logger: Logger): Promise<Daemon> {
   const closers: Array<() => Promise<void>> = [];
   // The registry survives restarts, one file per bus: skills that registered before are asked again once they may be
-  // on the bus (README, "Liveness and restarts").
+  // on the bus (src/plugins/README.md, "Liveness and restarts").
   let store: RegistryStore | undefined;
   const openStore = (port: number): void => {
     if (config.fallback.registryFile === null) return;

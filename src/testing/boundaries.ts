@@ -121,7 +121,7 @@ export const DELAY_BOUNDARIES: Readonly<Record<string, DelayBoundary>> = {
   },
   settle: {
     machine: 'commonQuery',
-    clause: 'OVOS-COMMON-QUERY-1 §7.2 collection window: one round trip after the first surviving answer (README)',
+    clause: 'OVOS-COMMON-QUERY-1 §7.2 collection window: one round trip after the first surviving answer (src/plugins/README.md)',
     // This skill's answer is the first survivor, with another claimant still outstanding: answered at T = the
     // window's end − the round trip, its round trip ends with the window (T−1: before it, T+1: after it — the
     // settle then decides when the window closes).

@@ -1,5 +1,5 @@
 /**
- * `ovos-contests/testing`: model-based timing tests of a deployment's own configuration and skills. See the README,
+ * `ovos-contests/testing`: model-based timing tests of a deployment's own configuration and skills. See src/testing/README.md,
  * "Testing your deployment's timing".
  */
 export { runScenario, runTimingSuite, type Observed, type PathResult, type TimingReport } from './run.js';

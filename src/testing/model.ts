@@ -4,7 +4,7 @@
  * the machines. Pure: a config, a roster, the gate's verdict in; the expected outcome and the reasoning trail (each
  * step naming its clause) out.
  *
- * Time semantics (the same as the system's, documented in the README): a deadline at T fires when the clock reaches
+ * Time semantics (the same as the system's, documented in src/plugins/README.md): a deadline at T fires when the clock reaches
  * T, before a message a skill sends at T — so a pong at exactly the ping timeout is late. A skill's connection that
  * closes at d (`disconnectAtMs`) closes before anything else due at d, and the skill sends nothing from d on.
  */
@@ -14,7 +14,7 @@ import type { CommonQuerySkillScript, FallbackSkillScript, TimingScenario } from
 
 type CollectionConfig = Pick<Config['commonQuery'], 'collectionAllowanceMs' | 'collectionInitialMs' | 'collectionCeilingMs'>;
 
-/** §7.2 (README, the collection window): the bus's round trip to one claimant — its pong's delay, at least the allowance. */
+/** §7.2 (src/plugins/README.md, the collection window): the bus's round trip to one claimant — its pong's delay, at least the allowance. */
 const roundTripTo = (cq: CollectionConfig, claimant: CommonQuerySkillScript): number => Math.max(cq.collectionAllowanceMs, claimant.pongAfterMs ?? 0);
 
 /** §7.2 settle: the round trip after the first surviving answer — the largest claimant's, at least the allowance. */
@@ -101,9 +101,9 @@ export interface Marks {
  * (willing wins, a decline moves on at once), silence moves on at the timeout. PIPELINE-1 §4.4: the stage decides at
  * its bound, `stageBoundMs(matchTimeoutMs)` after it starts (a bound at the same instant as a timeout comes first: it
  * was armed first): the skills still silent count as can_handle false, and the first skill from the awaited one on, in
- * pool order, that has already said yes wins (README "The match bound never throws a yes away"); with none, None.
+ * pool order, that has already said yes wins (src/plugins/README.md "The match bound never throws a yes away"); with none, None.
  *
- * Legacy skills (README "Legacy fallback skills") are all asked by one broadcast when the stage starts, so a legacy
+ * Legacy skills (src/plugins/README.md "Legacy fallback skills") are all asked by one broadcast when the stage starts, so a legacy
  * skill's pong is due `pongAfterMs` after the stage's start, not after its turn, and its ping timeout runs from the
  * broadcast too (§6.1: from its ping); the order of decision stays the pool's: a pong within that timeout that came
  * before the skill's turn decides at its turn, one that comes during its turn decides when it comes, and a silent one
@@ -114,7 +114,7 @@ function fallbackStage(config: Config, stage: string, start: number, skills: rea
   const cut = start + stageBoundMs(config.orchestrator.matchTimeoutMs);
   let t = start;
   const pool = fallbackPool(config, stage, skills).filter((s) => spoken(config, s));
-  if (pool.some((s) => s.dialect === 'legacy' && (s.disconnectAtMs ?? Infinity) > start)) trail.push(`${stage}: one broadcast ovos.skills.fallback.ping at ${start} ms asks its legacy skills at once (README, Legacy fallback skills)`);
+  if (pool.some((s) => s.dialect === 'legacy' && (s.disconnectAtMs ?? Infinity) > start)) trail.push(`${stage}: one broadcast ovos.skills.fallback.ping at ${start} ms asks its legacy skills at once (src/plugins/README.md, Legacy fallback skills)`);
   /** At the bound: the first skill from `from` on that has already answered the broadcast with yes, still connected. */
   const atBound = (from: number, awaited: string | undefined): StageEnd => {
     for (const skill of pool.slice(from)) {
@@ -131,8 +131,8 @@ function fallbackStage(config: Config, stage: string, start: number, skills: rea
     if (t >= cut) return atBound(index, undefined);
     const gone = skill.disconnectAtMs ?? Infinity;
     if (gone <= t) {
-      // README "Dead skills": a skill whose connection closed is in no pool (away) — not asked.
-      trail.push(`${stage}: ${skill.skill_id}'s connection closed at ${gone} ms, before its turn — not asked (README, Dead skills)`);
+      // src/plugins/README.md "Dead skills": a skill whose connection closed is in no pool (away) — not asked.
+      trail.push(`${stage}: ${skill.skill_id}'s connection closed at ${gone} ms, before its turn — not asked (src/plugins/README.md, Dead skills)`);
       continue;
     }
     turns.set(skill.skill_id, { stageStart: start, turn: t });
@@ -152,7 +152,7 @@ function fallbackStage(config: Config, stage: string, start: number, skills: rea
       continue;
     }
     if (gone <= deadline && gone <= cut) {
-      trail.push(`${stage}: ${skill.skill_id}'s connection closes at ${gone} ms while it is awaited — the next skill is asked at once (§6.1; README, Dead skills)`);
+      trail.push(`${stage}: ${skill.skill_id}'s connection closes at ${gone} ms while it is awaited — the next skill is asked at once (§6.1; src/plugins/README.md, Dead skills)`);
       t = gone;
       continue;
     }
@@ -187,14 +187,14 @@ export interface PollSpan {
 }
 
 const isLegacy = (s: { readonly dialect?: 'spec' | 'legacy' }): boolean => s.dialect === 'legacy';
-/** A skill whose dialect the deployment does not speak never reaches the plugins (README, Configuration: dialects). */
+/** A skill whose dialect the deployment does not speak never reaches the plugins (src/config/README.md: dialects). */
 const spoken = (config: Config, s: { readonly dialect?: 'spec' | 'legacy' }): boolean => (isLegacy(s) ? config.dialects.legacy : config.dialects.spec);
 
 /**
  * OVOS-COMMON-QUERY-1 §6–§8 for a contest that starts at `c0` and whose `match` joins at `join` (early start: the
  * contest runs from the utterance's arrival, and survival / fast win are judged only once `match` has joined, §5.1).
  *
- * Legacy skills (README "Legacy common-query skills"): announced before they are asked, so on the roster; their
+ * Legacy skills (src/plugins/README.md "Legacy common-query skills"): announced before they are asked, so on the roster; their
  * `searching: true` is a claim made without a request, and their answer follows unasked — kept when it comes while
  * the poll is still open (a fast win under the live session then ends the contest at once); a `conf` above 1 competes
  * as 1; no `latency_ms`, so the fixed initial window; they reply to every question, so once they have answered in
@@ -206,7 +206,7 @@ function commonQueryContest(config: Config, c0: number, join: number, skills: re
   const bound = c0 + Math.min(cq.pollClaimBoundMs, cq.pollWindowMs);
   const ceiling = c0 + cq.pollWindowMs;
   const pongOf = (s: CommonQuerySkillScript): 'claim' | 'decline' | 'silent' => s.pong ?? 'claim';
-  // The roster after the warm-ups (README "Common-query poll"): every skill that pongs is known, even late (a legacy
+  // The roster after the warm-ups (src/plugins/README.md "Common-query poll"): every skill that pongs is known, even late (a legacy
   // skill announces itself: known even when it never replies); one that declines (legacy: any that replies) is known
   // to answer every poll once it has answered the last 3 polls it was known for in time — before the claim bound,
   // since until then nobody waits for it past the bound; one that claims late is waited for from its first late
@@ -215,12 +215,12 @@ function commonQueryContest(config: Config, c0: number, join: number, skills: re
   const present = skills.filter((s) => spoken(config, s) && goneAt(s) > c0);
   const known = present.filter((s) => isLegacy(s) || pongOf(s) !== 'silent').map((s) => s.skill_id);
   // A claim that came at or after the claim bound but before the ceiling (in a warm-up) makes a skill known to claim
-  // late: waited for up to the ceiling too (README "Common-query poll").
+  // late: waited for up to the ceiling too (src/plugins/README.md "Common-query poll").
   const claimsLate = (s: CommonQuerySkillScript): boolean => pongOf(s) === 'claim' && (s.pongAfterMs ?? 0) >= bound - c0 && (s.pongAfterMs ?? 0) < ceiling - c0;
   const answering = present
     .filter((s) => ((isLegacy(s) ? pongOf(s) !== 'silent' : pongOf(s) === 'decline') && (s.pongAfterMs ?? 0) < bound - c0) || claimsLate(s))
     .map((s) => s.skill_id);
-  // With only the legacy dialect spoken no unknown skill can claim: rule 1 needs no claim in hand (README).
+  // With only the legacy dialect spoken no unknown skill can claim: rule 1 needs no claim in hand (src/plugins/README.md).
   const rosterComplete = !config.dialects.spec;
   /** A claimant's answer as the plugin gets it; a legacy one's counts from the question and follows its claim. */
   const answerAt = (c: CommonQuerySkillScript, P: number): number =>
@@ -242,7 +242,7 @@ function commonQueryContest(config: Config, c0: number, join: number, skills: re
     return best;
   };
   // A legacy skill speaks its answer itself: gone by the time `match` selects (the contest's end, or the join when
-  // that is later), its answer cannot win (README "Legacy common-query skills").
+  // that is later), its answer cannot win (src/plugins/README.md "Legacy common-query skills").
   const dispatchable = (r: Response, at: number): boolean => {
     const skill = present.find((s) => s.skill_id === r.skill_id);
     return skill === undefined || !isLegacy(skill) || goneAt(skill) > Math.max(at, join);
@@ -252,7 +252,7 @@ function commonQueryContest(config: Config, c0: number, join: number, skills: re
     trail.push(`collection: closed at ${at} ms — ${why} (§7.2); winner ${winner === null ? 'none' : `${winner.skill_id} (${winner.conf})`} (§8)`);
     return { winner, at };
   };
-  // What the contest hears, in order: disconnects (a closed connection counts as heard from — README "Common-query
+  // What the contest hears, in order: disconnects (a closed connection counts as heard from — src/plugins/README.md "Common-query
   // poll"), pongs (none at or after the skill's disconnect), then legacy answers (after their claim); at one ms in
   // that order.
   // The join (`match` with the live session) comes last at its ms.
@@ -285,7 +285,7 @@ function commonQueryContest(config: Config, c0: number, join: number, skills: re
     if (e.kind === 'gone' ? e.at > ceiling : e.at >= ceiling) break;
     if (!beforeBound(e) && !answeringOutstandingAt(bound)) break;
     if (e.kind === 'join') {
-      // README "Fast win": judged once `match` has joined — at once, the poll still open.
+      // src/plugins/README.md "Fast win": judged once `match` has joined — at once, the poll still open.
       if (early.some(fast)) {
         marks.poll = { start: c0, close: e.at };
         return decided('fast win in hand when match joined (§8 step 3)', e.at, early);
@@ -295,7 +295,7 @@ function commonQueryContest(config: Config, c0: number, join: number, skills: re
     if (e.kind === 'answer') {
       const r = responseOf(e.skill, e.at);
       early.push(r);
-      trail.push(`poll: ${e.skill.skill_id} answered unasked at ${e.at} ms, before the poll closed — kept (README, Legacy common-query skills)`);
+      trail.push(`poll: ${e.skill.skill_id} answered unasked at ${e.at} ms, before the poll closed — kept (src/plugins/README.md, Legacy common-query skills)`);
       if (join <= e.at && fast(r)) {
         marks.poll = { start: c0, close: e.at };
         return decided('fast win during the poll (§8 step 3)', e.at, early);
@@ -323,7 +323,7 @@ function commonQueryContest(config: Config, c0: number, join: number, skills: re
   }
   const P = closeAt;
   marks.poll = { start: c0, close: P };
-  for (const id of departed) trail.push(`poll: ${id}'s connection closed — it counts as heard from (README, Common-query poll)`);
+  for (const id of departed) trail.push(`poll: ${id}'s connection closed — it counts as heard from (src/plugins/README.md, Common-query poll)`);
   if (claims.length === 0) {
     trail.push('poll: no claimant → None (§9)');
     return { winner: null, at: P };
@@ -343,7 +343,7 @@ function commonQueryContest(config: Config, c0: number, join: number, skills: re
   const hardEnd = P + cq.collectionCeilingMs;
   trail.push(`collection: requests at ${P} ms${claims.some(isLegacy) ? ' (none to legacy claimants: their answers follow unasked)' : ''}; initial window ends ${windowEnd} ms, ceiling ${hardEnd} ms (§7.2)`);
   // A claimant's answer, unless its connection closes first: then it counts as declining at that moment (§7.2,
-  // README "Common-query poll"), a response without an answer.
+  // src/plugins/README.md "Common-query poll"), a response without an answer.
   const arrivals: Response[] = claims
     .filter((c) => !inHand.some((r) => r.skill_id === c.skill_id))
     .map((c): Response | null => {
@@ -431,7 +431,7 @@ function evaluate(config: Config, scenario: TimingScenario, gateAccepts: boolean
         const winner = cqSkills.find((c) => c.skill_id === result.winner?.skill_id);
         trail.push(
           winner !== undefined && isLegacy(winner)
-            ? `${stage}: answered at ${end} ms; ${winner.skill_id} is activated and sent ${winner.classic === true ? `the bare question:action naming it (a classic CommonQuerySkill; every classic skill hears it)` : `question:action.${winner.skill_id}`} — it speaks "${result.winner.answer}" and sends the utterance's ovos.utterance.handled (README, Legacy common-query skills)`
+            ? `${stage}: answered at ${end} ms; ${winner.skill_id} is activated and sent ${winner.classic === true ? `the bare question:action naming it (a classic CommonQuerySkill; every classic skill hears it)` : `question:action.${winner.skill_id}`} — it speaks "${result.winner.answer}" and sends the utterance's ovos.utterance.handled (src/plugins/README.md, Legacy common-query skills)`
             : `${stage}: answered at ${end} ms; the handler speaks "${result.winner.answer}" (§9, §10)`,
         );
         // A legacy winner runs its own handler (at once here: the skills file gives it no length).
@@ -450,7 +450,7 @@ function evaluate(config: Config, scenario: TimingScenario, gateAccepts: boolean
       const completes = handlerMs === 'never' || handlerMs >= H ? Infinity : t + handlerMs;
       const gone = skill.disconnectAtMs ?? Infinity;
       if (gone <= t + H && gone <= completes) {
-        trail.push(`${skill.skill_id}: its connection closes at ${gone} ms before its handler completed — ovos.intent.handler.error (SkillDisconnected) at once (OVOS-PIPELINE-1 §8; README, Dead skills)`);
+        trail.push(`${skill.skill_id}: its connection closes at ${gone} ms before its handler completed — ovos.intent.handler.error (SkillDisconnected) at once (OVOS-PIPELINE-1 §8; src/plugins/README.md, Dead skills)`);
         return { decidedBy: stage, skill_id: skill.skill_id, decidedAt: t, handler: 'disconnected', handledAt: gone, trail };
       }
       const timedOut = completes === Infinity;
@@ -464,7 +464,7 @@ function evaluate(config: Config, scenario: TimingScenario, gateAccepts: boolean
         timedOut
           ? `${skill.skill_id}: handler runs past the handler timeout — ovos.intent.handler.error at ${t + H} ms (OVOS-PIPELINE-1 §8)${skill.dialect === 'legacy' ? ', ovos.skills.fallback.force_timeout, our ovos.utterance.handled' : ''}`
           : skill.dialect === 'legacy'
-            ? `${skill.skill_id}: .response {result: true} and the skill's own ovos.utterance.handled at ${completes} ms — the utterance's one (OVOS-PIPELINE-1 §6, §8; README, Legacy fallback skills)`
+            ? `${skill.skill_id}: .response {result: true} and the skill's own ovos.utterance.handled at ${completes} ms — the utterance's one (OVOS-PIPELINE-1 §6, §8; src/plugins/README.md, Legacy fallback skills)`
             : `${skill.skill_id}: handler completes at ${completes} ms (OVOS-PIPELINE-1 §8)`,
       );
       return { decidedBy: stage, skill_id: skill.skill_id, decidedAt: t, handler: timedOut ? 'timeout' : 'complete', handledAt: timedOut ? t + H : completes, trail };

@@ -45,7 +45,7 @@ export interface CommonQuerySkillScript {
   readonly skill_id: string;
   /**
    * `spec` (default): an OVOS-COMMON-QUERY-1 skill. `legacy`: an unmodified ovos-workshop `@common_query` skill
-   * (ovos-wire-today.md; README "Legacy common-query skills"): it announces itself at start-up (so it is on the
+   * (ovos-wire-today.md; src/plugins/README.md "Legacy common-query skills"): it announces itself at start-up (so it is on the
    * roster before it is asked), answers the contest's `question:query` with `searching: true` (its claim: no request
    * follows) and then, unasked, its answer — or `searching: false` when it has none; when it wins, it is sent
    * `question:action.<skill_id>` and speaks, signals its handler and sends the utterance's `ovos.utterance.handled`.
@@ -73,7 +73,7 @@ export interface CommonQuerySkillScript {
    * Default "<skill_id> answer".
    */
   readonly answer?: string | null;
-  /** `conf` of its answer. Default 0.7. A legacy skill's may exceed 1: it competes as 1 (README). */
+  /** `conf` of its answer. Default 0.7. A legacy skill's may exceed 1: it competes as 1 (src/plugins/README.md). */
   readonly conf?: number;
   /**
    * Time from its request to its response; `"never"`: it never responds. Default 0. A legacy skill is sent no

@@ -89,7 +89,7 @@ export function traceToScenario(config: Config, trace: Trace): ReconstructedScen
       notes.push(`pool of ${stage} recorded, but the config has no such fallback stage: left out`);
       continue;
     }
-    // The stage's legacy broadcast (README "Legacy fallback skills"): the one `ovos.skills.fallback.ping` naming its
+    // The stage's legacy broadcast (src/plugins/README.md "Legacy fallback skills"): the one `ovos.skills.fallback.ping` naming its
     // range; the pongs to it carry its contest_id (they are replies).
     const broadcast = first((m) => m.type === legacyTopics.fallbackPing && JSON.stringify(m.data['range']) === JSON.stringify(range));
     const contestId = broadcast === undefined ? undefined : stringField(broadcast.context, 'contest_id');
@@ -159,7 +159,7 @@ export function traceToScenario(config: Config, trace: Trace): ReconstructedScen
     }
     notes.push('common-query skills that stayed silent are not on the wire, so not in the replay (they cannot change a decision)');
   }
-  // Legacy skills (README "Legacy common-query skills"): their replies to the contest's `question:query`, times
+  // Legacy skills (src/plugins/README.md "Legacy common-query skills"): their replies to the contest's `question:query`, times
   // from the question — `searching: true` (the claim), then the answer or `searching: false`.
   const question = first((m) => m.type === legacyTopics.questionQuery);
   if (question !== undefined) {

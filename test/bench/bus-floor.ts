@@ -1,5 +1,5 @@
 /**
- * Benchmark 2b — the limit of the bus for one fallback utterance (issue 12's "≤ 3 round trips + 0.3 ms"): the same
+ * Benchmark 2b — the limit of the bus for one fallback utterance (the target "≤ 3 round trips + 0.3 ms"): the same
  * kind of skills process (a second one, started the same way), connections and frames as benchmark 2's "3 skills,
  * one at a time", with the contest system replaced by a responder that does nothing but publish the next frames. What is left is the bus:
  * the embedded server, every frame to every client (4 here: three skills and the driver), the skills' own work and

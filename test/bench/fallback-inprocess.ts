@@ -81,7 +81,7 @@ export async function benchFallbackInProcess(): Promise<Section> {
         `latency at ${CONCURRENCY} in flight is queueing: ${CONCURRENCY} ÷ ${Math.round(concurrent.perSecond)}/s = ${queueingMs.toFixed(1)} ms per utterance in the queue (Little's law); the one-at-a-time row is the machinery`,
         'contests/s = utterances from ovos.utterance.handle to ovos.utterance.handled per second (1 utterance actor + 1 fallback contest + 3 ping/pong round trips + dispatch + handler completion each)',
         'default pipeline: fallback_high and fallback_medium have empty pools and the gate turns the command away, so the orchestrator passes over those three stages without a match actor (PipelineStage.declines)',
-        `each utterance costs ${perUtteranceUs.toFixed(0)} µs of this process at ${CONCURRENCY} in flight, GC included (the orchestrator provides its utterance machine once; a per-utterance provide(…) cost ~150 µs and ~19 KB before that was fixed)`,
+        `each utterance costs ${perUtteranceUs.toFixed(0)} µs of this process at ${CONCURRENCY} in flight, GC included`,
       ],
       checks: [
         {

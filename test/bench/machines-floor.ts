@@ -1,5 +1,5 @@
 /**
- * Benchmark 1b — what XState alone costs per utterance: the floor under benchmark 1 (issue 12's "10k contests/s in
+ * Benchmark 1b — what XState alone costs per utterance: the floor under benchmark 1 (the target "10k contests/s in
  * process"). The two machines of an in-process fallback utterance, with no bus, no supervisor, no plugin, no log:
  *
  *  - the fallback contest: `createActor(fallbackMachine)`, start, three pongs (decline, decline, willing), done;

@@ -1,5 +1,5 @@
 /**
- * Benchmark 8 — the daemon under a mixed load, three processes as a deployment runs them (issue 12's first row):
+ * Benchmark 8 — the daemon under a mixed load, three processes as a deployment runs them:
  *
  *  - the daemon: `node dist/src/daemon/main.js` exactly as `npm start` runs it (default config: pipeline
  *    fallback_high, common_query, fallback_medium, fallback_low; inspector on; log level info, stdout read by this
@@ -295,7 +295,7 @@ export async function benchMixedLoad(): Promise<Section> {
       'a question: common_query: three claims, three answers (latency_ms 0), the 0.8 answer spoken',
       'CPU ms/utterance: user + system time of each process during the run (/proc/<pid>/stat) ÷ utterances handled: the load is bound by the sum (three processes on two cores), not by any one of them',
       `open load: ${OPEN_SECONDS} s of utterances published at a steady rate over ${CONCURRENCY} sessions in turn, whatever the daemon's pace — the latency a user sees below saturation. The closed load keeps ${CONCURRENCY} in flight, so its mean latency is ${CONCURRENCY} ÷ throughput (Little's law): p99 ≤ ${TARGET.p99Ms} ms there needs ≥ ${(CONCURRENCY / TARGET.p99Ms) * 1000}/s`,
-      ...scenarios.map((s) => `${TOPOLOGY[s.connections]}: target (issue 12) ≥ ${TARGET.perSecond}/s with p99 ≤ ${TARGET.p99Ms} ms under load: ${targetMet(s.runs[1]!.result)}; daemon log lines at warn or above during the runs: ${s.warnings}`),
+      ...scenarios.map((s) => `${TOPOLOGY[s.connections]}: target ≥ ${TARGET.perSecond}/s with p99 ≤ ${TARGET.p99Ms} ms under load: ${targetMet(s.runs[1]!.result)}; daemon log lines at warn or above during the runs: ${s.warnings}`),
       ...scenarios.flatMap((s) => s.runs.flatMap((r) => r.result.examples.map((example) => `${TOPOLOGY[s.connections]}, ${r.result.runId}: ${example}`))),
     ],
     checks: [{ name: 'no utterance lost or doubled', ok: lost === 0 && doubled === 0, detail: `lost ${lost}, doubled ${doubled}` }],

@@ -217,7 +217,7 @@ describe('ovos-wire-today mycroft.conf: the layer (text in → our keys + origin
       ['intents.common_query.extension_time', 'skills.fallbacks.max_skill_runtime', 'websocket.max_msg_size'].sort(),
     );
     expect(layer.notes).toEqual([]);
-    // Every mapped key has a row in the data the README mirrors; nothing is both mapped and not mapped.
+    // Every mapped key has a row in the data src/config/README.md mirrors; nothing is both mapped and not mapped.
     for (const [mycroftKey] of MAPPED_KEYS) expect(Object.hasOwn(NOT_MAPPED, mycroftKey)).toBe(false);
   });
 

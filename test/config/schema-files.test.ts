@@ -1,6 +1,6 @@
 /**
  * What is generated from the config schema (src/config/schema.ts) and committed: the JSON Schema for editors and
- * the README's configuration table. Each fails here when the schema changed and `npm run schema` was not run.
+ * the configuration reference's table (src/config/README.md). Each fails here when the schema changed and `npm run schema` was not run.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { loadConfig } from '../../src/config/config.js';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.js';
 import { CONFIG_KEYS } from '../../src/config/schema.js';
-import { configJsonSchemaText, configTable, TABLE_END, TABLE_START, withConfigTable } from '../../src/config/write-schema.js';
+import { configJsonSchemaText, configTable, TABLE_END, TABLE_FILE, TABLE_START, withConfigTable } from '../../src/config/write-schema.js';
 
 const root = new URL('../../', import.meta.url);
 const read = (path: string): string => readFileSync(new URL(path, root), 'utf8');
@@ -19,8 +19,8 @@ describe('generated from the config schema', () => {
     expect(read('src/config/config.schema.json')).toBe(configJsonSchemaText());
   });
 
-  it('the README\'s configuration table is the schema\'s (else: npm run schema)', () => {
-    const readme = read('README.md');
+  it('the configuration reference\'s table is the schema\'s (else: npm run schema)', () => {
+    const readme = read(TABLE_FILE);
     expect(readme).toContain(TABLE_START);
     expect(readme).toContain(TABLE_END);
     expect(withConfigTable(readme)).toBe(readme);

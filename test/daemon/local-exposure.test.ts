@@ -1,5 +1,5 @@
 /**
- * What the daemon exposes to others, said at start (daemon.ts; README "Beyond this machine", "One registry file per
+ * What the daemon exposes to others, said at start (daemon.ts; src/plugins/README.md "Beyond this machine", "One registry file per
  * bus"): a bus served beyond loopback has no authentication (bus_not_loopback), a bus joined over ws:// beyond
  * loopback travels in clear (bus_unencrypted); and its registry file in the state folder is kept from other local
  * users (0700 folder, 0600 file, no symbolic links, a size cap). Real daemons on ephemeral ports, no example skills,

@@ -1,5 +1,5 @@
 /**
- * Diagrams generated from the machines: every committed `.md` and `.svg` in visualizations/ and the README's embedded
+ * Diagrams generated from the machines: every committed `.md` and `.svg` in visualizations/ and machines/README.md's embedded
  * fallback diagram match the machines as they are now. Regenerate with `npm run viz`.
  */
 import { readFileSync } from 'node:fs';
@@ -28,9 +28,9 @@ describe('diagrams generated from the machines (run `npm run viz` after changing
     expect(titles('cluster').sort()).toEqual(graph.states.filter((st) => st.compound).map((st) => `cluster_${st.name}`).sort());
   });
 
-  it('the README embeds the fallback diagram exactly as generated', () => {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-    const section = readme.slice(readme.indexOf('### The fallback contest'));
+  it('machines/README.md embeds the fallback diagram exactly as generated', () => {
+    const readme = readFileSync(new URL('../../machines/README.md', import.meta.url), 'utf8');
+    const section = readme.slice(readme.indexOf('## The fallback contest'));
     const block = section.slice(section.indexOf('```mermaid\n') + '```mermaid\n'.length, section.indexOf('\n```', section.indexOf('```mermaid\n')) + 1);
     expect(block).toBe(toMermaid(MACHINES['fallback']!.machine));
   });

@@ -667,7 +667,7 @@ describe('ovos-wire-today: common-query skills written on ovos-workshop take par
         if (m?.type === 'ovos.common_query.ping' && typeof m.data['utterance'] === 'string') spec.send(ovosReply(m, 'ovos.common_query.pong', { utterance: m.data['utterance'], skill_id: 'spec.wiki', can_answer: true, latency_ms: 50 }));
         if (m?.type === 'spec.wiki:common_query') spec.send(ovosReply(m, 'spec.wiki.common_query.response', { utterance: m.data['utterance'] as string, skill_id: 'spec.wiki', answer: 'spec answer', conf: 0.8 }));
       });
-      // A first question puts spec.wiki on the roster (the roster learns from pongs; see the README's poll rules: an
+      // A first question puts spec.wiki on the roster (the roster learns from pongs; see the poll rules in src/plugins/README.md: an
       // unknown skill that claims after every known one has is heard from its next question on).
       client.send({ type: 'recognizer_loop:utterance', data: { utterances: ['who wrote the iliad'], lang: 'en-US' }, context: { session: { session_id: 'warm-up' } } });
       await lines.waitFor((line) => line.msg === 'common query decided' && line['session_id'] === 'warm-up', 'the warm-up question');

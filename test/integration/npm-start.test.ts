@@ -31,7 +31,7 @@ async function connectWhenUp(url: string, spawned: Spawned): Promise<Probe> {
   return Probe.connect(url);
 }
 
-describe('npm start (README)', () => {
+describe('npm start (src/plugins/README.md)', () => {
   let daemon: Spawned | undefined;
   let probe: Probe | undefined;
 

@@ -1,5 +1,5 @@
 /**
- * Against the real OVOS programs (README "Liveness and restarts"): ovos-messagebus, ovos-bus-client and an unmodified
+ * Against the real OVOS programs (src/plugins/README.md "Liveness and restarts"): ovos-messagebus, ovos-bus-client and an unmodified
  * ovos-workshop FallbackSkill in Python processes, the daemon joined to that bus (`bus.url`, as `--bus` does).
  * Needs the OVOS peer built under ~/.ovos-peer (or $OVOS_PEER_ROOT) from source snapshots; CI cannot build it, so
  * without it this suite is skipped and says why.

@@ -1,5 +1,5 @@
 /**
- * A restart loses no skill (OVOS-FALLBACK-1 §3 registrations; README "Restarts"): the registry is kept on disk,
+ * A restart loses no skill (OVOS-FALLBACK-1 §3 registrations; src/plugins/README.md "Restarts"): the registry is kept on disk,
  * restored at start and reconciled with liveness. The skill here registers once and never again — what an
  * ovos-workshop FallbackSkill does (it registers only at its own start-up) — and still takes part after a restart.
  */

@@ -650,7 +650,7 @@ describe('OVOS-COMMON-QUERY-1 §7.2 + transport allowance: claimants answering w
   });
 });
 
-describe('OVOS-COMMON-QUERY-1 §7.2 settle (our choice, README): the window stays open one round trip after the first surviving answer', () => {
+describe('OVOS-COMMON-QUERY-1 §7.2 settle (our choice, src/plugins/README.md): the window stays open one round trip after the first surviving answer', () => {
   const ALLOWANCE = 50;
   /** Claims with the pong delays given (the bus's round trip to each skill in this poll), latency_ms 0; poll closes at the claim bound. */
   function claimWithDelays(c: Contest, delays: ReadonlyArray<readonly [string, number]>): number {
@@ -1289,8 +1289,8 @@ describe('OVOS-COMMON-QUERY-1 §6.3 / §7.2: a skill whose connection closed (GO
 });
 
 /**
- * Gaps the mutation run found (README "Mutation testing"): each test below fails under a mutant that survived the
- * whole suite before — the rule it pins is quoted from the machine's header and the README's poll decisions.
+ * Gaps the mutation run found (test/mutation/README.md): each test below fails under a mutant that survived the
+ * whole suite before — the rule it pins is quoted from the machine's header and the poll decisions of src/plugins/README.md.
  */
 describe('OVOS-COMMON-QUERY-1 §6.3 / §7.2 edges of GONE, unasked claims and the roster (mutation-found)', () => {
   const gone = (c: Contest, skill_id: string): void => c.actor.send({ type: 'GONE', skill_id });
@@ -1362,7 +1362,7 @@ describe('OVOS-COMMON-QUERY-1 §6.3 / §7.2 edges of GONE, unasked claims and th
     expect(c.requests.map((r) => r.claimants.filter((cl) => cl.unasked !== true).map((cl) => cl.skill_id))).toEqual([['asked']]);
   });
 
-  it('§8 step 3 (README "Fast win"): a fast win that arrived unasked before match joined ends the contest the moment match joins, still polling — nobody is asked', () => {
+  it('§8 step 3 (src/plugins/README.md "Fast win"): a fast win that arrived unasked before match joined ends the contest the moment match joins, still polling — nobody is asked', () => {
     const c = contest({ knownSkills: [], answeringSkills: [], policy: null });
     c.at(5);
     c.pong('asked', true);

@@ -1,7 +1,7 @@
 /**
  * The utterance lifecycle machine on its own (OVOS-PIPELINE-1 §4–§6), with stub stages: each stage is asked once,
  * in order, and nothing past the last; a stage that declines is not a rejected Match. Written for survivors of the
- * machines' mutation run (README "Mutation testing").
+ * machines' mutation run (test/mutation/README.md).
  */
 import { describe, expect, it } from 'vitest';
 import { createActor, fromPromise } from 'xstate';

@@ -48,7 +48,7 @@
  *       closes at the first of: every claimant responded or is gone (a response without answer counts); a fast win
  *       (§8 step 3: conf ≥ 0.9 and ≥ min); W has passed and a surviving answer (§8 steps 1–2: answer with conf ≥ 0.5)
  *       is in hand and one round trip (the largest claimant pong delay, at least 50 ms) has passed since the first
- *       one arrived (our choice, README: answers produced together are heard together); the ceiling, 5000 ms
+ *       one arrived (our choice, src/plugins/README.md: answers produced together are heard together); the ceiling, 5000 ms
  *       after the requests. So an answer arriving before the ceiling is never lost while no other survivor is in
  *       hand, nor one arriving within a round trip of the first.
  *  §8   winner: the fast-win survivor, else the highest-conf survivor (earlier arrival first); none → None (§9) →
@@ -216,7 +216,7 @@ function windowMs(spec: ModelSpec, c: Ctx): number {
 }
 
 /**
- * §7.2 settle (the README's choice): the window stays open one round trip after the first surviving answer — the
+ * §7.2 settle (our choice, src/plugins/README.md): the window stays open one round trip after the first surviving answer — the
  * largest claimant pong delay (ms after the ping), at least the transport allowance. Null while no survivor is in hand.
  */
 function settleAt(c: Ctx): number | null {

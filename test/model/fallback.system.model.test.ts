@@ -237,7 +237,7 @@ function handlerEnd(u: Utt, outcome: Exclude<Outcome, 'unmatched'>): Utt {
 }
 
 /**
- * Project decision (README "The match bound never throws a yes away"; PIPELINE-1 §4.4 leaves the bound's value to the
+ * Project decision (src/plugins/README.md "The match bound never throws a yes away"; PIPELINE-1 §4.4 leaves the bound's value to the
  * deployment): a fallback stage decides 5 ms before the match bound M, at most a tenth of M, so its result still counts.
  */
 function stageBound(w: World, u: Utt): number {

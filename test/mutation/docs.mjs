@@ -1,8 +1,9 @@
 // `npm run test:mutation:docs`: the ledger's tables in test/mutation/README.md, between its markers, generated from
 // the committed ledger (test/mutation/results.json) alone — never from this machine's reports, so every clone
-// generates the same text. Per group of score.mjs: each file's score and counts and the run they come from, STALE
-// when the file changed since (the ledger's SHA-256 is of another source), MISSING when the ledger has no result of
-// it; then the group's score over its current files, as `npm run test:mutation:score` adds it up. A test
+// generates the same text. Per group of score.mjs: each file's score and counts, the run they come from and the
+// source they were measured on (the start of its SHA-256), MISSING when the ledger has no result of it; then the
+// group's score over the files recorded. Whether a recorded source is still the file's (else the result is STALE)
+// is `npm run test:mutation:score`'s to say: the tables change only when the ledger does. A test
 // (test/docs/mutation-docs.test.ts) fails when the README's tables differ from these.
 import { readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -28,30 +29,27 @@ export function ledgerTables(ledger = readLedger()) {
   for (const group of GROUPS) {
     const sum = Object.fromEntries(COUNTS.map((key) => [key, 0]));
     const rows = [];
-    let current = 0;
+    let recorded = 0;
     for (const file of group.files) {
       const entry = ledger[file];
-      const state = status(file, ledger);
       if (entry === undefined) {
         rows.push(`| \`${file}\` | — | — | — | — | — | — | — | — | MISSING |`);
         continue;
       }
+      recorded++;
       const t = entry.counts;
-      if (state === 'current') {
-        current++;
-        for (const key of COUNTS) sum[key] += t[key];
-      }
-      rows.push(`| \`${file}\` | ${percent(t)} | ${COUNTS.map((key) => t[key]).join(' | ')} | ${entry.run} | ${state} |`);
+      for (const key of COUNTS) sum[key] += t[key];
+      rows.push(`| \`${file}\` | ${percent(t)} | ${COUNTS.map((key) => t[key]).join(' | ')} | ${entry.run} | \`${entry.sha256.slice(0, 8)}\` |`);
     }
-    const whole = current === group.files.length;
-    const verdict = !whole ? `INCOMPLETE: ${group.files.length - current} not current` : score(sum) >= group.target ? 'target met' : 'under target';
+    const whole = recorded === group.files.length;
+    const verdict = !whole ? `INCOMPLETE: ${group.files.length - recorded} missing` : score(sum) >= group.target ? 'target met' : 'under target';
     out.push(
       `### ${group.name} (target ${group.target} %)`,
       '',
-      '| file | score | killed | timeout | survived | no coverage | static skipped / ignored | errors | run | status |',
+      '| file | score | killed | timeout | survived | no coverage | static skipped / ignored | errors | run | source |',
       '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |',
       ...rows,
-      `| current files (${current} of ${group.files.length}) | **${percent(sum)}** | ${COUNTS.map((key) => sum[key]).join(' | ')} |  | ${verdict} |`,
+      `| recorded files (${recorded} of ${group.files.length}) | **${percent(sum)}** | ${COUNTS.map((key) => sum[key]).join(' | ')} |  | ${verdict} |`,
       '',
     );
   }

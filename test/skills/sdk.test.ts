@@ -2,7 +2,7 @@
  * `ovos-contests/skill`, used the way its doc comment shows: a skill in its own connection to the daemon's bus —
  * registering, answering pings, an async handler whose answer is spoken and whose end is reported, a failing
  * handler reported as an error, and registering again after the daemon restarts (OVOS-FALLBACK-1 §3.1, §6; the
- * README's "Writing a skill for it").
+ * src/skills/README.md).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { startDaemon } from '../../src/daemon/daemon.js';

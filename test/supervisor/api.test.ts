@@ -1,5 +1,5 @@
 /**
- * The supervisor as an embedder uses it (README "Embedding"): subscribing and unsubscribing services and observers,
+ * The supervisor as an embedder uses it (src/README.md): subscribing and unsubscribing services and observers,
  * the dialects it understands by default, its routing index emptying as contests end, and `close`.
  */
 import { describe, expect, it } from 'vitest';
@@ -28,7 +28,7 @@ function setup(options: { dialects?: { spec: boolean; legacy: boolean } } = {}) 
 const specPong = (session: string) => createMessage('fb.a.fallback.pong', { skill_id: 'fb.a', can_handle: true }, { session: { session_id: session } });
 const legacyPong = (session: string) => createMessage('ovos.skills.fallback.pong', { skill_id: 'fb.b', can_handle: true }, { session: { session_id: session }, utterance_id: 'u1' });
 
-describe('Supervisor API (README "Embedding")', () => {
+describe('Supervisor API (src/README.md)', () => {
   it('by default it speaks both dialects: a spec and a legacy pong both reach the owner of fallback pongs', async () => {
     const s = setup();
     const heard: string[] = [];

@@ -1,5 +1,5 @@
 /**
- * The supervisor's view of client connections (README "Dead skills", FALLBACK-1 §6.1 / COMMON-QUERY-1 §6.3 as we
+ * The supervisor's view of client connections (src/plugins/README.md "Dead skills", FALLBACK-1 §6.1 / COMMON-QUERY-1 §6.3 as we
  * apply them on the embedded bus): which skills spoke over which connection, which of them are gone when one
  * closes, and what it tells the plugins. The plugins' reactions (a contest moving on, a handler ending) are tested
  * with them; this is the bookkeeping they rely on, at its bounds.
@@ -29,7 +29,7 @@ function setup() {
   return { bus, supervisor, logs, closed, speak, close };
 }
 
-describe('Supervisor: skills and their connections (README "Dead skills")', () => {
+describe('Supervisor: skills and their connections (src/plugins/README.md "Dead skills")', () => {
   it('a skill that spoke over a connection is on it while it is open; when it closes the skill is gone and the plugins are told, with one info line', async () => {
     const s = setup();
     await s.speak('fb.a', 'c1');

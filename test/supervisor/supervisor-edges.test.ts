@@ -1,5 +1,5 @@
 /**
- * The supervisor's edges that its mutation run left untested (README "Mutation testing"): the text and fields of
+ * The supervisor's edges that its mutation run left untested (test/mutation/README.md): the text and fields of
  * its log lines, the level of each kind of drop, what the observer is told, contest ids, stopping a contest twice,
  * the abort listener `until` leaves behind, a contest whose routes name a kind twice, and a send to an ended contest.
  * Driven as the other supervisor tests drive it: a LocalBus, a ManualClock, pino lines captured; no real time.
@@ -125,7 +125,7 @@ describe('Supervisor edges: log lines an operator reads', () => {
     expect(s.logs.filter((l) => l['reason'] === 'contest_error')).toEqual([expect.objectContaining({ level: ERROR, msg: 'contest failed' })]);
   });
 
-  it('README "Bus topics": a legacy pong is debug only when it answers a finished run of ours; one no contest waits for is info, one for another utterance a warn', async () => {
+  it('src/bus/README.md: a legacy pong is debug only when it answers a finished run of ours; one no contest waits for is info, one for another utterance a warn', async () => {
     const s = setup();
     s.bus.publish(legacyPong({ session: { session_id: 's1' }, utterance_id: 'u1' }));
     await s.bus.idle();
@@ -139,7 +139,7 @@ describe('Supervisor edges: log lines an operator reads', () => {
     live.stop('test_over');
   });
 
-  it('README "Bus topics": a reply a contest calls a duplicate is expected traffic, logged at info (not a warn)', async () => {
+  it('src/bus/README.md: a reply a contest calls a duplicate is expected traffic, logged at info (not a warn)', async () => {
     const s = setup();
     const live = s.spawn('s1', 'u1', { correlate: () => 'duplicate' });
     s.bus.publish(specPong({ session: { session_id: 's1' }, utterance_id: 'u1' }));

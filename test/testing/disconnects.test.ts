@@ -1,6 +1,6 @@
 /**
  * The timing harness with skills whose connection closes mid-question (`disconnectAtMs`): the model's expectations,
- * written from the README's "Dead skills" and "Common-query poll" decisions (a closed connection takes its
+ * written from the "Dead skills" and "Common-query poll" decisions of src/plugins/README.md (a closed connection takes its
  * registrations with it; an awaited skill is passed over at once; a dispatched handler ends with SkillDisconnected;
  * in the poll a gone skill counts as heard from, as a claimant it counts as declining), checked against the whole
  * system on ManualClock. Each expected decision is also written out here by hand, so a model that drifted with the
@@ -21,7 +21,7 @@ async function decide(utterance: string, skills: readonly SkillScript[]) {
   return result;
 }
 
-describe('fallback skills that disconnect (OVOS-FALLBACK-1 §6.1; README "Dead skills")', () => {
+describe('fallback skills that disconnect (OVOS-FALLBACK-1 §6.1; src/plugins/README.md "Dead skills")', () => {
   it('awaited when its connection closes: the next skill is asked at that ms, not at the 500 ms ping timeout', async () => {
     const r = await decide(COMMAND, [
       { kind: 'fallback', skill_id: 'a', priority: 10, pongAfterMs: 'never', disconnectAtMs: 200 },
@@ -64,7 +64,7 @@ describe('fallback skills that disconnect (OVOS-FALLBACK-1 §6.1; README "Dead s
   });
 });
 
-describe('common-query skills that disconnect (OVOS-COMMON-QUERY-1 §6.3, §7.2; README "Common-query poll")', () => {
+describe('common-query skills that disconnect (OVOS-COMMON-QUERY-1 §6.3, §7.2; src/plugins/README.md "Common-query poll")', () => {
   it('a claimant that disconnects before answering counts as declining then: the collection closes on the other answer, not at the 3 s window', async () => {
     const r = await decide(QUESTION, [
       { kind: 'common_query', skill_id: 'wiki', pongAfterMs: 10, latencyMs: 100, answerAfterMs: 50, conf: 0.8 },

@@ -1,9 +1,9 @@
 /**
- * The user harness with unmodified ovos-workshop `@common_query` skills (`"dialect": "legacy"`; README "Legacy
+ * The user harness with unmodified ovos-workshop `@common_query` skills (`"dialect": "legacy"`; src/plugins/README.md "Legacy
  * common-query skills"): announced before they are asked, claiming with `searching: true` on the contest's
  * `question:query`, their answer following unasked, mixed with spec skills in one contest — replayed against the whole
  * system on ManualClock at every boundary and compared with the spec model. Each expected decision is also written
- * out here by hand, from OVOS-COMMON-QUERY-1 §6–§8 and the README's legacy decisions, so a model that drifted with the
+ * out here by hand, from OVOS-COMMON-QUERY-1 §6–§8 and the legacy decisions of src/plugins/README.md, so a model that drifted with the
  * system would still fail.
  */
 import { describe, expect, it } from 'vitest';
@@ -51,7 +51,7 @@ describe('timing harness: legacy common-query skills (ovos-wire-today.md; OVOS-C
     expect(report.paths[0]!.expected).toMatchObject({ skill_id: 'wk.fast', decidedAt: 10 });
   });
 
-  it('§5.1 / README "Fast win": a legacy fast answer kept during the poll wins the moment `match` joins — the poll still open — or, joining later, at the join', async () => {
+  it('§5.1 / src/plugins/README.md "Fast win": a legacy fast answer kept during the poll wins the moment `match` joins — the poll still open — or, joining later, at the join', async () => {
     // spec.x's pong at 50 ms holds the poll open (rule 1); fallback_high's only skill declines at 30 ms.
     const roster = (fbDeclinesAt: number): SkillScript[] => [
       { kind: 'fallback', skill_id: 'fb', priority: 10, pongAfterMs: fbDeclinesAt, willing: false },
@@ -62,7 +62,7 @@ describe('timing harness: legacy common-query skills (ovos-wire-today.md; OVOS-C
     expect((await suite(roster(200))).paths[0]!.expected).toMatchObject({ skill_id: 'wk.fast', decidedAt: 200 });
   });
 
-  it('§7.2 settle (README): a legacy answer that came during the poll starts its round trip when the poll closes — the other claimants are only asked then', async () => {
+  it('§7.2 settle (src/plugins/README.md): a legacy answer that came during the poll starts its round trip when the poll closes — the other claimants are only asked then', async () => {
     // A 20 ms initial window shows it: wk.a answers at 10 ms; wk.b claims at 120 ms (the poll closes then, rule 1)
     // and never answers. The window ends at 140, the round trip is 120 ms (wk.b's pong delay): 120 + 120 = 240.
     const short = withConfig((c) => ({ ...c, commonQuery: { ...c.commonQuery, collectionInitialMs: 20 } }));
@@ -76,7 +76,7 @@ describe('timing harness: legacy common-query skills (ovos-wire-today.md; OVOS-C
     expect(report.paths[0]!.expected).toMatchObject({ skill_id: 'wk.a', decidedAt: 240 });
   });
 
-  it('README "Dead skills": a legacy skill speaks its answer itself — gone before the decision, its better answer does not win; the spec answer is spoken', async () => {
+  it('src/plugins/README.md "Dead skills": a legacy skill speaks its answer itself — gone before the decision, its better answer does not win; the spec answer is spoken', async () => {
     const report = await suite([
       { kind: 'common_query', skill_id: 'wk.a', dialect: 'legacy', pongAfterMs: 2, answerAfterMs: 20, conf: 0.8, disconnectAtMs: 50 },
       { kind: 'common_query', skill_id: 'spec.s', pongAfterMs: 5, answerAfterMs: 200, conf: 0.6 },

@@ -1,8 +1,8 @@
 /**
- * The user harness with unmodified ovos-workshop fallback skills (`"dialect": "legacy"`; README "Legacy fallback
+ * The user harness with unmodified ovos-workshop fallback skills (`"dialect": "legacy"`; src/plugins/README.md "Legacy fallback
  * skills"): asked by one broadcast when their stage starts, mixed with spec skills in one pool order, replayed
  * against the whole system on ManualClock and compared with the spec model. Each expected decision is also written
- * out here by hand, from OVOS-FALLBACK-1 §6 and the README's legacy decisions, so a model that drifted with the system
+ * out here by hand, from OVOS-FALLBACK-1 §6 and the legacy decisions of src/plugins/README.md, so a model that drifted with the system
  * would still fail.
  */
 import { describe, expect, it } from 'vitest';
@@ -84,7 +84,7 @@ describe('timing harness: legacy fallback skills (ovos-wire-today.md; OVOS-FALLB
     expect(r.timeline).toContain('+3 ovos.skills.fallback.pong skill_id="wk.low" can_handle=true');
   });
 
-  it('README "Dead skills": a legacy skill that answered willing and then disconnected before its turn is skipped; one gone during its turn is passed over at once', async () => {
+  it('src/plugins/README.md "Dead skills": a legacy skill that answered willing and then disconnected before its turn is skipped; one gone during its turn is passed over at once', async () => {
     const skipped = await decide([
       { kind: 'fallback', skill_id: 'spec.a', priority: 10, pongAfterMs: 'never' },
       { kind: 'fallback', skill_id: 'wk.gone', priority: 20, dialect: 'legacy', pongAfterMs: 5, disconnectAtMs: 100 },

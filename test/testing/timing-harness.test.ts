@@ -15,7 +15,7 @@ const SAMPLE = 'test/testing/sample-skills.json';
 const sample = parseSkillsFile(readFileSync(SAMPLE, 'utf8'));
 const scenarios = (utterances: readonly string[]): TimingScenario[] => utterances.map((u) => ({ name: u, utterance: u, skills: sample.skills }));
 
-describe('timing harness on the sample roster (README "Testing your deployment\'s timing")', () => {
+describe('timing harness on the sample roster (src/plugins/README.md "Testing your deployment\'s timing")', () => {
   it('defaults: every path — the two questions and every boundary variant — agrees with the spec model, one handled each', async () => {
     const report = await runTimingSuite(DEFAULT_CONFIG, scenarios(sample.utterances!));
     expect(report.paths.filter((p) => !p.ok).map((p) => [p.name, p.failures])).toEqual([]);

@@ -319,7 +319,7 @@ export class CommonQueryPlugin implements PipelineStage {
     if (result.status !== 'done') return null;
 
     // §8 against the live session, then §9. A legacy skill speaks its answer itself: one that has left (its connection
-    // closed, and it has not announced itself again) cannot, so its answer does not compete (README "Legacy
+    // closed, and it has not announced itself again) cannot, so its answer does not compete (src/plugins/README.md "Legacy
     // common-query skills") — the plugin speaks a spec skill's answer, whoever has gone.
     const candidates = this.#departed.size === 0 ? result.output.responses : result.output.responses.filter((r) => r.reply === undefined || !this.#departed.has(r.skill_id));
     const selection = await selectWithReranker(utterance, request.lang, candidates, policy, this.#reranker);

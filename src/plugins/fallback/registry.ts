@@ -4,7 +4,7 @@
  * entries extend (and, for the same skill, override) them for that session only.
  *
  * Liveness. FALLBACK-1 never asks a skill to register again, so a registration outlives the connection it was made
- * over (README, "Liveness and restarts"); what changes is whether pools hold it:
+ * over (src/plugins/README.md, "Liveness and restarts"); what changes is whether pools hold it:
  *   - heard: bound to the connection the skill speaks over (or, with no connection identity — in process, a foreign
  *     bus — simply heard): in the pools;
  *   - away: its connection closed (or it was restored from disk) and no client connection it might be on is open: in

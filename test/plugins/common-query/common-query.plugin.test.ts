@@ -1323,7 +1323,7 @@ describe('default pipeline (config): fallback_high, common_query, fallback_mediu
   });
 });
 
-describe('OVOS-COMMON-QUERY-1 §6.3: the poll learns a skill that claims after the claim bound (README "Common-query poll")', () => {
+describe('OVOS-COMMON-QUERY-1 §6.3: the poll learns a skill that claims after the claim bound (src/plugins/README.md "Common-query poll")', () => {
   /** Ten questions one after another, each given time to finish; who answered each ("-" when nobody did). */
   async function questions(h: Harness, n: number): Promise<string[]> {
     const answers: string[] = [];

@@ -3,7 +3,7 @@
  * clock and in-process bus: the whole system (orchestrator, supervisor, contest actors, both dialects) with
  * scripted workshop skills. The same behaviours over a real websocket are in test/integration/legacy-transcripts.
  *
- * How a workshop skill's replies map onto OVOS-COMMON-QUERY-1 (documented in the README, "Switching an OVOS install"):
+ * How a workshop skill's replies map onto OVOS-COMMON-QUERY-1 (documented in src/plugins/README.md, "Switching an OVOS install"):
  *  - `question:query` is asked in the same contest as the spec ping (§6.1); `searching: true` is a claim (§6.2)
  *    made without being asked for an answer — the answer is already on its way, so no §7.1 request is sent;
  *  - the answer is its §7.1 response (classic `conf` above 1 competes as 1), and is kept even when it arrives while
@@ -331,7 +331,7 @@ describe('ovos-workshop skills: bad, late and foreign replies never confuse a co
   });
 });
 
-describe('README "Legacy common-query skills": a legacy skill that has left cannot win — until it announces itself again', () => {
+describe('src/plugins/README.md "Legacy common-query skills": a legacy skill that has left cannot win — until it announces itself again', () => {
   /** A workshop skill over connection `via`: announces itself, answers every question:query with searching, then 0.8. */
   function workshopOver(h: Harness, via: string, announce = true): () => void {
     let live = true;

@@ -152,7 +152,7 @@ describe('OVOS-COMMON-QUERY-1 §6.3 / §7.2 (embedded bus): skills whose connect
     return (await match)?.skill_id;
   }
 
-  it(`README "Legacy common-query skills": a departed legacy skill's answer does not compete while it is among the last ${ROSTER_BOUND} skills to leave; the ${ROSTER_BOUND + 1}th departure after it forgets it`, async () => {
+  it(`src/plugins/README.md "Legacy common-query skills": a departed legacy skill's answer does not compete while it is among the last ${ROSTER_BOUND} skills to leave; the ${ROSTER_BOUND + 1}th departure after it forgets it`, async () => {
     expect(await selectedAfterDepartures(ROSTER_BOUND - 1)).toBe('common_query'); // the spec answer, spoken by the plugin
     expect(await selectedAfterDepartures(ROSTER_BOUND)).toBe('old');
   });

@@ -263,7 +263,7 @@ describe('OVOS-FALLBACK-1 §6.1 circuit breaker: what it remembers once a skill 
   });
 });
 
-describe('the registry file across a restart (README "Restarts"; FALLBACK-1 §3.1, §3.4)', () => {
+describe('the registry file across a restart (src/plugins/README.md "Restarts"; FALLBACK-1 §3.1, §3.4)', () => {
   it('FALLBACK-1 §3.1: each registration comes back in its dialect — the legacy skill asked by broadcast once a connection opens, the spec skill by its own ping once heard from — and the start says what it restored', async () => {
     const file = registryFile();
     const first = boot(file);

@@ -1,7 +1,7 @@
 /**
  * Edges of the fallback registry, its file and its log lines, found by mutation testing (issue 9): what the registry
  * holds at its bounds (OVOS-FALLBACK-1 §3.4), which restored registrations a pong binds, "default" first for
- * inspection, and what the store keeps, writes and says across a restart (README "Restarts"). Each test was checked
+ * inspection, and what the store keeps, writes and says across a restart (src/plugins/README.md "Restarts"). Each test was checked
  * by hand against the mutant it was written for.
  */
 import fs, { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -156,7 +156,7 @@ describe('registry store: what it writes', () => {
     expect(store.entries().map((e) => e.skill_id)).toEqual(['b']);
   });
 
-  it('every save is fsynced before it replaces the file (README "Restarts": a crash leaves the old file or the new one)', async () => {
+  it('every save is fsynced before it replaces the file (src/plugins/README.md "Restarts": a crash leaves the old file or the new one)', async () => {
     const file = freshFile();
     // Every open file shares FileHandle's prototype: its fsync, and whether the file was replaced yet when it ran.
     const probe = await fs.promises.open(`${file}.probe`, 'w');

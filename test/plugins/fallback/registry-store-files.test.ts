@@ -1,5 +1,5 @@
 /**
- * The fallback registry file against other local users (registry-store.ts; README "One registry file per bus"): its
+ * The fallback registry file against other local users (registry-store.ts; src/plugins/README.md "One registry file per bus"): its
  * folder is created 0700 and the daemon's own folder is closed when found open, the file is written 0600, it is never
  * read or written through a symbolic link, and a file larger than REGISTRY_MAX_BYTES is set aside unread. Each test
  * has its own temporary folder.

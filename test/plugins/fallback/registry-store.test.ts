@@ -1,5 +1,5 @@
 /**
- * The fallback registry on disk (registry-store.ts; README "Restarts"): what a deployer relies on when the daemon
+ * The fallback registry on disk (registry-store.ts; src/plugins/README.md "Restarts"): what a deployer relies on when the daemon
  * restarts — every OVOS-FALLBACK-1 §3.1 registration kept until its §3.2 deregistration, written atomically and
  * coalesced, `last_seen` refreshed at most once an hour, entries of skills gone for good forgotten, and a file that
  * cannot be read or written never costs the daemon its start or its registry in memory.

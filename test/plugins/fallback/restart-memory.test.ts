@@ -1,5 +1,5 @@
 /**
- * What a daemon remembers costs nobody time (README "Liveness and restarts"): registrations restored from the registry
+ * What a daemon remembers costs nobody time (src/plugins/README.md "Liveness and restarts"): registrations restored from the registry
  * file, skills gone for good, skills that reconnect or registered before the daemon joined, and the match bound.
  * OVOS-FALLBACK-1 §3.1 (registration), §6.1 (a silent skill is can_handle: false), §6.2 (the first willing skill in
  * pool order), OVOS-PIPELINE-1 §4.4 (the match bound).
