@@ -65,7 +65,7 @@ export interface UtteranceContext extends UtteranceInput {
  * BEGIN: start the walk through the stages (see above).
  * HANDLER_DONE: a completion signal from a bus skill; only the dispatched skill's counts.
  * SKILL_GONE: the skill can no longer be reached (its bus connection closed); while its handler is awaited, the
- * handler ends at once with an error (issue 7: no 30 s of silence for a skill that died).
+ * handler ends at once with an error (no 30 s of silence for a skill that died).
  */
 export type UtteranceEvent =
   | { readonly type: 'BEGIN' }

@@ -1,6 +1,6 @@
 /**
  * The one narrow interface every component talks to. The embedded server, the client of an existing OVOS
- * messagebus and (later) a NATS transport all implement it; nothing else in the project knows which it is.
+ * messagebus and any other transport implement it; nothing else in the project knows which it is.
  *
  * Delivery contract: every participant sees every message exactly once, in one order, including its own
  * publications (ovos-messagebus re-broadcasts to the sender too).

@@ -1,5 +1,5 @@
 /**
- * mycroft.conf, the configuration of an OVOS deployment (issue 8): where ovos-config finds it, how it reads it, and
+ * mycroft.conf, the configuration of an OVOS deployment: where ovos-config finds it, how it reads it, and
  * which of its keys we honour. `loadConfig` (config.ts) layers the result just above DEFAULT_CONFIG, below our own
  * config file, environment and flags.
  *

@@ -30,7 +30,7 @@ export async function runDaemon(argv: readonly string[], helpPrefix = ''): Promi
   }
 
   const logger = createLogger({ level: loaded.config.log.level });
-  // Once at start: which mycroft.conf supplied which of our keys (issue 8), before the bus is up.
+  // Once at start: which mycroft.conf supplied which of our keys, before the bus is up.
   if (loaded.mycroft !== undefined) {
     if (loaded.mycroft.files.length > 0) logger.info(describeMycroftReport(loaded.mycroft), 'mycroft.conf read');
     for (const note of loaded.mycroft.notes) logger[note.level]({ reason: note.reason, ...(note.file === undefined ? {} : { file: note.file }) }, note.message);

@@ -5,7 +5,7 @@
  *   on        the default (`npm start`): recording every contest into the ring, no page connected
  *   on + page a page connected to /feed (a websocket client reading every frame, as the browser's socket would;
  *             the browser's own rendering runs in another process and is not the daemon's cost)
- * Issue 10 asks that the inspector cost nothing measurable while no page is connected: compare `off` with `on`.
+ * The inspector should cost nothing measurable while no page is connected: compare `off` with `on`.
  * Beside them, two figures of the recorder alone: its CPU time per ordinary message, and what 200 frames of 9 MiB
  * carrying an utterance's ids leave on the heap (the recorder keeps clipped copies within its byte budget).
  */

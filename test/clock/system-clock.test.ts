@@ -2,7 +2,7 @@
  * The daemon's wall clock (src/clock/clock.ts): a deadline never beats a message that reached the daemon before the
  * deadline fired. Node runs expired timers before it reads sockets in each turn of its loop, so after a busy stretch
  * a plain `setTimeout` deadline fires while an answer sent in time is still unread — how bursts of common-query
- * answers were lost (issue 7, measured over the websocket). No sleeps: a synchronous busy stretch on loopback makes
+ * answers were lost (measured over the websocket). No sleeps: a synchronous busy stretch on loopback makes
  * both conditions certain (the deadline has expired, the bytes are in the socket) before the loop turns again.
  */
 import { once } from 'node:events';

@@ -1,5 +1,5 @@
 /**
- * Issue 7, defect 9 — never silent: what a config already reveals about contests it will cut short or skills it
+ * Never silent: what a config already reveals about contests it will cut short or skills it
  * will never ask. `configWarnings` is pure; `createContestSystem` (and so the daemon) logs each one at warn.
  */
 import { describe, expect, it } from 'vitest';
@@ -24,7 +24,7 @@ const only = <T>(list: readonly T[]): T => {
   return list[0]!;
 };
 
-describe('configWarnings (issue 7: never silent)', () => {
+describe('configWarnings: never silent', () => {
   it('the defaults warn about nothing', () => {
     expect(configWarnings(DEFAULT_CONFIG)).toEqual([]);
     expect(configWarnings(validWith({}))).toEqual([]);

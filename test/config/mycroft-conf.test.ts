@@ -1,5 +1,5 @@
 /**
- * Issue 8 ("mycroft.conf"): reading an OVOS deployment's configuration (ovos-wire-today mycroft.conf). Pure
+ * mycroft.conf: reading an OVOS deployment's configuration (ovos-wire-today mycroft.conf). Pure
  * functions over fixtures, and loadConfig with a fake file system and environment: no test reads the real /etc or ~.
  */
 import { describe, expect, it } from 'vitest';
@@ -374,7 +374,7 @@ describe('ovos-wire-today mycroft.conf: the layer (text in → our keys + origin
   });
 });
 
-describe('ovos-wire-today mycroft.conf: loadConfig layering (issue 8)', () => {
+describe('ovos-wire-today mycroft.conf: loadConfig layering', () => {
   it('without a mycroft.conf nothing changes: the defaults, no file read but where ovos-config looks', () => {
     const { result, reads, ourReads } = loadWith([]);
     expect(result.config).toEqual(DEFAULT_CONFIG);

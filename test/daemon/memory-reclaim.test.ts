@@ -1,5 +1,5 @@
 /**
- * Giving memory back after a burst (issue 12; src/daemon/memory-reclaim.ts), on the deterministic clock with scripted
+ * Giving memory back after a burst (src/daemon/memory-reclaim.ts), on the deterministic clock with scripted
  * probes: a full collection runs only on a loop that was idle over the interval just past, only while V8 holds more
  * than the slack over what the last collection left in use — and the real collector is reachable on this node.
  */

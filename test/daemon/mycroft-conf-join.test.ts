@@ -1,5 +1,5 @@
 /**
- * Issue 8 ("mycroft.conf"), the drop-in case end to end: a deployment's mycroft.conf names its messagebus
+ * mycroft.conf, the drop-in case end to end: a deployment's mycroft.conf names its messagebus
  * (ovos-wire-today mycroft.conf: websocket.host 0.0.0.0 as ovos-messagebus is often configured), loadConfig finds it
  * where ovos-config looks (a fake home and file system, never the real /etc or ~), and the daemon joins that bus
  * instead of serving one, without the example skills. A BusServer on an ephemeral port stands in for
@@ -19,7 +19,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-describe('daemon with a mycroft.conf (issue 8)', () => {
+describe('daemon with a mycroft.conf', () => {
   it('ovos-wire-today mycroft.conf: joins the messagebus websocket.* names, without the example skills, and answers on it', async () => {
     const messagebus = await BusServer.start({ host: '127.0.0.1', port: 0, route: '/core', maxFrameBytes: 1 << 20, logger: silentLogger() });
     cleanups.push(() => messagebus.close());

@@ -1,5 +1,5 @@
 /**
- * Issue 7, defect 9: the daemon says at start what its (valid) config already reveals about contests it will cut
+ * Never silent: the daemon says at start what its (valid) config already reveals about contests it will cut
  * short — before it says it is listening. Real embedded bus on an ephemeral port; no example skills, no sleeps.
  */
 import { describe, expect, it } from 'vitest';

@@ -104,7 +104,7 @@ describe('inspector server', () => {
     expect((await get(`${d.inspector!.url}api/state`, `localhost:${new URL(d.inspector!.url).port}`)).status).toBe(200);
   });
 
-  it('issue 29: the feed opens for the inspector\'s own page (or a client that sends no Origin), never for a page of another origin', async () => {
+  it('the feed opens for the inspector\'s own page (or a client that sends no Origin), never for a page of another origin', async () => {
     const d = await daemon();
     const port = new URL(d.inspector!.url).port;
     const feed = `ws://127.0.0.1:${port}/feed`;

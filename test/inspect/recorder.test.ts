@@ -207,7 +207,7 @@ describe('inspector recorder', () => {
     expect(h.recorder!.decisions().map((d) => d.utterance)).toEqual(['blorp number 4', 'blorp number 3']);
   });
 
-  it('an exported trace replays through the timing harness to the same decision (issue 9 trace format)', async () => {
+  it('an exported trace replays through the timing harness to the same decision (the trace format)', async () => {
     const h = createHarness(DEFAULT_CONFIG, { recorder: {} });
     timedFallbackSkill(h, 'declines.skill', 10, 30, false);
     timedFallbackSkill(h, 'slow.skill', 20, 40);

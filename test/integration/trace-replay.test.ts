@@ -1,5 +1,5 @@
 /**
- * Issue 9 "Trace replay": an utterance recorded on a running daemon over a real websocket (`say --trace`) replays
+ * Trace replay: an utterance recorded on a running daemon over a real websocket (`say --trace`) replays
  * through the timing harness on the deterministic clock to the same decision, and the spec model agrees — so a
  * wrong answer a user saw becomes a test. Real time on purpose (the recording is of a real bus); the skills reply
  * far from every boundary so the bus's jitter cannot move a decision.

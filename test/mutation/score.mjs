@@ -1,4 +1,4 @@
-// Adds up the mutation results into the scores issue 9 asks for: the machines, the pure decision functions (pool,
+// Adds up the mutation results into the scores we hold the decision code to: the machines, the pure decision functions (pool,
 // gate, selection), and all four folders (machines, plugins, supervisor, orchestrator). Results come from two places:
 // the reports of runs on this machine (test/mutation/report/*.json, git-ignored: megabytes, with every test file's
 // source) and the committed ledger (test/mutation/results.json: per file, the SHA-256 of the source it was measured

@@ -1,4 +1,4 @@
-// StrykerJS: mutation testing of the decision code (issue 9). `npm run test:mutation` (all four folders) or
+// StrykerJS: mutation testing of the decision code. `npm run test:mutation` (all four folders) or
 // `npm run test:mutation:core` (machines + the pure decision functions) or
 // `npm run test:mutation:pure` (pool, gate, selection). Not part of `npm test`.
 // Incremental: results are kept in test/mutation/stryker-incremental*.json (git-ignored: 18 MB for the pure set), so

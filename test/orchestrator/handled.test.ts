@@ -1,6 +1,6 @@
 /**
  * OVOS-PIPELINE-1 §6: exactly one `ovos.utterance.handled` per `ovos.utterance.handle` — on every path, errors
- * included — and §8: a dispatched skill that dies ends its handler at once (issue 7, defects 4 and 5).
+ * included — and §8: a dispatched skill that dies ends its handler at once.
  * Whole system (orchestrator, supervisor, plugins) on a LocalBus whose client connections are played by name, on
  * ManualClock; no sleeps.
  */
@@ -594,7 +594,7 @@ describe('ovos-wire-today: legacy fallback edges (review of the legacy slice)', 
     expect(withReason(h, 'legacy_over_spec')).toHaveLength(1);
   });
 
-  it('ovos-core #859 × issue 28: a legacy pong with neither contest_id nor utterance_id is taken only by the one contest awaiting that skill; one no contest awaits is dropped (uncorrelated), never counted', async () => {
+  it('ovos-core #859: a legacy pong with neither contest_id nor utterance_id is taken only by the one contest awaiting that skill; one no contest awaits is dropped (uncorrelated), never counted', async () => {
     const h = createHarness(CONFIG);
     h.bus.subscribe((m) => {
       if (m.type === 'ovos.skills.fallback.ping') h.bus.publish(createMessage('ovos.skills.fallback.pong', { skill_id: 'lx', can_handle: true }, { session: m.context['session'] as JsonObject }), 'legacy');

@@ -1,5 +1,5 @@
 /**
- * Issue 9 "Boundaries, explicitly": every delay any machine arms has boundary coverage — the harness puts a reply at
+ * Boundaries, explicitly: every delay any machine arms has boundary coverage — the harness puts a reply at
  * T−1, T and T+1 of it (src/testing/boundaries.ts) and the spec model says what must happen at each. The delays are
  * read from the machines themselves, so a delay added to a machine without boundary coverage fails here.
  */

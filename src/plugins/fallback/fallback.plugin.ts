@@ -656,7 +656,7 @@ export class FallbackPlugin {
 
   /**
    * The match bound (the request's abort signal, PIPELINE-1 §4.4) stopped the contest while it was still asking:
-   * one warn naming the skill it was waiting for and every skill that was never asked. Never silent (issue 7).
+   * one warn naming the skill it was waiting for and every skill that was never asked. Never silent.
    */
   #reportCut(pipelineId: string, context: FallbackContext, startedAt: number, logger: Logger): void {
     const awaiting = context.pool[context.index];

@@ -1,7 +1,7 @@
 /**
  * The question gate's edges (OVOS-COMMON-QUERY-1 §4.2, the rules in the header of
  * src/plugins/common-query/gate.ts): one concrete utterance per rule boundary that the conformance, rule and corpus
- * tests left open — each was a surviving mutant of gate.ts (issue 9), and each test was checked against it by hand.
+ * tests left open — each was a surviving mutant of gate.ts, and each test was checked against it by hand.
  *
  * Every test compiles its vocabulary afresh (`gate()` clones the default one inside the test): the gate compiles a
  * vocabulary once per object (gate.ts `lexiconOf`), so a test reusing an object compiled earlier in the process never

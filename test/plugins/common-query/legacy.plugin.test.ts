@@ -41,7 +41,7 @@ function timesOf(wire: ReturnType<typeof timedWire>, type: string): number[] {
   return wire.filter((w) => w.message.type === type).map((w) => w.at - t0);
 }
 
-/** PIPELINE-1 §6 / issue 8: one ovos.utterance.handled per utterance on the wire, whoever sends it. */
+/** PIPELINE-1 §6: one ovos.utterance.handled per utterance on the wire, whoever sends it. */
 function expectOneHandledEach(h: Harness): void {
   expect(h.of('ovos.utterance.handled')).toHaveLength(h.of('ovos.utterance.handle').length);
 }
@@ -267,7 +267,7 @@ describe('OVOS-COMMON-QUERY-1 §8 with ovos-workshop and spec skills together', 
 });
 
 describe('ovos-workshop skills: bad, late and foreign replies never confuse a contest', () => {
-  it('issue 8 / 28: malformed question:query.response frames are dropped, and ones with an unusable answer or conf are the skill\'s decline — each with its reason code; the contest still closes on the good one', async () => {
+  it('OVOS-MSG-1 §6.1: malformed question:query.response frames are dropped, and ones with an unusable answer or conf are the skill\'s decline — each with its reason code; the contest still closes on the good one', async () => {
     const h = createHarness(config());
     const bad: JsonObject[] = [
       { answer: 'x', conf: 'high' },

@@ -1,5 +1,5 @@
 /**
- * Edges of the common-query plugin found by mutation testing (issue 9): what the roster learns and forgets (joins,
+ * Edges of the common-query plugin found by mutation testing: what the roster learns and forgets (joins,
  * departures over closed connections, its bounds, a classic skill's dispatch), what the early-start cache does at the
  * end of an utterance, the legacy dialect's frames (discovery on bus-up, the contest_id on `question:query`, the
  * winner's dispatch), the plugin's own checks (gate, empty utterance list, dispatch without answer) and the log

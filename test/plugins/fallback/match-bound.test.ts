@@ -1,5 +1,5 @@
 /**
- * Issue 7, defect 9: the fallback stage is cut by the orchestrator's match bound (OVOS-PIPELINE-1 §4.4) when its
+ * Never silent: the fallback stage is cut by the orchestrator's match bound (OVOS-PIPELINE-1 §4.4) when its
  * pool × pingTimeoutMs exceeds the bound and the skills stay silent — never silently. The plugin warns when it
  * builds such a pool (at most once a minute per stage and pool size), and when a cut happens it names the skill it
  * was waiting for and every skill never asked (the catch-all included). Harness: LocalBus + ManualClock.

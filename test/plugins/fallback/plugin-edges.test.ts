@@ -1,5 +1,5 @@
 /**
- * Edges of the fallback plugin found by mutation testing (issue 9): registration and deregistration in both dialects
+ * Edges of the fallback plugin found by mutation testing: registration and deregistration in both dialects
  * (OVOS-FALLBACK-1 §3; ovos-wire-today), what the circuit breaker remembers once a skill is registered nowhere, the
  * registry file across a restart, the re-registration request when the bus comes up, a legacy winner's stage range,
  * and the log lines a deployer reads (reason code, fields, a message that says what happened).
@@ -438,7 +438,7 @@ describe('OVOS-FALLBACK-1 §6 / §8.2 the match', () => {
   });
 });
 
-describe('nothing retained after a contest (issue 12: bounded memory)', () => {
+describe('nothing retained after a contest (bounded memory)', () => {
   it('FALLBACK-1 §6: the plugin lets go of every contest once it ends — decided, timed out, or cut by the match bound', async () => {
     const bound = 2 * PING_TIMEOUT_MS;
     const h = createHarness(withConfig((config) => ({ ...config, pipeline: ['fallback_low'], orchestrator: { ...config.orchestrator, matchTimeoutMs: bound } })));

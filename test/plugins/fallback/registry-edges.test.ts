@@ -1,5 +1,5 @@
 /**
- * Edges of the fallback registry, its file and its log lines, found by mutation testing (issue 9): what the registry
+ * Edges of the fallback registry, its file and its log lines, found by mutation testing: what the registry
  * holds at its bounds (OVOS-FALLBACK-1 §3.4), which restored registrations a pong binds, "default" first for
  * inspection, and what the store keeps, writes and says across a restart (src/plugins/README.md "Restarts"). Each test was checked
  * by hand against the mutant it was written for.
