@@ -12,6 +12,7 @@ import { CommonQueryPlugin } from './plugins/common-query/common-query.plugin.js
 import type { Reranker } from './plugins/common-query/selection.js';
 import { FallbackPlugin } from './plugins/fallback/fallback.plugin.js';
 import type { RegistryStore } from './plugins/fallback/registry-store.js';
+import { StageService } from './stage-service/stage-service.js';
 import { Supervisor, type InspectionHook } from './supervisor/supervisor.js';
 
 export interface SystemOptions {
@@ -35,6 +36,8 @@ export interface ContestSystem {
   readonly orchestrator: Orchestrator;
   readonly fallback: FallbackPlugin;
   readonly commonQuery: CommonQueryPlugin;
+  /** Answers ovos-core's pipeline plugin (src/ovos-plugin/): one stage's decision per request. */
+  readonly stageService: StageService;
   /**
    * Graceful shutdown: take no new utterance (each is answered with its handled, `error: "shutting_down"`) and
    * wait up to `graceMs` for those in flight — contests and skills' handlers — to end on their own. Resolves with
@@ -71,6 +74,7 @@ export function createContestSystem(options: SystemOptions): ContestSystem {
     ...(options.reranker === undefined ? {} : { reranker: options.reranker }),
   });
   orchestrator.register(commonQuery);
+  const stageService = new StageService({ config, supervisor, orchestrator, fallback, commonQuery });
   // A dropped connection ends every contest cleanly: no hang, no leaked timer, the reason logged.
   const unsubscribeStatus = options.bus.onStatus((status) => {
     if (!status.up) supervisor.stopAll(`bus_down:${status.reason}`);
@@ -82,6 +86,7 @@ export function createContestSystem(options: SystemOptions): ContestSystem {
     orchestrator,
     fallback,
     commonQuery,
+    stageService,
     drain: async (graceMs) => {
       let timer: unknown;
       const bound = new Promise<void>((resolve) => (timer = supervisor.clock.setTimeout(resolve, graceMs)));
@@ -91,6 +96,7 @@ export function createContestSystem(options: SystemOptions): ContestSystem {
     },
     close: () => {
       unsubscribeStatus();
+      stageService.close();
       fallback.close();
       commonQuery.close();
       orchestrator.close();

@@ -21,10 +21,18 @@
 export const WINDOW_MS = 100;
 /** Bytes that cost as much as one more frame: a connection sending large frames uses its share sooner. */
 export const COST_BYTES = 4096;
-/** The least cost in a window for which a connection is ever paused (a frame costs 1): 500 frames a second. */
-export const MIN_COST = 50;
-/** A window carrying more than this (5,000 frames a second over the bus) is busy even while the daemon keeps up. */
-export const BUSY_COST = 500;
+/**
+ * The least cost in a window for which a connection is ever paused (a frame costs 1): 10,000 frames a second — a
+ * flood, never a client doing its work. A skill answering every ping of a saturated daemon sends about 1,200, in
+ * bursts of a few hundred per window after a pause of the daemon's loop: pausing it makes its pongs late, and its
+ * contests decide without it (measured with `npm run bench -- mixed`, one connection per skill).
+ */
+export const MIN_COST = 1_000;
+/**
+ * A window carrying more than this (10,000 frames a second over the bus) is busy even while the daemon keeps up: a
+ * daemon deciding 800 utterances a second with a dozen skills carries about 6,000.
+ */
+export const BUSY_COST = 1_000;
 
 export interface ShareChange<K> {
   /** Connections to pause now, with their cost in the window, the share they exceeded and for how long (ms). */

@@ -146,6 +146,9 @@ export const NOT_MAPPED: Readonly<Record<string, string>> = {
   'websocket.max_msg_size': "the messagebus server's frame limit; our side's is bus.maxFrameBytes",
 };
 
+/** The ids of our pipeline plugins for ovos-core start with this (src/ovos-plugin/). */
+export const OVOS_CONTESTS_PLUGIN_PREFIX = 'ovos-contests-';
+
 /** ovos-config's default mycroft.conf `websocket` section (the values ovos-messagebus and every client use unless told). */
 export const OVOS_DEFAULT_WEBSOCKET = { host: '127.0.0.1', port: 8181, route: '/core', ssl: false } as const;
 
@@ -540,6 +543,15 @@ export function mycroftLayer(files: readonly MycroftConfText[], base: Config = D
     const value = at(merged.tree, path);
     if (value === undefined || value === null) continue;
     take(ours, value, { from: mycroftKey, files: filesOf(path) });
+  }
+
+  // ovos-core's pipeline asks our stages through the ovos-contests plugin (src/ovos-plugin/): ovos-core takes the
+  // utterances, and the daemon only answers its stage requests — two orchestrators would answer twice.
+  const pipeline = at(merged.tree, ['intents', 'pipeline']);
+  if (Array.isArray(pipeline) && pipeline.some((id) => typeof id === 'string' && id.startsWith(OVOS_CONTESTS_PLUGIN_PREFIX))) {
+    take('orchestrator.takesUtterances', false, { from: `intents.pipeline names an ${OVOS_CONTESTS_PLUGIN_PREFIX}… plugin: ovos-core takes the utterances and asks our stages`, files: filesOf(['intents', 'pipeline']) });
+    values.delete('pipeline'); // ovos-core's list, not one our orchestrator runs
+    origins.delete('pipeline');
   }
 
   // intents.common_query.max_response_wait (seconds) → the collection ceiling (ms). 0 and null are ovos' "unset".

@@ -208,10 +208,15 @@ const orchestrator = section({
   handlerTimeoutMs: ms(1)
     .default(30_000)
     .describe("how long a bus skill's handler may run before ovos.intent.handler.error (timeout)"),
-  maxInFlightPerConnection: intIn(1)
-    .default(16)
+  takesUtterances: bool()
+    .default(true)
     .describe(
-      'utterances of one client connection running at once (embedded bus); 8 times as many more wait their turn, and past that an utterance ends at once with its ovos.utterance.handled (error too_many_in_flight)',
+      "run the pipeline for utterances on the bus (ovos.utterance.handle, recognizer_loop:utterance); false: ovos-core takes them and asks our stages through its ovos-contests pipeline plugin (src/ovos-plugin/) — set so when mycroft.conf's intents.pipeline names one",
+    ),
+  maxInFlightPerConnection: intIn(1)
+    .default(256)
+    .describe(
+      'utterances one client connection runs at once while it is the only one asking (embedded bus; 16 at most while another connection is active); 8 times as many more wait their turn, and past that an utterance ends at once with its ovos.utterance.handled (error too_many_in_flight)',
     ),
 }).describe('the utterance orchestrator: match and handler bounds (OVOS-PIPELINE-1)');
 

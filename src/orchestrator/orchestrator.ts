@@ -17,10 +17,12 @@
  * of `ovos.utterance.handle`) are answered here too (`utteranceRefused`) — except one whose utterance_id is in flight
  * in its session (a duplicate): that utterance's own handled is the one.
  *
- * Fair share between clients (embedded bus): at most `maxInFlightPerConnection` utterances of one client connection
- * run at once; `WAITING_PER_RUNNING` times as many more wait their turn in arrival order (`#admit`), and past that an
- * utterance ends at once with its handled (`error: "too_many_in_flight"`). A client sending thousands at once then
- * holds a bounded share of the daemon, and every other client's utterances start as they arrive.
+ * Fair share between clients (embedded bus): one client connection runs at most `maxInFlightPerConnection`
+ * utterances at once while it is the only one asking (a hub multiplexing satellites, a load driver), and at most
+ * `SHARED_IN_FLIGHT` while another connection is active too; `WAITING_PER_RUNNING` × `maxInFlightPerConnection` more
+ * wait their turn in arrival order (`#admit`), and past that an utterance ends at once with its handled
+ * (`error: "too_many_in_flight"`). A client sending thousands at once then holds a bounded share of the daemon, and
+ * another client's utterances start as they arrive.
  */
 import { randomUUID } from 'node:crypto';
 import { assign, fromPromise } from 'xstate';
@@ -56,8 +58,12 @@ export const SKILL_HANDLED_GRACE_MS = 1_000;
 const MAX_LEARNT = 1024;
 const MAX_ENDED_FOR = 256;
 
-/** Utterances of one connection that may wait their turn, per one it may have running (`#admit`). */
+/** Utterances of one connection that may wait their turn, per one it may have running alone (`#admit`). */
 export const WAITING_PER_RUNNING = 8;
+/** Utterances one connection may run while another client connection is active too (`#capOf`). */
+export const SHARED_IN_FLIGHT = 16;
+/** A connection that began an utterance this recently (ms) is active: the others share with it. */
+export const ACTIVE_MS = 10_000;
 
 /** Distinct unknown pipeline ids warned about; beyond this, ids from the bus are no longer remembered (nor warned). */
 const MAX_UNKNOWN_WARNED = 256;
@@ -108,7 +114,8 @@ export class Orchestrator {
     this.#supervisor = supervisor;
     this.#config = config;
     this.#machine = this.#provide();
-    supervisor.on('utterance.handle', (inbound, message) => {
+    // ovos-core takes the utterances (orchestrator.takesUtterances false: it asks our stages, src/stage-service/).
+    if (config.orchestrator.takesUtterances) supervisor.on('utterance.handle', (inbound, message) => {
       if (inbound.dropped > 0) {
         supervisor.logger.warn(
           { reason: 'utterances_filtered', dropped: inbound.dropped, kept: inbound.utterances.length, session_id: sessionIdOf(message), utterance_id: utteranceIdOf(message) },
@@ -119,7 +126,7 @@ export class Orchestrator {
     });
     // PIPELINE-1 §6: a refused entry still ends with its one handled — unless its utterance_id is in flight in
     // that session (a duplicate), whose own handled is the one.
-    supervisor.onRefused('utterance.handle', (message, reason) => {
+    if (config.orchestrator.takesUtterances) supervisor.onRefused('utterance.handle', (message, reason) => {
       const sessionId = sessionIdOf(message);
       const utteranceId = utteranceIdOf(message);
       if (utteranceId !== undefined && this.#utteranceInFlight(sessionId, utteranceId)) return;
@@ -186,13 +193,14 @@ export class Orchestrator {
       this.handle(entry, utterances);
       return;
     }
-    const cap = this.#config.orchestrator.maxInFlightPerConnection;
+    const now = this.#supervisor.clock.monotonic();
     let share = this.#shares.get(connection);
     if (share === undefined) {
-      share = { live: 0, waiting: [] };
+      share = { live: 0, waiting: [], lastStart: now };
       this.#shares.set(connection, share);
     }
-    if (share.live < cap) {
+    const cap = this.#capOf(connection, now);
+    if (share.live < cap && share.waiting.length === 0) {
       this.#begin(connection, share, entry, utterances);
       return;
     }
@@ -204,7 +212,7 @@ export class Orchestrator {
       log.warn({ reason: 'duplicate_utterance_id', session_id: sessionId, utterance_id: utteranceId }, 'message dropped');
       return;
     }
-    if (share.waiting.length < cap * WAITING_PER_RUNNING) {
+    if (share.waiting.length < this.#config.orchestrator.maxInFlightPerConnection * WAITING_PER_RUNNING) {
       share.waiting.push({ entry, utterances, key });
       return;
     }
@@ -219,19 +227,39 @@ export class Orchestrator {
     if (handled !== null) this.#supervisor.bus.publish(handled);
   }
 
+  /**
+   * How many utterances `connection` may run now: `maxInFlightPerConnection` while no other client connection has
+   * utterances running or waiting, or began one within `ACTIVE_MS` (a hub multiplexing many satellites, a load
+   * driver); `SHARED_IN_FLIGHT` (at most) while another has — so a client asking now and then is never queued behind
+   * another's burst. Connections idle for `ACTIVE_MS` are forgotten here.
+   */
+  #capOf(connection: string, now: number): number {
+    const most = this.#config.orchestrator.maxInFlightPerConnection;
+    for (const [other, share] of this.#shares) {
+      if (other === connection) continue;
+      if (share.live > 0 || share.waiting.length > 0 || now - share.lastStart < ACTIVE_MS) return Math.min(most, SHARED_IN_FLIGHT);
+      this.#shares.delete(other);
+    }
+    return most;
+  }
+
   #begin(connection: string, share: ConnectionShare, entry: Message, utterances: readonly string[]): void {
+    share.lastStart = this.#supervisor.clock.monotonic();
     const record = this.handle(entry, utterances);
     if (record === null) return;
     share.live += 1;
     void record.done.then(() => this.#release(connection, share));
   }
 
-  /** One of the connection's utterances ended: the next waiting one begins. */
+  /** One of the connection's utterances ended: the next waiting ones begin, as many as its share allows now. */
   #release(connection: string, share: ConnectionShare): void {
     share.live -= 1;
-    const next = share.waiting.shift();
-    if (next !== undefined) this.#begin(connection, share, next.entry, next.utterances);
-    if (share.live === 0 && share.waiting.length === 0 && this.#shares.get(connection) === share) this.#shares.delete(connection);
+    const cap = this.#capOf(connection, this.#supervisor.clock.monotonic());
+    while (share.live < cap && !this.#draining) {
+      const next = share.waiting.shift();
+      if (next === undefined) break;
+      this.#begin(connection, share, next.entry, next.utterances);
+    }
   }
 
   /** Begin one utterance lifecycle. Returns null when the message was dropped (logged with a reason). */
@@ -632,10 +660,11 @@ interface Waiting {
   readonly key: string | undefined;
 }
 
-/** One client connection's utterances: how many run, and those waiting their turn. */
+/** One client connection's utterances: how many run, those waiting their turn, and when it last began one. */
 interface ConnectionShare {
   live: number;
   readonly waiting: Waiting[];
+  lastStart: number;
 }
 
 interface InFlight {

@@ -14,16 +14,16 @@ function charge(share: FairShare<string>, key: string, frames: number, connected
 }
 
 describe('fair share policy', () => {
-  it('a saturated bus: a client going over twice the mean over the connected clients is paused at once, and at the window end for as long as its excess takes at its share', () => {
+  it('a saturated bus: a client going over twice the mean over the connected clients (and MIN_COST) is paused at once, and at the window end for as long as its excess takes at its share', () => {
     const share = new FairShare<string>(1_000);
     share.roll(0, true, 4); // the last window was saturated
     charge(share, 'a', 10, 4);
     charge(share, 'b', 10, 4);
-    // after n frames of its own: share = 2 × (20 + n) / 4 = 10 + n/2 — it is over at once once past MIN_COST
-    expect(charge(share, 'loud', 400, 4)).toBe(MIN_COST + 1);
+    // after n frames of its own: share = max(MIN_COST, 2 × (20 + n) / 4) — it is over once past MIN_COST
+    expect(charge(share, 'loud', 4 * MIN_COST, 4)).toBe(MIN_COST + 1);
     expect(share.isPaused('loud')).toBe(true);
-    // at the end: total 420, share 210, excess 190 → 90 ms, one window at least
-    expect(share.roll(100, true, 4)).toEqual({ pause: [{ key: 'loud', cost: 400, share: 210, ms: WINDOW_MS }], resume: [] });
+    // at the end: total 4,020, share 2,010, excess 1,990 → 99 ms, one window at least
+    expect(share.roll(100, true, 4)).toEqual({ pause: [{ key: 'loud', cost: 4 * MIN_COST, share: 2_010, ms: WINDOW_MS }], resume: [] });
     expect(share.roll(200, true, 4).resume).toEqual(['loud']);
   });
 
@@ -37,14 +37,14 @@ describe('fair share policy', () => {
   it('the pause grows with the excess, up to maxPauseMs', () => {
     const share = new FairShare<string>(1_000);
     charge(share, 'a', 1, 10);
-    // the loud client is paused at its 501st frame; the frames its socket had already handed over still arrive
-    charge(share, 'loud', 2_000, 10);
-    // 10 connected: share = 2 × 2001 / 10 ≈ 400; excess 1,600 = 4 windows
-    expect(share.roll(0, false, 10).pause).toEqual([{ key: 'loud', cost: 2_000, share: 400, ms: 400 }]);
+    // paused at its frame past BUSY_COST; the frames its socket had already handed over still arrive
+    charge(share, 'loud', 20 * MIN_COST, 10);
+    // 10 connected: share = 2 × 20,001 / 10 ≈ 4,000; excess 16,000 = 4 windows
+    expect(share.roll(0, false, 10).pause).toEqual([{ key: 'loud', cost: 20 * MIN_COST, share: 4_000, ms: 400 }]);
     expect(share.roll(300, false, 10).resume).toEqual([]);
     expect(share.roll(400, false, 10).resume).toEqual(['loud']);
     share.roll(500, false, 100);
-    charge(share, 'loud', 20_000, 100);
+    charge(share, 'loud', 200 * MIN_COST, 100);
     expect(share.roll(600, false, 100).pause[0]!.ms).toBe(1_000);
   });
 
@@ -66,18 +66,18 @@ describe('fair share policy', () => {
     const share = new FairShare<string>(1_000);
     share.roll(0, true, 3);
     charge(share, 'small', 5, 3);
-    expect(charge(share, 'big', 4, 3, 10 * COST_BYTES)).toBe(0); // 44 ≤ MIN_COST
-    expect(charge(share, 'big', 1, 3, 10 * COST_BYTES)).toBe(1); // 55 > max(MIN_COST, 2 × 60 / 3)
+    expect(charge(share, 'big', 4, 3, 200 * COST_BYTES)).toBe(0); // 804 ≤ MIN_COST
+    expect(charge(share, 'big', 1, 3, 200 * COST_BYTES)).toBe(1); // 1,005 > max(MIN_COST, 2 × 1,010 / 3)
   });
 
   it('a client resumed is not paused again for what it cost while paused, but is at once when it goes over its share again', () => {
     const share = new FairShare<string>(1_000);
     share.roll(0, true, 4);
-    charge(share, 'loud', 400, 4);
+    charge(share, 'loud', 4 * MIN_COST, 4);
     share.roll(100, true, 4);
-    charge(share, 'loud', 300, 4); // read from its socket before the pause took hold
+    charge(share, 'loud', 3 * MIN_COST, 4); // read from its socket before the pause took hold
     expect(share.roll(200, true, 4)).toEqual({ pause: [], resume: ['loud'] });
-    expect(charge(share, 'loud', 400, 4)).toBe(MIN_COST + 1);
+    expect(charge(share, 'loud', 4 * MIN_COST, 4)).toBe(MIN_COST + 1);
   });
 
   it('forgets a closed client', () => {

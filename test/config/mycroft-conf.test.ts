@@ -403,6 +403,16 @@ describe('ovos-wire-today mycroft.conf: loadConfig layering', () => {
     expect(result.mycroft?.keys.get('fallback.blacklist')).toEqual({ from: 'skills.fallbacks.fallback_blacklist', files: [SYSTEM] });
   });
 
+  it('intents.pipeline naming an ovos-contests plugin: ovos-core takes the utterances (orchestrator.takesUtterances false), and its list is not ours to run', () => {
+    const pipeline = '{"intents": {"pipeline": ["stop_high", "ovos-contests-fallback-pipeline-plugin-high", "ovos-contests-common-query-pipeline-plugin", "ovos-contests-fallback-pipeline-plugin-low"]}}';
+    const { result } = loadWith([], { mycroft: { [SYSTEM]: pipeline } });
+    expect(result.config.orchestrator.takesUtterances).toBe(false);
+    expect(result.config.pipeline).toEqual(DEFAULT_CONFIG.pipeline);
+    expect(result.mycroft?.keys.get('orchestrator.takesUtterances')).toMatchObject({ files: [SYSTEM] });
+    const own = loadWith([], { mycroft: { [SYSTEM]: '{"intents": {"pipeline": ["fallback_high", "common_qa"]}}' } });
+    expect(own.result.config.orchestrator.takesUtterances).toBe(true);
+  });
+
   it('precedence: mycroft.conf < our config file < environment < flags', () => {
     const mycroft = { [USER]: '{"lang": "de-de", "skills": {"fallbacks": {"fallback_mode": "whitelist", "fallback_whitelist": ["a"]}}}' };
     const ourFiles = { 'ours.json': '{"fallback": {"mode": "accept_all"}}' };

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { createMessage, reply, type Message } from '../../src/bus/message.js';
 import { createHarness, withConfig, type Harness } from '../support/harness.js';
-import { WAITING_PER_RUNNING } from '../../src/orchestrator/orchestrator.js';
+import { SHARED_IN_FLIGHT, WAITING_PER_RUNNING } from '../../src/orchestrator/orchestrator.js';
 
 const CAP = 3;
 const WAITING = CAP * WAITING_PER_RUNNING;
@@ -109,6 +109,34 @@ describe('fair share of utterances per client connection (PIPELINE-1 §6: one ha
     await h.advance(100);
     await drained;
     expect(handledIds(h).sort()).toEqual(['u1', 'u2', 'u3', 'u4', 'u5', 'u6']);
+  });
+
+  it('a connection alone runs up to maxInFlightPerConnection (a hub, a load driver); while another connection is active it runs SHARED_IN_FLIGHT, and more again once the other has been idle ACTIVE_MS', async () => {
+    const MOST = SHARED_IN_FLIGHT + 24;
+    const h = createHarness(
+      withConfig((config) => ({ ...config, pipeline: ['fallback_high'], fallback: { ...config.fallback, pingTimeoutMs: 20_000 }, orchestrator: { ...config.orchestrator, maxInFlightPerConnection: MOST } })),
+    );
+    slowSkill(h, 6_000);
+    await h.settle();
+    for (let i = 1; i <= MOST + 10; i++) utter(h, 'hub', 's1', `a${i}`);
+    await h.settle();
+    expect(running(h)).toBe(MOST);
+    await h.advance(6_000); // the first ones end; nobody else is active: the rest begin
+    expect(running(h)).toBe(10);
+    await h.advance(6_000);
+    expect(running(h)).toBe(0);
+
+    utter(h, 'quiet', 's2', 'q1');
+    for (let i = 1; i <= 100; i++) utter(h, 'hub', 's1', `b${i}`);
+    await h.settle();
+    expect(running(h)).toBe(1 + SHARED_IN_FLIGHT); // the quiet one at once, and the hub's share
+    await h.advance(6_000);
+    expect(running(h)).toBe(SHARED_IN_FLIGHT); // the quiet connection is still active (it asked 6 s ago)
+    await h.advance(6_000); // 12 s since the quiet one asked, more than ACTIVE_MS: the hub is alone again
+    expect(running(h)).toBe(MOST);
+    await h.advance(60_000);
+    expect(handledIds(h)).toHaveLength(MOST + 10 + 1 + 100);
+    expect(h.of('ovos.utterance.handled').every((m) => m.data['error'] === undefined)).toBe(true);
   });
 
   it('utterances published in process (no connection) are not counted against any share', async () => {

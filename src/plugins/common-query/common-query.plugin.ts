@@ -489,7 +489,9 @@ export class CommonQueryPlugin implements PipelineStage {
   /** §5.2: the entry is returned only for its exact utterance string and the utterance_id it was started for. */
   #take(sessionId: string, utterance: string, utteranceId: string | undefined): CacheEntry | undefined {
     const entry = this.#cache.get(sessionId);
-    if (entry === undefined || entry.utterance !== utterance || entry.utteranceId !== utteranceId) return undefined;
+    // An early start begun from an entry without an utterance_id (ovos-core's, seen on the bus before its pipeline
+    // asks us) is the same utterance's when the session and the text agree.
+    if (entry === undefined || entry.utterance !== utterance || (entry.utteranceId !== undefined && entry.utteranceId !== utteranceId)) return undefined;
     this.#cache.delete(sessionId); // consumed on read
     return entry;
   }
