@@ -216,7 +216,7 @@ const orchestrator = section({
   maxInFlightPerConnection: intIn(1)
     .default(256)
     .describe(
-      'utterances one client connection runs at once while it is the only one asking (embedded bus; 16 at most while another connection is active); 8 times as many more wait their turn, and past that an utterance ends at once with its ovos.utterance.handled (error too_many_in_flight)',
+      'utterances one client connection runs at once (embedded bus; while another connection is active it also begins at most 50 a second); 8 times as many more wait their turn, and past that an utterance ends at once with its ovos.utterance.handled (error too_many_in_flight)',
     ),
 }).describe('the utterance orchestrator: match and handler bounds (OVOS-PIPELINE-1)');
 

@@ -18,11 +18,11 @@
  * in its session (a duplicate): that utterance's own handled is the one.
  *
  * Fair share between clients (embedded bus): one client connection runs at most `maxInFlightPerConnection`
- * utterances at once while it is the only one asking (a hub multiplexing satellites, a load driver), and at most
- * `SHARED_IN_FLIGHT` while another connection is active too; `WAITING_PER_RUNNING` × `maxInFlightPerConnection` more
- * wait their turn in arrival order (`#admit`), and past that an utterance ends at once with its handled
- * (`error: "too_many_in_flight"`). A client sending thousands at once then holds a bounded share of the daemon, and
- * another client's utterances start as they arrive.
+ * utterances at once, and while another connection is active too it begins at most `SHARED_STARTS_PER_SECOND` a second;
+ * `WAITING_PER_RUNNING` × `maxInFlightPerConnection` more wait their turn in arrival order (`#admit`), and past that
+ * an utterance ends at once with its handled (`error: "too_many_in_flight"`). A client sending thousands at once then
+ * holds a bounded share of the daemon, another client's utterances start as they arrive, and a client asking steadily
+ * — a hub, a busy front end — is never held back.
  */
 import { randomUUID } from 'node:crypto';
 import { assign, fromPromise } from 'xstate';
@@ -60,8 +60,8 @@ const MAX_ENDED_FOR = 256;
 
 /** Utterances of one connection that may wait their turn, per one it may have running alone (`#admit`). */
 export const WAITING_PER_RUNNING = 8;
-/** Utterances one connection may run while another client connection is active too (`#capOf`). */
-export const SHARED_IN_FLIGHT = 16;
+/** Utterances one connection may begin a second (and at once) while another client connection is active (`#mayStart`). */
+export const SHARED_STARTS_PER_SECOND = 50;
 /** A connection that began an utterance this recently (ms) is active: the others share with it. */
 export const ACTIVE_MS = 10_000;
 
@@ -196,11 +196,10 @@ export class Orchestrator {
     const now = this.#supervisor.clock.monotonic();
     let share = this.#shares.get(connection);
     if (share === undefined) {
-      share = { live: 0, waiting: [], lastStart: now };
+      share = { live: 0, waiting: [], lastStart: now - ACTIVE_MS, tokens: SHARED_STARTS_PER_SECOND, refilledAt: now, timer: undefined };
       this.#shares.set(connection, share);
     }
-    const cap = this.#capOf(connection, now);
-    if (share.live < cap && share.waiting.length === 0) {
+    if (share.waiting.length === 0 && this.#mayStart(connection, share, now)) {
       this.#begin(connection, share, entry, utterances);
       return;
     }
@@ -214,6 +213,7 @@ export class Orchestrator {
     }
     if (share.waiting.length < this.#config.orchestrator.maxInFlightPerConnection * WAITING_PER_RUNNING) {
       share.waiting.push({ entry, utterances, key });
+      this.#drainLater(connection, share);
       return;
     }
     const { log: warn, suppressed } = this.#overLog.shouldLog(connection, Date.now());
@@ -228,19 +228,47 @@ export class Orchestrator {
   }
 
   /**
-   * How many utterances `connection` may run now: `maxInFlightPerConnection` while no other client connection has
-   * utterances running or waiting, or began one within `ACTIVE_MS` (a hub multiplexing many satellites, a load
-   * driver); `SHARED_IN_FLIGHT` (at most) while another has — so a client asking now and then is never queued behind
-   * another's burst. Connections idle for `ACTIVE_MS` are forgotten here.
+   * Whether `connection` may begin an utterance now (taking a start token when another connection is active): never
+   * past `maxInFlightPerConnection` running; while another client connection has utterances running or waiting, or
+   * began one within `ACTIVE_MS`, at most `SHARED_STARTS_PER_SECOND` a second (a bucket of as many) — a client
+   * asking now and then is never queued behind another's burst, and one that asks steadily is not slowed.
    */
-  #capOf(connection: string, now: number): number {
-    const most = this.#config.orchestrator.maxInFlightPerConnection;
+  #mayStart(connection: string, share: ConnectionShare, now: number): boolean {
+    if (share.live >= this.#config.orchestrator.maxInFlightPerConnection) return false;
+    share.tokens = Math.min(SHARED_STARTS_PER_SECOND, share.tokens + ((now - share.refilledAt) * SHARED_STARTS_PER_SECOND) / 1000);
+    share.refilledAt = now;
+    if (!this.#othersActive(connection, now)) return true;
+    if (share.tokens < 1) return false;
+    share.tokens -= 1;
+    return true;
+  }
+
+  /** Another client connection is active: utterances running or waiting, or one begun within `ACTIVE_MS`. Idle ones are forgotten. */
+  #othersActive(connection: string, now: number): boolean {
     for (const [other, share] of this.#shares) {
       if (other === connection) continue;
-      if (share.live > 0 || share.waiting.length > 0 || now - share.lastStart < ACTIVE_MS) return Math.min(most, SHARED_IN_FLIGHT);
+      if (share.live > 0 || share.waiting.length > 0 || now - share.lastStart < ACTIVE_MS) return true;
       this.#shares.delete(other);
     }
-    return most;
+    return false;
+  }
+
+  /** Waiting utterances begin as soon as their connection may start one: when a token is due (a timer), or one of its own ends. */
+  #drainLater(connection: string, share: ConnectionShare): void {
+    if (share.timer !== undefined) return;
+    const wait = Math.max(1, Math.ceil(((1 - share.tokens) * 1000) / SHARED_STARTS_PER_SECOND));
+    share.timer = this.#supervisor.clock.setTimeout(() => {
+      share.timer = undefined;
+      this.#drain(connection, share);
+    }, wait);
+  }
+
+  #drain(connection: string, share: ConnectionShare): void {
+    while (share.waiting.length > 0 && !this.#draining && this.#mayStart(connection, share, this.#supervisor.clock.monotonic())) {
+      const next = share.waiting.shift()!;
+      this.#begin(connection, share, next.entry, next.utterances);
+    }
+    if (share.waiting.length > 0 && share.live < this.#config.orchestrator.maxInFlightPerConnection) this.#drainLater(connection, share);
   }
 
   #begin(connection: string, share: ConnectionShare, entry: Message, utterances: readonly string[]): void {
@@ -254,12 +282,7 @@ export class Orchestrator {
   /** One of the connection's utterances ended: the next waiting ones begin, as many as its share allows now. */
   #release(connection: string, share: ConnectionShare): void {
     share.live -= 1;
-    const cap = this.#capOf(connection, this.#supervisor.clock.monotonic());
-    while (share.live < cap && !this.#draining) {
-      const next = share.waiting.shift();
-      if (next === undefined) break;
-      this.#begin(connection, share, next.entry, next.utterances);
-    }
+    this.#drain(connection, share);
   }
 
   /** Begin one utterance lifecycle. Returns null when the message was dropped (logged with a reason). */
@@ -363,7 +386,11 @@ export class Orchestrator {
   drain(): Promise<void> {
     this.#draining = true;
     // Utterances waiting their connection's turn are not begun any more: each ends now with its handled.
-    for (const share of this.#shares.values()) for (const waiting of share.waiting.splice(0)) this.handle(waiting.entry, waiting.utterances);
+    for (const share of this.#shares.values()) {
+      if (share.timer !== undefined) this.#supervisor.clock.clearTimeout(share.timer);
+      share.timer = undefined;
+      for (const waiting of share.waiting.splice(0)) this.handle(waiting.entry, waiting.utterances);
+    }
     const drained = new Promise<void>((resolve) => this.#drained.push(resolve));
     this.#checkDrained();
     return drained;
@@ -381,6 +408,7 @@ export class Orchestrator {
 
   /** Shutdown: a handled still waiting for its skill goes out now (it would otherwise never be sent). */
   close(): void {
+    for (const share of this.#shares.values()) if (share.timer !== undefined) this.#supervisor.clock.clearTimeout(share.timer);
     for (const { timer, handled } of this.#pendingHandled.values()) {
       this.#supervisor.clock.clearTimeout(timer);
       try {
@@ -660,11 +688,15 @@ interface Waiting {
   readonly key: string | undefined;
 }
 
-/** One client connection's utterances: how many run, those waiting their turn, and when it last began one. */
+/** One client connection's utterances: how many run, those waiting their turn, when it last began one, its start tokens. */
 interface ConnectionShare {
   live: number;
   readonly waiting: Waiting[];
   lastStart: number;
+  tokens: number;
+  refilledAt: number;
+  /** Set while waiting utterances wait for a start token. */
+  timer: TimerId | undefined;
 }
 
 interface InFlight {

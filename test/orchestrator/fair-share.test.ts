@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { createMessage, reply, type Message } from '../../src/bus/message.js';
 import { createHarness, withConfig, type Harness } from '../support/harness.js';
-import { SHARED_IN_FLIGHT, WAITING_PER_RUNNING } from '../../src/orchestrator/orchestrator.js';
+import { ACTIVE_MS, SHARED_STARTS_PER_SECOND, WAITING_PER_RUNNING } from '../../src/orchestrator/orchestrator.js';
 
 const CAP = 3;
 const WAITING = CAP * WAITING_PER_RUNNING;
@@ -111,31 +111,31 @@ describe('fair share of utterances per client connection (PIPELINE-1 §6: one ha
     expect(handledIds(h).sort()).toEqual(['u1', 'u2', 'u3', 'u4', 'u5', 'u6']);
   });
 
-  it('a connection alone runs up to maxInFlightPerConnection (a hub, a load driver); while another connection is active it runs SHARED_IN_FLIGHT, and more again once the other has been idle ACTIVE_MS', async () => {
-    const MOST = SHARED_IN_FLIGHT + 24;
+  it('while another connection is active, a connection begins at most SHARED_STARTS_PER_SECOND a second (a burst is spread, a steady client is not held); alone, up to maxInFlightPerConnection at once', async () => {
+    const MOST = 200;
     const h = createHarness(
       withConfig((config) => ({ ...config, pipeline: ['fallback_high'], fallback: { ...config.fallback, pingTimeoutMs: 20_000 }, orchestrator: { ...config.orchestrator, maxInFlightPerConnection: MOST } })),
     );
-    slowSkill(h, 6_000);
+    slowSkill(h, 10_000);
     await h.settle();
-    for (let i = 1; i <= MOST + 10; i++) utter(h, 'hub', 's1', `a${i}`);
+    for (let i = 1; i <= 150; i++) utter(h, 'hub', 's1', `a${i}`);
     await h.settle();
-    expect(running(h)).toBe(MOST);
-    await h.advance(6_000); // the first ones end; nobody else is active: the rest begin
-    expect(running(h)).toBe(10);
-    await h.advance(6_000);
+    expect(running(h)).toBe(150); // alone: all at once
+    await h.advance(10_000);
     expect(running(h)).toBe(0);
+    await h.advance(ACTIVE_MS);
 
     utter(h, 'quiet', 's2', 'q1');
-    for (let i = 1; i <= 100; i++) utter(h, 'hub', 's1', `b${i}`);
+    for (let i = 1; i <= 150; i++) utter(h, 'hub', 's1', `b${i}`);
     await h.settle();
-    expect(running(h)).toBe(1 + SHARED_IN_FLIGHT); // the quiet one at once, and the hub's share
-    await h.advance(6_000);
-    expect(running(h)).toBe(SHARED_IN_FLIGHT); // the quiet connection is still active (it asked 6 s ago)
-    await h.advance(6_000); // 12 s since the quiet one asked, more than ACTIVE_MS: the hub is alone again
-    expect(running(h)).toBe(MOST);
+    expect(running(h)).toBe(1 + SHARED_STARTS_PER_SECOND); // the quiet one at once; the hub's bucket
+    await h.advance(1_000);
+    expect(running(h)).toBe(1 + 2 * SHARED_STARTS_PER_SECOND); // one second's worth more
+    utter(h, 'quiet', 's2', 'q2');
+    await h.settle();
+    expect(running(h)).toBe(2 + 2 * SHARED_STARTS_PER_SECOND); // the quiet client never waits
     await h.advance(60_000);
-    expect(handledIds(h)).toHaveLength(MOST + 10 + 1 + 100);
+    expect(handledIds(h)).toHaveLength(150 + 1 + 150 + 1);
     expect(h.of('ovos.utterance.handled').every((m) => m.data['error'] === undefined)).toBe(true);
   });
 
