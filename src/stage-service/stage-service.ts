@@ -12,7 +12,7 @@
  * `REPLY_MARGIN_MS` and answered `match: null`. The daemon only decides: it never dispatches (ovos-core may still
  * discard the match, and its `intent.service.intent.get` asks every stage without dispatching).
  */
-import { forward, isJsonObject, reply, stringField, utteranceIdOf, type JsonObject, type Message } from '../bus/message.js';
+import { forward, reply, stringField, utteranceIdOf, type JsonObject, type Message } from '../bus/message.js';
 import type { TimerId } from '../clock/clock.js';
 import { readSession, resolveLang, type SessionView } from '../bus/session.js';
 import { canonicalPipelineId } from '../config/defaults.js';
@@ -125,12 +125,11 @@ export class StageService {
 
   async #answer(message: Message): Promise<void> {
     const read = readRequest(message.data);
-    if (typeof read === 'string' || !Array.isArray(read)) {
-      if (typeof read === 'string') this.#refuse(message, 'bad_request', read);
-      else this.#refuse(message, read.error, read.detail);
+    if (!read.ok) {
+      this.#refuse(message, read.error, read.detail);
       return;
     }
-    const [request] = read;
+    const { request } = read;
     const stage = this.#system.orchestrator.stages.find((s) => s.pipelineId === canonicalPipelineId(request.stage));
     if (stage === undefined) {
       this.#refuse(message, 'unknown_stage', request.stage, request);
@@ -189,13 +188,7 @@ export class StageService {
       // A spec skill: its dispatch (OVOS-PIPELINE-1 §7), which ovos-core emits as the match's topic; its handler's end
       // is the daemon's cue for the utterance's handled.
       this.#awaitHandler(session.sessionId, utteranceIdOf(entry), match.skill_id);
-      return {
-        match_type: `${match.skill_id}:${match.intent_name}`,
-        match_data: { utterance: match.utterance, lang: match.lang, slots: { ...match.slots } },
-        skill_id: match.skill_id,
-        utterance,
-        message_data: {},
-      };
+      return specDispatch(match, utterance);
     }
     if (stage.pipelineId === this.#system.commonQuery.pipelineId) {
       if (match.skill_id !== stage.pipelineId) {
@@ -217,7 +210,7 @@ export class StageService {
         message_data: { lang: request.lang, utterance },
       };
     }
-    return { match_type: `${match.skill_id}:${match.intent_name}`, match_data: { utterance: match.utterance, lang: match.lang, slots: { ...match.slots } }, skill_id: match.skill_id, utterance, message_data: {} };
+    return specDispatch(match, utterance);
   }
 
   /** ovos-core dispatched a spec common-query answer: speak it, then end the utterance as a skill would. */
@@ -247,24 +240,28 @@ export class StageService {
   }
 }
 
-/** The request's fields, or why not: a string (bad_request), or an error for a version we do not speak. */
-function readRequest(data: JsonObject): [StageRequest] | string | { readonly error: StageError; readonly detail: string } {
-  const version = data['version'];
-  if (typeof version !== 'number' || !Number.isInteger(version) || version < 1) return 'version must be a positive integer';
-  if (version > STAGE_PROTOCOL_VERSION) return { error: 'unsupported_version', detail: `this daemon speaks version ${STAGE_PROTOCOL_VERSION}` };
-  const requestId = data['request_id'];
-  if (typeof requestId !== 'string' || requestId === '') return 'request_id must be a non-empty string';
-  const stage = data['stage'];
-  if (typeof stage !== 'string' || stage === '') return 'stage must be a non-empty string';
-  const utterances = data['utterances'];
-  if (!Array.isArray(utterances) || utterances.length === 0 || !utterances.every((u) => typeof u === 'string' && u.trim() !== '')) return 'utterances must be a non-empty list of non-blank strings';
-  const lang = data['lang'];
-  if (typeof lang !== 'string' || lang === '') return 'lang must be a non-empty string';
-  const timeout = data['timeout_ms'];
-  if (typeof timeout !== 'number' || !Number.isFinite(timeout) || timeout <= 0) return 'timeout_ms must be a positive number';
-  return [{ requestId, stage, utterances: utterances as string[], lang, timeoutMs: Math.min(timeout, MAX_TIMEOUT_MS) }];
+/** A spec skill's Match as ovos-core dispatches it: its own topic (OVOS-PIPELINE-1 §7), skill_id set (ovos-core activates it). */
+function specDispatch(match: Match, utterance: string): OvosCoreMatch {
+  return { match_type: `${match.skill_id}:${match.intent_name}`, match_data: { utterance: match.utterance, lang: match.lang, slots: { ...match.slots } }, skill_id: match.skill_id, utterance, message_data: {} };
 }
 
-export function isStageResponse(message: Message): boolean {
-  return message.type === stageTopics.response && isJsonObject(message.data);
+type ReadRequest = { readonly ok: true; readonly request: StageRequest } | { readonly ok: false; readonly error: StageError; readonly detail: string };
+
+/** The request's fields, or why not. */
+function readRequest(data: JsonObject): ReadRequest {
+  const bad = (detail: string): ReadRequest => ({ ok: false, error: 'bad_request', detail });
+  const version = data['version'];
+  if (typeof version !== 'number' || !Number.isInteger(version) || version < 1) return bad('version must be a positive integer');
+  if (version > STAGE_PROTOCOL_VERSION) return { ok: false, error: 'unsupported_version', detail: `this daemon speaks version ${STAGE_PROTOCOL_VERSION}` };
+  const requestId = data['request_id'];
+  if (typeof requestId !== 'string' || requestId === '') return bad('request_id must be a non-empty string');
+  const stage = data['stage'];
+  if (typeof stage !== 'string' || stage === '') return bad('stage must be a non-empty string');
+  const utterances = data['utterances'];
+  if (!Array.isArray(utterances) || utterances.length === 0 || !utterances.every((u) => typeof u === 'string' && u.trim() !== '')) return bad('utterances must be a non-empty list of non-blank strings');
+  const lang = data['lang'];
+  if (typeof lang !== 'string' || lang === '') return bad('lang must be a non-empty string');
+  const timeout = data['timeout_ms'];
+  if (typeof timeout !== 'number' || !Number.isFinite(timeout) || timeout <= 0) return bad('timeout_ms must be a positive number');
+  return { ok: true, request: { requestId, stage, utterances: utterances as string[], lang, timeoutMs: Math.min(timeout, MAX_TIMEOUT_MS) } };
 }

@@ -8,11 +8,10 @@
  * 10 s and 30 s after it; the sessions' utterances lost or doubled during it; the daemon's warn lines.
  */
 import { fork } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import type { DriverResult } from './driver-process.js';
 import type { FloodPlan, FromFlood, ToFlood } from './flood-process.js';
-import { COMMON_QUERY, FALLBACK, startDaemonProcess, startDriver } from './mixed-load.js';
-import { profileArgv, startRemoteSkills } from './remote-skills.js';
+import { rssOf, startDaemonProcess, startDriver, startMixedSkills } from './mixed-load.js';
+import { profileArgv } from './remote-skills.js';
 import type { Section } from './report.js';
 import { summarize } from './stats.js';
 
@@ -21,11 +20,6 @@ const FRAMES = Number(process.env['BENCH_FLOOD_FRAMES'] ?? 200_000);
 const SESSIONS = 10;
 const MB = 1024 * 1024;
 
-function rssOf(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
-  return kb === undefined ? 0 : Number(kb) * 1024;
-}
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -46,13 +40,8 @@ export async function benchFlood(): Promise<Section> {
   const daemon = await startDaemonProcess();
   const closers: Array<() => Promise<void>> = [() => daemon.stop()];
   try {
-    const skills = await startRemoteSkills({ url: daemon.url, connections: 'shared', fallback: FALLBACK, commonQuery: COMMON_QUERY });
+    const skills = await startMixedSkills(daemon, 'shared');
     closers.unshift(() => skills.stop());
-    const deadline = Date.now() + 10_000;
-    while (daemon.registered() < FALLBACK.length) {
-      if (Date.now() > deadline) throw new Error(`only ${daemon.registered()} fallback registrations after 10 s`);
-      await sleep(20);
-    }
     const driver = await startDriver(daemon.url);
     closers.unshift(() => driver.stop());
     await driver.run({ runId: 'warmup', total: 1_000, concurrency: SESSIONS });

@@ -126,6 +126,26 @@ export async function startDaemonProcess(): Promise<DaemonProcess> {
   };
 }
 
+/** The mixed-load skills in another process, connected to `daemon`; resolves once every fallback skill registered. */
+export async function startMixedSkills(daemon: DaemonProcess, connections: Connections): Promise<Awaited<ReturnType<typeof startRemoteSkills>>> {
+  const skills = await startRemoteSkills({ url: daemon.url, connections, fallback: FALLBACK, commonQuery: COMMON_QUERY });
+  const deadline = Date.now() + 10_000;
+  while (daemon.registered() < FALLBACK.length) {
+    if (Date.now() > deadline) {
+      await skills.stop();
+      throw new Error(`only ${daemon.registered()} fallback registrations after 10 s`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return skills;
+}
+
+/** A process's resident memory (VmRSS from /proc), bytes. */
+export function rssOf(pid: number): number {
+  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return kb === undefined ? 0 : Number(kb) * 1024;
+}
+
 export interface Driver {
   readonly pid: number;
   run(plan: Omit<DriverPlan, 'url' | 'kinds' | 'graceMs' | 'timeoutMs'>): Promise<DriverResult>;
@@ -214,13 +234,8 @@ async function scenario(connections: Connections): Promise<ScenarioResult> {
   const daemon = await startDaemonProcess();
   const closers: Array<() => Promise<void>> = [() => daemon.stop()];
   try {
-    const skills = await startRemoteSkills({ url: daemon.url, connections, fallback: FALLBACK, commonQuery: COMMON_QUERY });
+    const skills = await startMixedSkills(daemon, connections);
     closers.unshift(() => skills.stop());
-    const deadline = Date.now() + 10_000;
-    while (daemon.registered() < FALLBACK.length) {
-      if (Date.now() > deadline) throw new Error(`only ${daemon.registered()} fallback registrations after 10 s`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
     const driver = await startDriver(daemon.url);
     closers.unshift(() => driver.stop());
     const warningsAtStart = daemon.warnings();

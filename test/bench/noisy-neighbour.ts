@@ -11,24 +11,16 @@
  * handled, lost or doubled, and the daemon's `fair_share` lines (the loud client slowed).
  */
 import { fork } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import type { DriverResult } from './driver-process.js';
-import { COMMON_QUERY, FALLBACK, startDaemonProcess, startDriver } from './mixed-load.js';
+import { rssOf, startDaemonProcess, startDriver, startMixedSkills } from './mixed-load.js';
 import type { FromNoisy, NoisyPlan, ToNoisy } from './noisy-process.js';
-import { profileArgv, startRemoteSkills } from './remote-skills.js';
+import { profileArgv } from './remote-skills.js';
 import type { Section } from './report.js';
 import { summarize, type Summary } from './stats.js';
 
 const FRAMES = Number(process.env['BENCH_NOISY_FRAMES'] ?? 60_000);
 const BURST = Number(process.env['BENCH_NOISY_BURST'] ?? 5_000);
 const MB = 1024 * 1024;
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-function rssOf(pid: number): number {
-  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-  return kb === undefined ? 0 : Number(kb) * 1024;
-}
 
 function noisy(plan: NoisyPlan): Promise<Extract<FromNoisy, { type: 'done' }>> {
   const child = fork(new URL('./noisy-process.js', import.meta.url), [], { execArgv: profileArgv(), stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
@@ -46,13 +38,8 @@ export async function benchNoisyNeighbour(): Promise<Section> {
   const daemon = await startDaemonProcess();
   const closers: Array<() => Promise<void>> = [() => daemon.stop()];
   try {
-    const skills = await startRemoteSkills({ url: daemon.url, connections: 'per-skill', fallback: FALLBACK, commonQuery: COMMON_QUERY });
+    const skills = await startMixedSkills(daemon, 'per-skill');
     closers.unshift(() => skills.stop());
-    const deadline = Date.now() + 10_000;
-    while (daemon.registered() < FALLBACK.length) {
-      if (Date.now() > deadline) throw new Error(`only ${daemon.registered()} fallback registrations after 10 s`);
-      await sleep(20);
-    }
     const quiet = await startDriver(daemon.url);
     closers.unshift(() => quiet.stop());
     await quiet.run({ runId: 'warmup', total: 300, concurrency: 1 });
