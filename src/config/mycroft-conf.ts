@@ -148,6 +148,11 @@ export const NOT_MAPPED: Readonly<Record<string, string>> = {
 
 /** The ids of our pipeline plugins for ovos-core start with this (src/ovos-plugin/). */
 export const OVOS_CONTESTS_PLUGIN_PREFIX = 'ovos-contests-';
+/**
+ * ovos-core 2.1's fallback tiers (FallbackService: `start < priority <= stop` over (0, 5], (5, 90], (90, 101]) as our
+ * inclusive ranges, for the stages ovos-core asks through the ovos-contests plugin.
+ */
+export const OVOS_CORE_FALLBACK_STAGES = { fallback_high: [1, 5], fallback_medium: [6, 90], fallback_low: [91, 101] } as const;
 
 /** ovos-config's default mycroft.conf `websocket` section (the values ovos-messagebus and every client use unless told). */
 export const OVOS_DEFAULT_WEBSOCKET = { host: '127.0.0.1', port: 8181, route: '/core', ssl: false } as const;
@@ -550,6 +555,9 @@ export function mycroftLayer(files: readonly MycroftConfText[], base: Config = D
   const pipeline = at(merged.tree, ['intents', 'pipeline']);
   if (Array.isArray(pipeline) && pipeline.some((id) => typeof id === 'string' && id.startsWith(OVOS_CONTESTS_PLUGIN_PREFIX))) {
     take('orchestrator.takesUtterances', false, { from: `intents.pipeline names an ${OVOS_CONTESTS_PLUGIN_PREFIX}… plugin: ovos-core takes the utterances and asks our stages`, files: filesOf(['intents', 'pipeline']) });
+    // Our stages stand in for ovos-core's fallback tiers, so they keep its ranges: a skill's priority puts it before
+    // or after common query exactly as it did (OVOS-FALLBACK-1 §8.2 leaves the ranges to the deployment).
+    take('fallback.stages', OVOS_CORE_FALLBACK_STAGES, { from: `intents.pipeline names an ${OVOS_CONTESTS_PLUGIN_PREFIX}… plugin: ovos-core's fallback tiers (0, 5] / (5, 90] / (90, 101]`, files: filesOf(['intents', 'pipeline']) });
     values.delete('pipeline'); // ovos-core's list, not one our orchestrator runs
     origins.delete('pipeline');
   }

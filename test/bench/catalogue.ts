@@ -19,6 +19,7 @@ export const BENCHMARKS = [
   { name: 'adversarial', id: 'adversarial' },
   { name: 'restart memory', id: 'restart' },
   { name: 'sloppy skills', id: 'sloppy' },
+  { name: 'ovos-core side by side', id: 'ovos-core' },
 ] as const;
 
 export type BenchmarkId = (typeof BENCHMARKS)[number]['id'];

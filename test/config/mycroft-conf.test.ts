@@ -403,12 +403,16 @@ describe('ovos-wire-today mycroft.conf: loadConfig layering', () => {
     expect(result.mycroft?.keys.get('fallback.blacklist')).toEqual({ from: 'skills.fallbacks.fallback_blacklist', files: [SYSTEM] });
   });
 
-  it('intents.pipeline naming an ovos-contests plugin: ovos-core takes the utterances (orchestrator.takesUtterances false), and its list is not ours to run', () => {
+  it('intents.pipeline naming an ovos-contests plugin: ovos-core takes the utterances (orchestrator.takesUtterances false), its list is not ours to run, and our fallback stages keep its tiers unless our config sets them', () => {
     const pipeline = '{"intents": {"pipeline": ["stop_high", "ovos-contests-fallback-pipeline-plugin-high", "ovos-contests-common-query-pipeline-plugin", "ovos-contests-fallback-pipeline-plugin-low"]}}';
     const { result } = loadWith([], { mycroft: { [SYSTEM]: pipeline } });
     expect(result.config.orchestrator.takesUtterances).toBe(false);
     expect(result.config.pipeline).toEqual(DEFAULT_CONFIG.pipeline);
     expect(result.mycroft?.keys.get('orchestrator.takesUtterances')).toMatchObject({ files: [SYSTEM] });
+    // OVOS-FALLBACK-1 §8.2: the deployment's ranges are ovos-core's tiers, whose stages ours replace.
+    expect(result.config.fallback.stages).toEqual({ fallback_high: [1, 5], fallback_medium: [6, 90], fallback_low: [91, 101] });
+    const ours = loadWith(['--config', 'ours.json'], { mycroft: { [SYSTEM]: pipeline }, ourFiles: { 'ours.json': '{"fallback": {"stages": {"fallback_high": [0, 49], "fallback_medium": [50, 74], "fallback_low": [75, 100]}}}' } });
+    expect(ours.result.config.fallback.stages).toEqual({ fallback_high: [0, 49], fallback_medium: [50, 74], fallback_low: [75, 100] });
     const own = loadWith([], { mycroft: { [SYSTEM]: '{"intents": {"pipeline": ["fallback_high", "common_qa"]}}' } });
     expect(own.result.config.orchestrator.takesUtterances).toBe(true);
   });

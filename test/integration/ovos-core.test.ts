@@ -145,6 +145,8 @@ describe.skipIf(!available)('inside a real ovos-core 2.1.1 on ovos-messagebus, u
     expect(request?.data).toMatchObject({ skill_id: 'fb.first', utterances: ['do a barrel roll'], lang: 'en-US' });
     expect(spoken(medium)).toEqual(['fb.first here']);
     expect(types(medium)).not.toContain('ovos.skills.fallback.fb.second.request');
+    // ovos-core's tiers (mycroft.conf names our plugins): priority 20 is medium, asked after common query, as before.
+    expect(stagesAsked(medium)).toEqual(['fallback_high', 'common_query', 'fallback_medium']);
 
     const second = await say('quux quux');
     expect(spoken(second)).toEqual(['fb.second here']);

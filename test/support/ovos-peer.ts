@@ -102,9 +102,31 @@ export interface Core extends PyProcess {
   readonly plugins: readonly string[];
 }
 
-/** ovos-core's intent service on the bus at `port`, configured by the mycroft.conf under `configHome`. */
-export async function startCore(port: number, configHome: string, pythonPath: string | null): Promise<Core> {
-  const core = startPython([join(HARNESS, 'core.py'), String(port)], {
+export interface StageCall {
+  readonly utteranceId: string;
+  readonly plugin: string;
+  readonly method: string;
+  readonly ms: number;
+  readonly matched: boolean;
+}
+
+/** The `--time-stages` lines of core.py so far: each match_* call ovos-core made, timed where it made it. */
+export function stageCalls(core: PyProcess): StageCall[] {
+  return [...core.output().matchAll(/^STAGE (\S+) (\S+) (\S+) ([\d.]+) ([01])$/gm)].map(([, utteranceId, plugin, method, ms, matched]) => ({
+    utteranceId: utteranceId!,
+    plugin: plugin!,
+    method: method!,
+    ms: Number(ms),
+    matched: matched === '1',
+  }));
+}
+
+/**
+ * ovos-core's intent service on the bus at `port`, configured by the mycroft.conf under `configHome`; with
+ * `timeStages`, each match_* call is timed (stageCalls).
+ */
+export async function startCore(port: number, configHome: string, pythonPath: string | null, timeStages = false): Promise<Core> {
+  const core = startPython([join(HARNESS, 'core.py'), String(port), ...(timeStages ? ['--time-stages'] : [])], {
     XDG_CONFIG_HOME: configHome,
     XDG_STATE_HOME: stateHome(),
     ...(pythonPath === null ? {} : { PYTHONPATH: pythonPath }),

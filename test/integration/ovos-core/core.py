@@ -1,6 +1,9 @@
 """ovos-core's intent service (IntentService of ovos-core 2.1) on the bus at argv[1], with the pipeline of the
 mycroft.conf under $XDG_CONFIG_HOME; the plugins it loads are whatever `opm.pipeline` entry points the Python path
-holds. Prints CORE UP and the loaded plugin ids once it is ready."""
+holds. Prints CORE UP and the loaded plugin ids once it is ready.
+
+With --time-stages, every pipeline plugin's match_* is timed where ovos-core calls it, and each call printed as
+`STAGE <utterance_id> <plugin id> <method> <ms> <matched 0|1>` (stdout: nothing is added to the bus)."""
 import signal
 import sys
 import time
@@ -16,6 +19,25 @@ service = IntentService(bus)
 deadline = time.monotonic() + 60
 while service.status.state.name != "READY" and time.monotonic() < deadline:
     time.sleep(0.05)
+
+
+def timed(plugin_id, method, match):
+    def match_timed(utterances, lang, message):
+        start = time.perf_counter()
+        result = match(utterances, lang, message)
+        ms = (time.perf_counter() - start) * 1000
+        print(f"STAGE {message.context.get('utterance_id')} {plugin_id} {method} {ms:.3f} {int(bool(result))}", flush=True)
+        return result
+
+    return match_timed
+
+
+if "--time-stages" in sys.argv:
+    # ovos-core looks the method up on the plugin at each utterance (IntentService.get_pipeline_matcher).
+    for plugin_id, plugin in service.pipeline_plugins.items():
+        for method in ("match", "match_high", "match_medium", "match_low"):
+            if callable(getattr(plugin, method, None)):
+                setattr(plugin, method, timed(plugin_id, method, getattr(plugin, method)))
 print("CORE UP", " ".join(sorted(service.pipeline_plugins)), flush=True)
 signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
 signal.pause()

@@ -1,0 +1,345 @@
+/**
+ * ovos-core side by side (`npm run bench -- ovos-core`; needs the OVOS peer, ../shared/ovos-peer/RECIPE.md, and is
+ * skipped with a note without it). The same real programs four ways: ovos-core 2.1.1's intent service with its own
+ * fallback and common-query plugins, or with ours (src/ovos-plugin, pip-installed, and the daemon as stage service),
+ * each on the stock ovos-messagebus 0.0.10 or on our daemon's embedded bus serving ovos-core and the skills in its
+ * place (for ovos-core's own stages the daemon is only the bus: `orchestrator.takesUtterances` and
+ * `commonQuery.earlyStart` off, so it asks no skill anything).
+ *
+ * The same unmodified ovos-workshop skills in another Python process each time: fallbacks at 3 (willing for "zebra"),
+ * 20 and 50 (both willing for "barrel"), 95 (willing for all); common-query skills answering "light" questions at
+ * confidence 0.9 and 0.6; a padacioso intent. Two workloads: every skill answers; and one silent — a second process
+ * with a fallback at 10 and a common-query skill (neither would take these utterances, but each must be heard out),
+ * SIGSTOPped after the warm-up (a hung skill: its socket stays open, it never answers again).
+ *
+ * 100 utterances per run: 50 rounds, each two sessions at once (each session's utterances one after another), the
+ * four kinds in turn — "zebra crossing" (fallback high: fb.high), "what is the speed of light" (common query:
+ * cq.light), "do a barrel roll" (fallback medium: fb.first, the first willing in pool order), "blorf the zint"
+ * (fallback low: fb.low). Decision time is from the `recognizer_loop:utterance` sent to ovos-core's dispatch of the
+ * winner (`ovos.skills.fallback.<id>.request`, `question:action.<id>`) on the driver's socket: everything a user
+ * waits for before the answer starts, with the pipeline stages ahead of the deciding one included. A wrong decision
+ * is another winner, no dispatch, or other than exactly one `speak` and one `ovos.utterance.handled`.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { WebSocket } from 'ws';
+import {
+  CONTESTS_PIPELINE,
+  OVOS_CORE_PIPELINE,
+  PY,
+  installPipelinePlugin,
+  mycroftHome,
+  peerHas,
+  startCore,
+  startMessagebus,
+  startSkills,
+  stageCalls,
+  type SkillPlan,
+} from '../support/ovos-peer.js';
+import { freePort, until } from './readme-daemon.js';
+import type { Check, Section } from './report.js';
+import { round, summarize } from './stats.js';
+
+const DAEMON_MAIN = process.env['BENCH_DAEMON_MAIN'] ?? fileURLToPath(new URL('../../src/daemon/main.js', import.meta.url));
+/** 50 (100 utterances a run); BENCH_OVOS_CORE_ROUNDS for a quick look. */
+const ROUNDS = Number(process.env['BENCH_OVOS_CORE_ROUNDS'] ?? 50);
+/** BENCH_OVOS_CORE_ONLY=<word> runs the setups whose label or workload holds it. */
+const ONLY = process.env['BENCH_OVOS_CORE_ONLY'];
+
+const LIVE: SkillPlan = {
+  fallbacks: [
+    { skill_id: 'fb.high', priority: 3, words: ['zebra'] },
+    { skill_id: 'fb.first', priority: 20, words: ['barrel'] },
+    { skill_id: 'fb.second', priority: 50, words: ['barrel'] },
+    { skill_id: 'fb.low', priority: 95 },
+  ],
+  common_query: [
+    { skill_id: 'cq.light', answers: { light: 'about 300000 kilometres per second' }, conf: 0.9 },
+    { skill_id: 'cq.guess', answers: { light: 'fast, I think' }, conf: 0.6 },
+  ],
+  intent: true,
+};
+const SILENT: SkillPlan = {
+  fallbacks: [{ skill_id: 'fb.silent', priority: 10, words: ['hush'] }],
+  common_query: [{ skill_id: 'cq.silent', answers: { hush: 'hush' }, conf: 0.95 }],
+};
+
+const KINDS = [
+  { stage: 'fallback high', utterance: 'zebra crossing', dispatch: 'ovos.skills.fallback.fb.high.request' },
+  { stage: 'common query', utterance: 'what is the speed of light', dispatch: 'question:action.cq.light' },
+  { stage: 'fallback medium', utterance: 'do a barrel roll', dispatch: 'ovos.skills.fallback.fb.first.request' },
+  { stage: 'fallback low', utterance: 'blorf the zint', dispatch: 'ovos.skills.fallback.fb.low.request' },
+] as const;
+type Stage = (typeof KINDS)[number]['stage'];
+
+interface Setup {
+  readonly bus: 'ovos-messagebus' | 'ours';
+  readonly stages: 'ovos-core' | 'ours';
+  readonly workload: 'all answer' | 'one silent';
+}
+
+interface Frame {
+  readonly at: number;
+  readonly type: string;
+  readonly data: Record<string, unknown>;
+  readonly utteranceId: string | undefined;
+}
+
+/** A bus client seeing every frame, as an OVOS front end does. */
+class Driver {
+  readonly frames: Frame[] = [];
+  readonly #waiters: Array<{ test: (f: Frame) => boolean; resolve: () => void }> = [];
+  private constructor(readonly socket: WebSocket) {
+    socket.on('message', (raw) => {
+      let parsed: { type?: unknown; data?: unknown; context?: { utterance_id?: unknown } };
+      try {
+        parsed = JSON.parse(String(raw)) as typeof parsed;
+      } catch {
+        return;
+      }
+      if (typeof parsed.type !== 'string') return;
+      const id = parsed.context?.utterance_id;
+      const frame: Frame = { at: performance.now(), type: parsed.type, data: (parsed.data ?? {}) as Record<string, unknown>, utteranceId: typeof id === 'string' ? id : undefined };
+      this.frames.push(frame);
+      for (const waiter of this.#waiters.filter((w) => w.test(frame))) {
+        this.#waiters.splice(this.#waiters.indexOf(waiter), 1);
+        waiter.resolve();
+      }
+    });
+  }
+
+  static async connect(url: string): Promise<Driver> {
+    const socket = new WebSocket(url);
+    await new Promise<void>((resolve, reject) => {
+      socket.once('open', () => resolve());
+      socket.once('error', reject);
+    });
+    return new Driver(socket);
+  }
+
+  wait(test: (f: Frame) => boolean, what: string, ms = 30_000): Promise<void> {
+    if (this.frames.some(test)) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`benchmark: ${what} not seen within ${ms} ms`)), ms);
+      this.#waiters.push({ test, resolve: () => (clearTimeout(timer), resolve()) });
+    });
+  }
+
+  send(type: string, data: Record<string, unknown>, context: Record<string, unknown>): void {
+    this.socket.send(JSON.stringify({ type, data, context }));
+  }
+
+  /** One more round trip through the bus: what was sent before it has arrived. */
+  async barrier(): Promise<void> {
+    const id = `barrier-${performance.now()}-${Math.random()}`;
+    this.send('bench.barrier', { id }, {});
+    await this.wait((f) => f.type === 'bench.barrier' && f.data['id'] === id, 'the barrier');
+  }
+
+  close(): void {
+    this.socket.close();
+  }
+}
+
+interface Outcome {
+  readonly stage: Stage;
+  readonly utteranceId: string;
+  /** Utterance sent to the winner's dispatch seen; null without one. */
+  readonly ms: number | null;
+  readonly wrong: string | null;
+}
+
+/** The fallback and common-query plugins, ovos-core's and ours: the stages compared. */
+const COMPARED = new Set(['ovos-fallback-pipeline-plugin', 'ovos-common-query-pipeline-plugin', 'ovos-contests-fallback-pipeline-plugin', 'ovos-contests-common-query-pipeline-plugin']);
+
+let sequence = 0;
+async function ask(driver: Driver, sessionId: string, kind: (typeof KINDS)[number]): Promise<Outcome> {
+  const utteranceId = `bench-${++sequence}`;
+  const t0 = performance.now();
+  driver.send('recognizer_loop:utterance', { utterances: [kind.utterance], lang: 'en-US' }, { session: { session_id: sessionId, lang: 'en-US' }, utterance_id: utteranceId, source: 'bench', destination: 'skills' });
+  const mine = (f: Frame): boolean => f.utteranceId === utteranceId;
+  await driver.wait((f) => mine(f) && f.type === 'ovos.utterance.handled', `the handled of ${kind.utterance}`);
+  await driver.barrier();
+  const frames = driver.frames.filter(mine);
+  const dispatches = frames.filter((f) => /^ovos\.skills\.fallback\.[^.]+(\.[^.]+)*\.request$/.test(f.type) || f.type.startsWith('question:action'));
+  const handled = frames.filter((f) => f.type === 'ovos.utterance.handled').length;
+  const spoken = frames.filter((f) => f.type === 'speak').length;
+  const first = dispatches[0];
+  const wrong =
+    first === undefined ? 'no dispatch'
+    : first.type !== kind.dispatch ? `dispatched ${first.type}`
+    : dispatches.length !== 1 ? `${dispatches.length} dispatches`
+    : handled !== 1 ? `${handled} handled`
+    : spoken !== 1 ? `${spoken} speak`
+    : null;
+  return { stage: kind.stage, utteranceId, ms: first === undefined ? null : first.at - t0, wrong };
+}
+
+interface Daemon {
+  readonly child: ChildProcess;
+  readonly lines: Array<Record<string, unknown>>;
+  stop(): Promise<void>;
+}
+
+function startDaemon(args: readonly string[], config: Record<string, unknown>): Daemon {
+  const dir = mkdtempSync(join(tmpdir(), 'ovos-contests-bench-'));
+  const file = join(dir, 'config.json');
+  writeFileSync(file, JSON.stringify(config));
+  const child = spawn(process.execPath, [DAEMON_MAIN, ...args, '--config', file, '--no-example-skills', '--inspector-port', '0'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, XDG_STATE_HOME: dir, OVOS_CONTESTS_LOG_LEVEL: 'info' },
+  });
+  const lines: Array<Record<string, unknown>> = [];
+  let rest = '';
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    const parts = (rest + chunk).split('\n');
+    rest = parts.pop() ?? '';
+    for (const part of parts) {
+      try {
+        lines.push(JSON.parse(part) as Record<string, unknown>);
+      } catch {
+        // not a log line
+      }
+    }
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    child,
+    lines,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+async function run(setup: Setup, sitePackages: string): Promise<{ outcomes: Outcome[]; stageMs: Map<string, number>; wallMs: number }> {
+  const stops: Array<() => Promise<void>> = [];
+  const keep = <T extends { stop: () => Promise<void> }>(p: T): T => (stops.push(() => p.stop()), p);
+  try {
+    const port = await freePort();
+    const ours = setup.stages === 'ours';
+    const { home, file } = mycroftHome({ websocket: { host: '127.0.0.1', port }, intents: { pipeline: ours ? CONTESTS_PIPELINE : OVOS_CORE_PIPELINE } });
+    let daemon: Daemon | undefined;
+    if (setup.bus === 'ours') {
+      // The daemon is the bus; for ovos-core's own stages it is only the bus.
+      daemon = keep(startDaemon(['--port', String(port), '--no-mycroft-conf'], { orchestrator: { takesUtterances: false }, ...(ours ? {} : { commonQuery: { earlyStart: false } }) }));
+      const started = daemon;
+      await until(() => started.lines.some((l) => l['msg'] === 'OVOS bus listening'), 'our bus listening');
+    } else {
+      keep(await startMessagebus(port));
+    }
+    const core = keep(await startCore(port, home, ours ? sitePackages : null, true));
+    if (ours && setup.bus === 'ovos-messagebus') {
+      daemon = keep(startDaemon(['--mycroft-conf', file], {}));
+      const started = daemon;
+      await until(() => started.lines.some((l) => l['msg'] === 'bus connected'), 'the daemon joined ovos-messagebus');
+    }
+    keep(await startSkills(port, LIVE));
+    const silent = setup.workload === 'one silent' ? keep(await startSkills(port, SILENT)) : undefined;
+    const driver = await Driver.connect(`ws://127.0.0.1:${port}/core`);
+    stops.push(async () => driver.close());
+    // Warm-up, every skill alive: each kind once, until ovos-core (and the daemon) know every skill.
+    for (const kind of KINDS) {
+      const deadline = performance.now() + 30_000;
+      for (let outcome = await ask(driver, 'warm-up', kind); outcome.wrong !== null; outcome = await ask(driver, 'warm-up', kind)) {
+        if (performance.now() > deadline) throw new Error(`benchmark: warm-up "${kind.utterance}" never decided right (${setup.bus}, ${setup.stages}): ${outcome.wrong}`);
+      }
+    }
+    if (silent !== undefined) {
+      await driver.barrier();
+      silent.child.kill('SIGSTOP');
+    }
+    const outcomes: Outcome[] = [];
+    const t0 = performance.now();
+    for (let i = 0; i < ROUNDS; i++) {
+      const pair = await Promise.all([ask(driver, 'bench-a', KINDS[i % 4]!), ask(driver, 'bench-b', KINDS[(i + 2) % 4]!)]);
+      outcomes.push(...pair);
+    }
+    const wallMs = performance.now() - t0;
+    // Time inside the compared stages, per utterance: every fallback and common-query match_* ovos-core called.
+    const stageMs = new Map<string, number>();
+    for (const call of stageCalls(core)) if (COMPARED.has(call.plugin)) stageMs.set(call.utteranceId, (stageMs.get(call.utteranceId) ?? 0) + call.ms);
+    return { outcomes, stageMs, wallMs };
+  } finally {
+    for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);
+  }
+}
+
+const SETUPS: readonly Setup[] = (['all answer', 'one silent'] as const).flatMap((workload) =>
+  ([['ovos-messagebus', 'ovos-core'], ['ovos-messagebus', 'ours'], ['ours', 'ovos-core'], ['ours', 'ours']] as const).map(([bus, stages]) => ({ bus, stages, workload })),
+);
+
+const label = (s: Setup): string => `${s.stages === 'ours' ? 'our stages' : "ovos-core's stages"} on ${s.bus === 'ours' ? 'our bus' : 'ovos-messagebus'}`;
+
+export async function benchOvosCore(): Promise<Section> {
+  const base = {
+    id: 'ovos-core',
+    title: 'ovos-core 2.1.1 side by side: its own fallback and common-query stages against ours, on ovos-messagebus and on our bus',
+    params: { rounds: ROUNDS, sessionsAtOnce: 2, utterancesPerRun: ROUNDS * 2, live: LIVE, silent: SILENT, kinds: KINDS },
+    columns: [
+      { key: 'workload', header: 'workload', unit: 'text' },
+      { key: 'setup', header: 'setup', unit: 'text' },
+      { key: 'stage', header: 'deciding stage', unit: 'text' },
+      { key: 'n', header: 'n', unit: 'count' },
+      { key: 'stagesP50', header: 'in the stages p50', unit: 'ms' },
+      { key: 'stagesP99', header: 'p99', unit: 'ms' },
+      { key: 'vsCore', header: 'p50 vs ovos-core on ovos-messagebus', unit: 'text' },
+      { key: 'e2eP50', header: 'utterance to dispatch p50', unit: 'ms' },
+      { key: 'e2eP99', header: 'p99', unit: 'ms' },
+      { key: 'wrong', header: 'wrong', unit: 'count' },
+    ],
+  } as const;
+  if (!peerHas(['ovos_core', 'ovos_messagebus', 'ovos_bus_client', 'ovos_workshop', 'padacioso'])) {
+    return { ...base, rows: [], checks: [], notes: [`skipped: no real ovos-core (${PY} does not import ovos_core, ovos_messagebus, ovos_bus_client, ovos_workshop and padacioso); build the OVOS peer as ../shared/ovos-peer/RECIPE.md describes`] };
+  }
+  const sitePackages = installPipelinePlugin();
+  const rows: Array<Record<string, string | number | null>> = [];
+  const checks: Check[] = [];
+  const notes: string[] = [];
+  const baseline = new Map<string, number>();
+  for (const setup of SETUPS.filter((s) => ONLY === undefined || `${s.workload}, ${label(s)}`.includes(ONLY) || (s.bus === 'ovos-messagebus' && s.stages === 'ovos-core'))) {
+    const { outcomes, stageMs, wallMs } = await run(setup, sitePackages);
+    notes.push(`${setup.workload}, ${label(setup)}: ${ROUNDS * 2} utterances in ${(wallMs / 1000).toFixed(1)} s`);
+    for (const { stage } of KINDS) {
+      const of = outcomes.filter((o) => o.stage === stage);
+      const e2e = summarize(of.flatMap((o) => (o.ms === null ? [] : [o.ms])));
+      const inStages = summarize(of.map((o) => stageMs.get(o.utteranceId) ?? 0));
+      const wrong = of.filter((o) => o.wrong !== null);
+      const key = `${setup.workload}\u0000${stage}`;
+      if (setup.bus === 'ovos-messagebus' && setup.stages === 'ovos-core') baseline.set(key, inStages.p50);
+      const core = baseline.get(key);
+      const ratio = core === undefined ? null : inStages.p50 / core;
+      rows.push({
+        workload: setup.workload,
+        setup: label(setup),
+        stage,
+        n: of.length,
+        stagesP50: round(inStages.p50, 1),
+        stagesP99: round(inStages.p99, 1),
+        vsCore: ratio === null ? '' : Math.abs(ratio - 1) < 0.005 ? '—' : ratio > 1 ? `${ratio.toFixed(2)}× slower` : `${(1 / ratio).toFixed(1)}× faster`,
+        e2eP50: round(e2e.p50, 1),
+        e2eP99: round(e2e.p99, 1),
+        wrong: wrong.length,
+      });
+      const reasons = new Map<string, number>();
+      for (const o of wrong) reasons.set(o.wrong ?? '', (reasons.get(o.wrong ?? '') ?? 0) + 1);
+      checks.push({ name: `${setup.workload}, ${label(setup)}, ${stage}: 0 wrong decisions`, ok: wrong.length === 0, detail: wrong.length === 0 ? `${of.length} right` : [...reasons].map(([why, n]) => `${n} × ${why}`).join('; ') });
+      if (setup.stages === 'ours' && ratio !== null) {
+        const target = setup.bus === 'ovos-messagebus' ? 1.2 : 0.2;
+        checks.push({
+          name: `${setup.workload}, ${label(setup)}, ${stage}: time in the stages, p50 ${setup.bus === 'ovos-messagebus' ? 'within 1.2× of' : 'at least 5× below'} ovos-core's on ovos-messagebus`,
+          ok: ratio <= target,
+          detail: `${round(inStages.p50, 1)} ms against ${round(core ?? 0, 1)} ms (${ratio.toFixed(2)}×)`,
+        });
+      }
+    }
+  }
+  return { ...base, rows, checks, notes };
+}
