@@ -158,7 +158,7 @@ describe.skipIf(!available)('inside a real ovos-core 2.1.1 on ovos-messagebus, u
     for (const heard of [high, medium, second, low]) expect(count(heard, 'ovos.utterance.handled')).toBe(1);
   }, 60_000);
 
-  it('OVOS-COMMON-QUERY-1: the answer is spoken once, by the answering skill through ovos-core\'s question:action, and its callback runs', async () => {
+  it('OVOS-COMMON-QUERY-1: the answer is spoken once, by the answering skill through ovos-core\'s question:action, and its callback runs; the poll began at the utterance\'s arrival (§5)', async () => {
     const heard = await say('what is the speed of light');
     expect(spoken(heard)).toEqual(['about 300000 kilometres per second']);
     expect(count(heard, 'question:action.cq.light')).toBe(1);
@@ -166,6 +166,12 @@ describe.skipIf(!available)('inside a real ovos-core 2.1.1 on ovos-messagebus, u
     await user.waitFor((m) => m.type === 'test.cq.callback' && m.data['phrase'] === 'what is the speed of light', 'the skill\'s callback', 10_000);
     expect(types(heard)).not.toContain('ovos.skills.fallback.fb.low.request');
     expect(count(heard, 'ovos.utterance.handled')).toBe(1);
+    // §5 early start: the daemon polled the skills when the utterance arrived, before ovos-core reached the stage.
+    const polled = types(heard).indexOf('question:query');
+    const asked = heard.frames.findIndex((m) => m.type === 'ovos.contests.stage.match' && m.data['stage'] === 'common_query');
+    expect(polled).toBeGreaterThanOrEqual(0);
+    expect(polled).toBeLessThan(asked);
+    expect(count(heard, 'question:query')).toBe(1);
   }, 60_000);
 
   it('two sessions at once, and the same question twice in one: exactly one ovos.utterance.handled each, each its own answer', async () => {

@@ -11,20 +11,17 @@
  *    1.5 s match bound: the first utterance is answered by the live skill (the stale ones' ping timeouts run together
  *    from the one broadcast), not complete_intent_failure, and the next ones at once.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startDaemon, type Daemon } from '../../src/daemon/daemon.js';
 import { REGISTRY_FORMAT } from '../../src/plugins/fallback/registry-store.js';
 import { Probe, captureLogs, configWith, freePort, type LogLine } from './probe.js';
 import type { Recorder } from '../support/recorder.js';
-import { watchOutput } from './spawn-daemon.js';
+import { PY, peerHas, startMessagebus, startPython, type PyProcess } from '../support/ovos-peer.js';
 
-const PEER = process.env['OVOS_PEER_ROOT'] ?? join(homedir(), '.ovos-peer');
-const PY = join(PEER, 'venv', 'bin', 'python');
-const available = existsSync(PY) && spawnSync(PY, ['-c', 'import ovos_messagebus, ovos_bus_client, ovos_workshop'], { env: { ...process.env, RAPIDFUZZ_IMPLEMENTATION: 'python' } }).status === 0;
+const available = peerHas(['ovos_messagebus', 'ovos_bus_client', 'ovos_workshop']);
 if (!available) {
   console.warn(`ovos-peer.test.ts skipped: the real OVOS programs are not built (no ${PY} importing ovos_messagebus, ovos_bus_client and ovos_workshop). Build them from source snapshots into ~/.ovos-peer (or set OVOS_PEER_ROOT) to run it.`);
 }
@@ -52,24 +49,15 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-function python(args: readonly string[], env: NodeJS.ProcessEnv): { child: ChildProcess; printed: (text: string) => Promise<void> } {
-  const child = spawn(PY, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, RAPIDFUZZ_IMPLEMENTATION: 'python', ...env } });
-  const { printed } = watchOutput(child);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  cleanups.push(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await exited;
-  });
-  return { child, printed };
+function python(args: readonly string[], env: NodeJS.ProcessEnv): PyProcess {
+  const child = startPython(args, env);
+  cleanups.push(child.stop);
+  return child;
 }
 
 /** ovos-messagebus on `port`, with a mycroft.conf of its own; resolves once it serves. */
 async function messagebus(port: number): Promise<void> {
-  const xdg = mkdtempSync(join(tmpdir(), 'ovos-peer-xdg-'));
-  mkdirSync(join(xdg, 'mycroft'), { recursive: true });
-  writeFileSync(join(xdg, 'mycroft', 'mycroft.conf'), JSON.stringify({ websocket: { host: '127.0.0.1', port } }));
-  const bus = python(['-m', 'ovos_messagebus'], { XDG_CONFIG_HOME: xdg, XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'ovos-peer-state-')) });
-  await bus.printed('Message bus service started');
+  cleanups.push((await startMessagebus(port)).stop);
 }
 
 /** An unmodified ovos-workshop FallbackSkill (can_answer: yes) in its own Python process; resolves once it registered. */

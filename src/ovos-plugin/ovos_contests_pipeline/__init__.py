@@ -19,7 +19,7 @@ from uuid import uuid4
 from ovos_bus_client.message import Message
 from ovos_bus_client.session import SessionManager
 from ovos_plugin_manager.templates.pipeline import ConfidenceMatcherPipeline, IntentHandlerMatch, PipelinePlugin
-from ovos_utils.log import LOG  # ovos-utils is a dependency of both ovos-plugin-manager and ovos-bus-client
+from ovos_utils.log import LOG
 
 __version__ = "0.1.0"
 PROTOCOL_VERSION = 1
