@@ -213,6 +213,13 @@ const orchestrator = section({
     .describe(
       "run the pipeline for utterances on the bus (ovos.utterance.handle, recognizer_loop:utterance); false: ovos-core takes them and asks our stages through its ovos-contests pipeline plugin (src/ovos-plugin/) — set so when mycroft.conf's intents.pipeline names one",
     ),
+  stagePort: port()
+    .nullable()
+    .default(8183)
+    .describe(
+      "port on 127.0.0.1 where the daemon also answers the ovos-core plugin's stage requests, a link past the bus (its daemon_url); served only while takesUtterances is false; null: the bus only, 0: any free port (logged at start)",
+    )
+    .register(CONFIG_KEY_META, { flag: { name: '--stage-port', arg: 'PORT', env: 'OVOS_CONTESTS_STAGE_PORT' } }),
   maxInFlightPerConnection: intIn(1)
     .default(256)
     .describe(

@@ -20,6 +20,7 @@ import type { Logger } from '../log/logger.js';
 import { connectSkill, runCommonQuerySkill, runFallbackSkill } from '../skills/index.js';
 import { dontKnowSkill, localKnowledgeSkill, meaningOfLifeSkill } from '../skills/example-skills.js';
 import { createContestSystem, type ContestSystem } from '../system.js';
+import { startStageEndpoint } from '../stage-service/endpoint.js';
 
 export interface Daemon {
   /** The bus URL skills connect to. */
@@ -27,6 +28,8 @@ export interface Daemon {
   readonly system: ContestSystem;
   /** The live inspector page, unless switched off (or its port was taken: logged, the daemon runs on without it). */
   readonly inspector: InspectorServer | undefined;
+  /** Where the ovos-core plugin's stage requests are answered past the bus, when ovos-core takes the utterances. */
+  readonly stageLinkUrl: string | undefined;
   /** The Prometheus endpoint, when `metrics.port` is set. */
   readonly metricsUrl: string | undefined;
   /**
@@ -232,6 +235,22 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
       logger.warn({ reason, port: config.inspector.port, err: code === 'EADDRINUSE' ? undefined : error }, `inspector not served${code === 'EADDRINUSE' ? `: port ${config.inspector.port} is in use (--inspector-port P, or --no-inspector)` : ''}; the daemon runs on without it`);
     }
   }
+  // ovos-core takes the utterances and asks our stages: its plugin's direct link (src/stage-service/endpoint.ts).
+  let stageLinkUrl: string | undefined;
+  if (!config.orchestrator.takesUtterances && config.orchestrator.stagePort !== null) {
+    try {
+      const endpoint = await startStageEndpoint({ service: system.stageService, port: config.orchestrator.stagePort, logger: logger.child({ component: 'stage-link' }) });
+      stageLinkUrl = endpoint.url;
+      closers.unshift(() => endpoint.close());
+      logger.info({ url: endpoint.url }, 'stage requests also answered at this address (the ovos-core plugin\'s daemon_url)');
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      logger.warn(
+        { reason: code === 'EADDRINUSE' ? 'stage_port_in_use' : 'stage_link_failed', port: config.orchestrator.stagePort, err: code === 'EADDRINUSE' ? undefined : error },
+        `stage link not served${code === 'EADDRINUSE' ? `: port ${config.orchestrator.stagePort} is in use (--stage-port P)` : ''}; the plugin's requests are answered on the bus`,
+      );
+    }
+  }
   logger.info({ pipeline: config.pipeline, stages: system.orchestrator.stages.map((s) => s.pipelineId) }, 'pipeline ready');
 
   if (config.exampleSkills) {
@@ -262,6 +281,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     url,
     system,
     inspector,
+    stageLinkUrl,
     metricsUrl,
     close: async () => {
       // Graceful: utterances in flight may finish (their skills still connected), new ones are refused at once.

@@ -87,7 +87,7 @@ export class StageService {
     }
     this.#unsubscribe.push(
       bus.subscribe((message) => {
-        if (message.type === stageTopics.match) void this.#answer(message);
+        if (message.type === stageTopics.match) void this.answer(message).then((response) => bus.publish(response));
         else if (message.type === stageTopics.commonQueryAnswer) this.#speak(message);
         else if (message.type === 'mycroft.skill.handler.complete' || message.type === 'mycroft.skill.handler.error') this.#handlerEnded(message);
       }),
@@ -123,30 +123,25 @@ export class StageService {
     this.#system.supervisor.bus.publish(forward(message, 'ovos.utterance.handled', {}));
   }
 
-  async #answer(message: Message): Promise<void> {
+  /**
+   * The one reply to a stage request, whichever way it came (the bus, or the plugin's direct link: endpoint.ts);
+   * the caller sends it back the same way. Never rejects.
+   */
+  async answer(message: Message): Promise<Message> {
     const read = readRequest(message.data);
-    if (!read.ok) {
-      this.#refuse(message, read.error, read.detail);
-      return;
-    }
+    if (!read.ok) return this.#refuse(message, read.error, read.detail);
     const { request } = read;
     const stage = this.#system.orchestrator.stages.find((s) => s.pipelineId === canonicalPipelineId(request.stage));
-    if (stage === undefined) {
-      this.#refuse(message, 'unknown_stage', request.stage, request);
-      return;
-    }
+    if (stage === undefined) return this.#refuse(message, 'unknown_stage', request.stage, request);
     const parsed = readSession(message);
-    if (!parsed.ok) {
-      this.#refuse(message, 'bad_request', parsed.reason, request);
-      return;
-    }
+    if (!parsed.ok) return this.#refuse(message, 'bad_request', parsed.reason, request);
     let match: OvosCoreMatch | null = null;
     try {
       match = await this.#decide(stage, request, message, parsed.session);
     } catch (error) {
       this.#system.supervisor.logger.error({ err: error, reason: 'stage_service_failed', stage: request.stage }, 'stage request failed; answered with no match');
     }
-    this.#system.supervisor.bus.publish(reply(message, stageTopics.response, { version: STAGE_PROTOCOL_VERSION, request_id: request.requestId, stage: request.stage, match }));
+    return reply(message, stageTopics.response, { version: STAGE_PROTOCOL_VERSION, request_id: request.requestId, stage: request.stage, match });
   }
 
   async #decide(stage: PipelineStage, request: StageRequest, message: Message, session: SessionView): Promise<OvosCoreMatch | null> {
@@ -223,20 +218,18 @@ export class StageService {
     bus.publish({ type: 'ovos.utterance.handled', data: {}, context: { ...message.context } });
   }
 
-  #refuse(message: Message, error: StageError, detail: string, request?: StageRequest): void {
+  #refuse(message: Message, error: StageError, detail: string, request?: StageRequest): Message {
     const requestId = request?.requestId ?? stringField(message.data, 'request_id');
     const { log, suppressed } = this.#refusalLog.shouldLog(error, this.#system.supervisor.clock.now());
     if (log) this.#system.supervisor.logger.warn({ reason: `stage_${error}`, detail: detail.slice(0, 200), suppressed }, 'stage request refused');
-    this.#system.supervisor.bus.publish(
-      reply(message, stageTopics.response, {
-        version: STAGE_PROTOCOL_VERSION,
-        ...(requestId === undefined ? {} : { request_id: requestId }),
-        ...(request === undefined ? {} : { stage: request.stage }),
-        match: null,
-        error,
-        detail: detail.slice(0, 200),
-      }),
-    );
+    return reply(message, stageTopics.response, {
+      version: STAGE_PROTOCOL_VERSION,
+      ...(requestId === undefined ? {} : { request_id: requestId }),
+      ...(request === undefined ? {} : { stage: request.stage }),
+      match: null,
+      error,
+      detail: detail.slice(0, 200),
+    });
   }
 }
 
