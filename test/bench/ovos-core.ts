@@ -1,10 +1,13 @@
 /**
  * ovos-core side by side (`npm run bench -- ovos-core`; needs the OVOS peer, ../shared/ovos-peer/RECIPE.md, and is
- * skipped with a note without it). The same real programs four ways: ovos-core 2.1.1's intent service with its own
+ * skipped with a note without it). The same real programs five ways: ovos-core 2.1.1's intent service with its own
  * fallback and common-query plugins, or with ours (src/ovos-plugin, pip-installed, and the daemon as stage service),
  * each on the stock ovos-messagebus 0.0.10 or on our daemon's embedded bus serving ovos-core and the skills in its
  * place (for ovos-core's own stages the daemon is only the bus: `orchestrator.takesUtterances` and
- * `commonQuery.earlyStart` off, so it asks no skill anything).
+ * `commonQuery.earlyStart` off, so it asks no skill anything). Our plugin sends its requests on its direct link to the
+ * daemon (Protocol §8, the default); on ovos-messagebus also once on the bus (`daemon_url` null), to show what the
+ * link saves there. The time inside the stages is what ovos-core spends in their match_* calls (core.py
+ * --time-stages); the checks compare its p50 with ovos-core's own stages on ovos-messagebus.
  *
  * The same unmodified ovos-workshop skills in another Python process each time: fallbacks at 3 (willing for "zebra"),
  * 20 and 50 (both willing for "barrel"), 95 (willing for all); common-query skills answering "light" questions at
@@ -79,6 +82,8 @@ type Stage = (typeof KINDS)[number]['stage'];
 interface Setup {
   readonly bus: 'ovos-messagebus' | 'ours';
   readonly stages: 'ovos-core' | 'ours';
+  /** Our plugin's requests on its direct link to the daemon (the default), or on the bus (`daemon_url` null). */
+  readonly link: boolean;
   readonly workload: 'all answer' | 'one silent';
 }
 
@@ -225,11 +230,20 @@ async function run(setup: Setup, sitePackages: string): Promise<{ outcomes: Outc
   try {
     const port = await freePort();
     const ours = setup.stages === 'ours';
-    const { home, file } = mycroftHome({ websocket: { host: '127.0.0.1', port }, intents: { pipeline: ours ? CONTESTS_PIPELINE : OVOS_CORE_PIPELINE } });
+    const stagePort = await freePort();
+    const daemonUrl = setup.link ? `ws://127.0.0.1:${stagePort}/contests` : null;
+    const { home, file } = mycroftHome({
+      websocket: { host: '127.0.0.1', port },
+      intents: {
+        pipeline: ours ? CONTESTS_PIPELINE : OVOS_CORE_PIPELINE,
+        'ovos-contests-fallback-pipeline-plugin': { daemon_url: daemonUrl },
+        'ovos-contests-common-query-pipeline-plugin': { daemon_url: daemonUrl },
+      },
+    });
     let daemon: Daemon | undefined;
     if (setup.bus === 'ours') {
       // The daemon is the bus; for ovos-core's own stages it is only the bus.
-      daemon = keep(startDaemon(['--port', String(port), '--no-mycroft-conf'], { orchestrator: { takesUtterances: false }, ...(ours ? {} : { commonQuery: { earlyStart: false } }) }));
+      daemon = keep(startDaemon(['--port', String(port), '--no-mycroft-conf'], { orchestrator: { takesUtterances: false, stagePort }, ...(ours ? {} : { commonQuery: { earlyStart: false } }) }));
       const started = daemon;
       await until(() => started.lines.some((l) => l['msg'] === 'OVOS bus listening'), 'our bus listening');
     } else {
@@ -237,12 +251,16 @@ async function run(setup: Setup, sitePackages: string): Promise<{ outcomes: Outc
     }
     const core = keep(await startCore(port, home, ours ? sitePackages : null, true));
     if (ours && setup.bus === 'ovos-messagebus') {
-      daemon = keep(startDaemon(['--mycroft-conf', file], {}));
+      daemon = keep(startDaemon(['--mycroft-conf', file], { orchestrator: { stagePort } }));
       const started = daemon;
       await until(() => started.lines.some((l) => l['msg'] === 'bus connected'), 'the daemon joined ovos-messagebus');
     }
     keep(await startSkills(port, LIVE));
     const silent = setup.workload === 'one silent' ? keep(await startSkills(port, SILENT)) : undefined;
+    if (ours && setup.link) {
+      const linked = daemon;
+      await until(() => linked?.lines.some((l) => l['reason'] === 'stage_link_open') === true, 'the plugin linked to the daemon');
+    }
     const driver = await Driver.connect(`ws://127.0.0.1:${port}/core`);
     stops.push(async () => driver.close());
     // Warm-up, every skill alive: each kind once, until ovos-core (and the daemon) know every skill.
@@ -273,10 +291,19 @@ async function run(setup: Setup, sitePackages: string): Promise<{ outcomes: Outc
 }
 
 const SETUPS: readonly Setup[] = (['all answer', 'one silent'] as const).flatMap((workload) =>
-  ([['ovos-messagebus', 'ovos-core'], ['ovos-messagebus', 'ours'], ['ours', 'ovos-core'], ['ours', 'ours']] as const).map(([bus, stages]) => ({ bus, stages, workload })),
+  (
+    [
+      ['ovos-messagebus', 'ovos-core', false],
+      ['ovos-messagebus', 'ours', true],
+      ['ovos-messagebus', 'ours', false],
+      ['ours', 'ovos-core', false],
+      ['ours', 'ours', true],
+    ] as const
+  ).map(([bus, stages, link]) => ({ bus, stages, link, workload })),
 );
 
-const label = (s: Setup): string => `${s.stages === 'ours' ? 'our stages' : "ovos-core's stages"} on ${s.bus === 'ours' ? 'our bus' : 'ovos-messagebus'}`;
+const label = (s: Setup): string =>
+  `${s.stages === 'ours' ? 'our stages' : "ovos-core's stages"} on ${s.bus === 'ours' ? 'our bus' : 'ovos-messagebus'}${s.stages === 'ours' && !s.link ? ', requests on the bus' : ''}`;
 
 export async function benchOvosCore(): Promise<Section> {
   const base = {

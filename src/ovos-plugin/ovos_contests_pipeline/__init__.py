@@ -9,6 +9,8 @@ nothing here raises out of a match: every failure is a log line (rate limited) a
 """
 from __future__ import annotations
 
+import json
+import socket
 import threading
 import time
 from copy import deepcopy
@@ -38,6 +40,11 @@ COMMON_QUERY_TIMEOUT_MS = 6100
 # The reply is awaited this much longer than the `timeout_ms` the daemon is given (README.md, Protocol §5).
 REPLY_GRACE_MS = 100
 LOG_INTERVAL_S = 60.0
+
+# Where the daemon answers stage requests past the bus (Protocol §8); `daemon_url` in a plugin's section.
+DAEMON_URL = "ws://127.0.0.1:8183/contests"
+LINK_RETRY_MIN_S = 0.25
+LINK_RETRY_MAX_S = 5.0
 
 # The daemon's error codes; any other code is logged under one key, so untrusted codes cannot grow the limiter.
 ERROR_CODES = ("bad_request", "unknown_stage", "unsupported_version", "unavailable")
@@ -150,16 +157,144 @@ class RateLimitedLog:
         getattr(LOG, level)(text + (f" ({held} more suppressed)" if held else ""))
 
 
+def connect_websocket(url: str) -> Any:
+    """A websocket-client connection (ovos-bus-client's own websocket library): Nagle off, no Origin header, and
+    blocking reads once open."""
+    import websocket  # imported here: the plugin loads, and uses the bus alone, where it is missing
+
+    conn = websocket.create_connection(url, timeout=2, suppress_origin=True,
+                                       sockopt=((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),))
+    conn.settimeout(None)
+    return conn
+
+
+Connect = Callable[[str], Any]
+
+
+class DirectLink:
+    """The plugin's own websocket to the daemon (Protocol §8): the same request and reply messages as on the bus,
+    past ovos-messagebus, which holds small frames back (up to 40 ms a hop while a link is busy). A thread keeps it
+    open, reconnecting with a growing pause (0.25 s to 5 s) while the daemon is away, quietly: a request made while it
+    is down goes on the bus. Replies are handed to the request waiting for their request_id; anything else is
+    ignored. One link per URL serves both plugins (`link_for`)."""
+
+    def __init__(self, url: str, connect: Connect):
+        self.url = url
+        self._connect = connect
+        self._lock = threading.Lock()
+        self._conn: Any = None
+        self._waiting: Dict[str, Callable[[Dict[str, Any]], None]] = {}
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ovos-contests-link", daemon=True)
+        self._thread.start()
+
+    @property
+    def connected(self) -> bool:
+        return self._conn is not None
+
+    def expect(self, request_id: str, handler: Callable[[Dict[str, Any]], None]) -> None:
+        with self._lock:
+            self._waiting[request_id] = handler
+
+    def forget(self, request_id: str) -> None:
+        with self._lock:
+            self._waiting.pop(request_id, None)
+
+    def send(self, text: str) -> bool:
+        """Whether the frame went out on the link; False when it is down (the caller uses the bus)."""
+        with self._lock:
+            conn = self._conn
+        if conn is None:
+            return False
+        try:
+            conn.send(text)
+            return True
+        except Exception:
+            self._drop(conn)
+            return False
+
+    def close(self) -> None:
+        self._closed.set()
+        with self._lock:
+            conn = self._conn
+        if conn is not None:
+            self._drop(conn)
+
+    def _run(self) -> None:
+        pause = LINK_RETRY_MIN_S
+        while not self._closed.is_set():
+            try:
+                conn = self._connect(self.url)
+            except Exception:
+                self._closed.wait(pause)
+                pause = min(pause * 2, LINK_RETRY_MAX_S)
+                continue
+            pause = LINK_RETRY_MIN_S
+            with self._lock:
+                self._conn = conn
+            LOG.info(f"ovos-contests: stage requests go to the daemon at {self.url}, past the bus")
+            try:
+                while not self._closed.is_set():
+                    text = conn.recv()
+                    if not text:
+                        break
+                    self._on_frame(text)
+            except Exception:
+                pass
+            self._drop(conn)
+            if not self._closed.is_set():
+                LOG.info(f"ovos-contests: the link to {self.url} closed; stage requests go on the bus until it "
+                         f"is back")
+
+    def _on_frame(self, text: Any) -> None:
+        try:
+            frame = json.loads(text)
+        except (TypeError, ValueError):
+            return
+        if not isinstance(frame, dict) or frame.get("type") != REPLY_TOPIC or not isinstance(frame.get("data"), dict):
+            return
+        data = frame["data"]
+        with self._lock:
+            handler = self._waiting.get(data.get("request_id"))
+        if handler is not None:
+            handler(data)
+
+    def _drop(self, conn: Any) -> None:
+        with self._lock:
+            if self._conn is conn:
+                self._conn = None
+        try:
+            conn.close()
+        except Exception:
+            pass
+
+
+_links: Dict[Any, DirectLink] = {}
+_links_lock = threading.Lock()
+
+
+def link_for(url: str, connect: Connect) -> DirectLink:
+    """The one link to `url` (both plugins share it)."""
+    with _links_lock:
+        key = (url, connect)
+        if key not in _links:
+            _links[key] = DirectLink(url, connect)
+        return _links[key]
+
+
 class StageClient:
-    """One request and its one reply per call, correlated by request_id and bounded (Protocol §4, §5).
+    """One request and its one reply per call, correlated by request_id and bounded (Protocol §4, §5) — on the
+    direct link when it is up (§8), on the bus otherwise.
 
     `bus.wait_for_response` takes the first message of the reply type from any session, so the wait is its own:
     a handler that keeps only our request_id, an Event bounded by the timeout, and the handler removed whatever
-    happens. Bus handlers run on the bus client's thread pool, so the reply arrives while `ask` blocks."""
+    happens. Bus handlers run on the bus client's thread pool, and the link's on its thread, so the reply arrives
+    while `ask` blocks."""
 
-    def __init__(self, bus: Any, plugin_id: str, clock: Clock):
+    def __init__(self, bus: Any, plugin_id: str, clock: Clock, link: Optional[DirectLink] = None):
         self._bus = bus
         self._plugin_id = plugin_id
+        self._link = link
         self.log = RateLimitedLog(clock)  # the plugin logs through it too
         self._newer_version_seen = False
 
@@ -169,8 +304,7 @@ class StageClient:
         replies: List[Any] = []
         answered = threading.Event()
 
-        def on_reply(reply: Message) -> None:
-            data = getattr(reply, "data", None)
+        def on_data(data: Any) -> None:
             if isinstance(data, dict) and data.get("request_id") == request_id and not answered.is_set():
                 replies.append(data)
                 answered.set()
@@ -178,6 +312,22 @@ class StageClient:
         wait_ms = timeout_ms + REPLY_GRACE_MS
         try:
             request = build_request(stage, utterances, lang, timeout_ms, message, request_id)
+        except Exception as e:
+            self._bus_failed(stage, e)
+            return None
+        link = self._link
+        if link is not None and link.connected:
+            link.expect(request_id, on_data)
+            try:
+                if link.send(request.serialize()):
+                    return self._finish(answered.wait(wait_ms / 1000), replies, stage, wait_ms)
+            finally:
+                link.forget(request_id)
+
+        def on_reply(reply: Message) -> None:
+            on_data(getattr(reply, "data", None))
+
+        try:
             self._bus.on(REPLY_TOPIC, on_reply)
         except Exception as e:
             self._bus_failed(stage, e)
@@ -190,7 +340,10 @@ class StageClient:
             return None
         finally:
             self._remove(on_reply)
-        if not in_time:  # a reply after this finds no handler: it is ignored
+        return self._finish(in_time, replies, stage, wait_ms)
+
+    def _finish(self, in_time: bool, replies: List[Any], stage: str, wait_ms: int) -> Optional[StageMatch]:
+        if not in_time:  # a reply after this finds no one waiting: it is ignored
             self.log.warning("timeout", f"ovos-contests daemon did not answer within {wait_ms} ms; the stage "
                                         f"gives nothing ({self._plugin_id}, stage {stage})")
             return None
@@ -221,6 +374,22 @@ class StageClient:
         return decoded.match
 
 
+def _daemon_url(config: Dict[str, Any], plugin_id: str) -> Optional[str]:
+    """The direct link's address from the plugin's section (null or "" for the bus only); a bad value fails
+    construction, naming the key."""
+    value = config.get("daemon_url", DAEMON_URL)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not value.startswith(("ws://", "wss://")):
+        raise ValueError(f"intents.{plugin_id}.daemon_url must be a ws:// or wss:// URL, or null, got {value!r}")
+    return value
+
+
+def _link(config: Dict[str, Any], plugin_id: str, connect: Optional[Connect]) -> Optional[DirectLink]:
+    url = _daemon_url(config, plugin_id)
+    return None if url is None else link_for(url, connect or connect_websocket)
+
+
 def _timeout_ms(config: Dict[str, Any], plugin_id: str, key: str, default: int) -> int:
     """A timeout from the plugin's section of mycroft.conf; a bad value fails construction, naming the key
     (ovos-core logs it and leaves the plugin out of the pipeline)."""
@@ -246,11 +415,12 @@ class ContestsFallbackPipeline(ConfidenceMatcherPipeline):
     """`ovos-contests-fallback-pipeline-plugin`: the fallback tiers. ovos-core calls `match_high` for the id with
     `-high`, and likewise `-medium` and `-low`; each asks the daemon for stage fallback_high, _medium or _low."""
 
-    def __init__(self, bus: Any = None, config: Optional[Dict[str, Any]] = None, *, clock: Clock = time.monotonic):
+    def __init__(self, bus: Any = None, config: Optional[Dict[str, Any]] = None, *, clock: Clock = time.monotonic,
+                 connect: Optional[Connect] = None):
         super().__init__(bus, config)
         self.timeout_ms = _timeout_ms(self.config, FALLBACK_PLUGIN_ID, "fallback_timeout_ms", FALLBACK_TIMEOUT_MS)
         _warn_misplaced(self.config, FALLBACK_PLUGIN_ID, "common_query_timeout_ms", COMMON_QUERY_PLUGIN_ID)
-        self._client = StageClient(self.bus, FALLBACK_PLUGIN_ID, clock)
+        self._client = StageClient(self.bus, FALLBACK_PLUGIN_ID, clock, _link(self.config, FALLBACK_PLUGIN_ID, connect))
 
     def _match(self, stage: str, utterances: List[str], lang: str, message: Message) -> Optional[IntentHandlerMatch]:
         try:
@@ -275,12 +445,14 @@ class ContestsCommonQueryPipeline(PipelinePlugin):
     """`ovos-contests-common-query-pipeline-plugin`: the common-query stage, as ovos-common-query-pipeline-plugin
     returns its winner (`question:action.<skill_id>`, or `question:action` for a classic CommonQuerySkill)."""
 
-    def __init__(self, bus: Any = None, config: Optional[Dict[str, Any]] = None, *, clock: Clock = time.monotonic):
+    def __init__(self, bus: Any = None, config: Optional[Dict[str, Any]] = None, *, clock: Clock = time.monotonic,
+                 connect: Optional[Connect] = None):
         super().__init__(bus, config)
         self.timeout_ms = _timeout_ms(self.config, COMMON_QUERY_PLUGIN_ID, "common_query_timeout_ms",
                                       COMMON_QUERY_TIMEOUT_MS)
         _warn_misplaced(self.config, COMMON_QUERY_PLUGIN_ID, "fallback_timeout_ms", FALLBACK_PLUGIN_ID)
-        self._client = StageClient(self.bus, COMMON_QUERY_PLUGIN_ID, clock)
+        self._client = StageClient(self.bus, COMMON_QUERY_PLUGIN_ID, clock,
+                                   _link(self.config, COMMON_QUERY_PLUGIN_ID, connect))
 
     def match(self, utterances: List[str], lang: str, message: Message) -> Optional[IntentHandlerMatch]:
         try:

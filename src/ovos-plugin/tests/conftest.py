@@ -45,3 +45,22 @@ def bus():
     emitter = ExecutorEventEmitter()
     yield FakeBus(emitter=emitter)
     emitter.shutdown(wait=True)
+
+
+@pytest.fixture(autouse=True)
+def no_daemon_link(monkeypatch):
+    """No test reaches a daemon on this machine: the direct link's default connection is refused (the plugin then
+    uses the bus, as when no daemon listens); tests of the link pass a `connect` of their own. Links are closed
+    after each test."""
+    import ovos_contests_pipeline as plugin_module
+
+    def refused(url):
+        raise ConnectionRefusedError(url)
+
+    monkeypatch.setattr(plugin_module, "connect_websocket", refused)
+    yield
+    with plugin_module._links_lock:
+        links = list(plugin_module._links.values())
+        plugin_module._links.clear()
+    for link in links:
+        link.close()

@@ -477,3 +477,142 @@ def test_the_entry_points_name_the_plugins_as_ovos_core_loads_them():
 def test_the_package_says_its_versions():
     assert isinstance(plugin_module.__version__, str) and plugin_module.__version__
     assert plugin_module.PROTOCOL_VERSION == 1
+
+
+# --- the direct link (Protocol §8) --------------------------------------------------------------------------------
+
+class LinkedDaemon:
+    """The daemon's end of the direct link, scripted: `answer(request)` gives the reply's data, or None for no
+    reply; `refuse` makes connecting fail, as with no daemon listening."""
+
+    def __init__(self, answer: Answer):
+        self.answer = answer
+        self.refuse = False
+        self.requests: List[Message] = []
+        self.conns: List["LinkConn"] = []
+
+    def connect(self, url: str) -> "LinkConn":
+        if self.refuse:
+            raise ConnectionRefusedError(url)
+        conn = LinkConn(self)
+        self.conns.append(conn)
+        return conn
+
+
+class LinkConn:
+    def __init__(self, daemon: LinkedDaemon):
+        import queue
+
+        self.daemon = daemon
+        self.inbox: "queue.Queue[Optional[str]]" = queue.Queue()
+        self.closed = False
+
+    def send(self, text: str) -> None:
+        if self.closed:
+            raise ConnectionError("closed")
+        request = Message.deserialize(text)
+        self.daemon.requests.append(request)
+        data = self.daemon.answer(request)
+        if data is not None:
+            self.inbox.put(request.reply(REPLY_TOPIC, data).serialize())
+
+    def recv(self) -> str:
+        item = self.inbox.get()
+        if item is None:
+            raise ConnectionError("closed")
+        return item
+
+    def close(self) -> None:
+        self.closed = True
+        self.inbox.put(None)
+
+
+def until(condition: Callable[[], bool], what: str) -> None:
+    """Waits for a condition the link's thread brings about (a guard, not a pace)."""
+    deadline = time.monotonic() + SLACK_S * 5
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.002)
+
+
+def linked(plugin_class, bus, daemon: LinkedDaemon, config: Optional[Dict[str, Any]] = None):
+    plugin = plugin_class(bus, {"daemon_url": "ws://127.0.0.1:1/contests", **(config or {})}, connect=daemon.connect)
+    return plugin
+
+
+def test_on_the_link_a_request_and_its_reply_go_past_the_bus(bus, log):
+    on_bus = Daemon(bus, no_match)
+    daemon = LinkedDaemon(answer_with(fallback_pick("fb.skill", ["hi"], "en-US", [6, 90])))
+    plugin = linked(ContestsFallbackPipeline, bus, daemon)
+    until(lambda: len(daemon.conns) == 1 and plugin._client._link.connected, "the link is up")
+    match = plugin.match_medium(["hi"], "en-US", utterance_message(["hi"]))
+    assert match is not None and match.match_type == "ovos.skills.fallback.fb.skill.request"
+    [request] = daemon.requests
+    assert request.msg_type == REQUEST_TOPIC and request.data["stage"] == "fallback_medium"
+    assert request.context["session"]["session_id"] == "test-session"
+    assert on_bus.requests == []
+    assert no_listener_left(bus)
+
+
+def test_both_plugins_share_one_link(bus, log):
+    daemon = LinkedDaemon(no_match)
+    linked(ContestsFallbackPipeline, bus, daemon)
+    linked(ContestsCommonQueryPipeline, bus, daemon)
+    until(lambda: len(daemon.conns) >= 1, "the link is up")
+    assert len(daemon.conns) == 1
+
+
+def test_while_the_link_is_down_requests_go_on_the_bus_and_it_comes_back(bus, log):
+    on_bus = Daemon(bus, answer_with(fallback_pick("fb.bus", ["hi"], "en-US", [1, 5])))
+    daemon = LinkedDaemon(answer_with(fallback_pick("fb.link", ["hi"], "en-US", [1, 5])))
+    daemon.refuse = True
+    plugin = linked(ContestsFallbackPipeline, bus, daemon)
+    assert plugin.match_high(["hi"], "en-US", utterance_message(["hi"])).match_type == "ovos.skills.fallback.fb.bus.request"
+    daemon.refuse = False
+    until(lambda: plugin._client._link.connected, "the link is up")
+    assert plugin.match_high(["hi"], "en-US", utterance_message(["hi"])).match_type == "ovos.skills.fallback.fb.link.request"
+    daemon.refuse = True  # the daemon went away
+    daemon.conns[0].close()
+    until(lambda: not plugin._client._link.connected, "the link is down")
+    assert plugin.match_high(["hi"], "en-US", utterance_message(["hi"])).match_type == "ovos.skills.fallback.fb.bus.request"
+    daemon.refuse = False
+    until(lambda: plugin._client._link.connected, "the link is back")
+    assert plugin.match_high(["hi"], "en-US", utterance_message(["hi"])).match_type == "ovos.skills.fallback.fb.link.request"
+    assert len(on_bus.requests) == 2 and len(daemon.requests) == 2
+
+
+def test_no_reply_on_the_link_gives_nothing_within_the_bound(bus, log):
+    daemon = LinkedDaemon(lambda request: None)
+    plugin = linked(ContestsFallbackPipeline, bus, daemon, {"fallback_timeout_ms": SHORT_MS})
+    until(lambda: plugin._client._link.connected, "the link is up")
+    start = time.monotonic()
+    assert plugin.match_low(["hi"], "en-US", utterance_message(["hi"])) is None
+    assert BOUND_S <= time.monotonic() - start < BOUND_S + SLACK_S
+    assert "did not answer within 150 ms" in log.of("warning")[0]
+    assert plugin._client._link._waiting == {}
+
+
+def test_a_reply_for_another_request_on_the_link_is_ignored(bus, log):
+    daemon = LinkedDaemon(lambda request: {"version": 1, "request_id": "someone-else", "stage": "fallback_low",
+                                           "match": fallback_pick("fb.x", ["hi"], "en-US", [91, 101])})
+    plugin = linked(ContestsFallbackPipeline, bus, daemon, {"fallback_timeout_ms": SHORT_MS})
+    until(lambda: plugin._client._link.connected, "the link is up")
+    assert plugin.match_low(["hi"], "en-US", utterance_message(["hi"])) is None
+
+
+def test_daemon_url_null_or_empty_means_the_bus_alone(bus, log):
+    daemon = LinkedDaemon(no_match)
+    on_bus = Daemon(bus, no_match)
+    for value in (None, ""):
+        plugin = ContestsFallbackPipeline(bus, {"daemon_url": value}, connect=daemon.connect)
+        assert plugin._client._link is None
+        plugin.match_high(["hi"], "en-US", utterance_message(["hi"]))
+    assert daemon.conns == [] and len(on_bus.requests) == 2
+
+
+@pytest.mark.parametrize("value", ["http://127.0.0.1:8183/contests", 8183, ["ws://x"], True])
+def test_a_bad_daemon_url_fails_construction_naming_the_key(bus, value):
+    with pytest.raises(ValueError, match=f"intents.{FALLBACK_PLUGIN_ID}.daemon_url"):
+        ContestsFallbackPipeline(bus, {"daemon_url": value})
+    with pytest.raises(ValueError, match=f"intents.{COMMON_QUERY_PLUGIN_ID}.daemon_url"):
+        ContestsCommonQueryPipeline(bus, {"daemon_url": value})
