@@ -357,8 +357,11 @@ export async function benchOvosCore(): Promise<Section> {
       });
       const reasons = new Map<string, number>();
       for (const o of wrong) reasons.set(o.wrong ?? '', (reasons.get(o.wrong ?? '') ?? 0) + 1);
-      checks.push({ name: `${setup.workload}, ${label(setup)}, ${stage}: 0 wrong decisions`, ok: wrong.length === 0, detail: wrong.length === 0 ? `${of.length} right` : [...reasons].map(([why, n]) => `${n} × ${why}`).join('; ') });
-      if (setup.stages === 'ours' && ratio !== null) {
+      const detail = wrong.length === 0 ? `${of.length} right` : [...reasons].map(([why, n]) => `${n} × ${why}`).join('; ');
+      // Our targets are checked; what ovos-core's own stages get wrong is a finding, noted.
+      if (setup.stages === 'ours') checks.push({ name: `${setup.workload}, ${label(setup)}, ${stage}: 0 wrong decisions`, ok: wrong.length === 0, detail });
+      else if (wrong.length > 0) notes.push(`${setup.workload}, ${label(setup)}, ${stage}: ${wrong.length} of ${of.length} wrong — ${detail}`);
+      if (setup.stages === 'ours' && setup.link && ratio !== null) {
         const target = setup.bus === 'ovos-messagebus' ? 1.2 : 0.2;
         checks.push({
           name: `${setup.workload}, ${label(setup)}, ${stage}: time in the stages, p50 ${setup.bus === 'ovos-messagebus' ? 'within 1.2× of' : 'at least 5× below'} ovos-core's on ovos-messagebus`,
