@@ -150,9 +150,10 @@ export const NOT_MAPPED: Readonly<Record<string, string>> = {
 export const OVOS_CONTESTS_PLUGIN_PREFIX = 'ovos-contests-';
 /**
  * ovos-core 2.1's fallback tiers (FallbackService: `start < priority <= stop` over (0, 5], (5, 90], (90, 101]) as our
- * inclusive ranges, for the stages ovos-core asks through the ovos-contests plugin.
+ * inclusive ranges, for the stages ovos-core asks through the ovos-contests plugin. Priority 0, which ovos-core reads
+ * as 101 (`priority or 101`), is the high tier's here: the skill asked first, as its author meant.
  */
-export const OVOS_CORE_FALLBACK_STAGES = { fallback_high: [1, 5], fallback_medium: [6, 90], fallback_low: [91, 101] } as const;
+export const OVOS_CORE_FALLBACK_STAGES = { fallback_high: [0, 5], fallback_medium: [6, 90], fallback_low: [91, 101] } as const;
 
 /** ovos-config's default mycroft.conf `websocket` section (the values ovos-messagebus and every client use unless told). */
 export const OVOS_DEFAULT_WEBSOCKET = { host: '127.0.0.1', port: 8181, route: '/core', ssl: false } as const;

@@ -410,7 +410,7 @@ describe('ovos-wire-today mycroft.conf: loadConfig layering', () => {
     expect(result.config.pipeline).toEqual(DEFAULT_CONFIG.pipeline);
     expect(result.mycroft?.keys.get('orchestrator.takesUtterances')).toMatchObject({ files: [SYSTEM] });
     // OVOS-FALLBACK-1 §8.2: the deployment's ranges are ovos-core's tiers, whose stages ours replace.
-    expect(result.config.fallback.stages).toEqual({ fallback_high: [1, 5], fallback_medium: [6, 90], fallback_low: [91, 101] });
+    expect(result.config.fallback.stages).toEqual({ fallback_high: [0, 5], fallback_medium: [6, 90], fallback_low: [91, 101] });
     const ours = loadWith(['--config', 'ours.json'], { mycroft: { [SYSTEM]: pipeline }, ourFiles: { 'ours.json': '{"fallback": {"stages": {"fallback_high": [0, 49], "fallback_medium": [50, 74], "fallback_low": [75, 100]}}}' } });
     expect(ours.result.config.fallback.stages).toEqual({ fallback_high: [0, 49], fallback_medium: [50, 74], fallback_low: [75, 100] });
     const own = loadWith([], { mycroft: { [SYSTEM]: '{"intents": {"pipeline": ["fallback_high", "common_qa"]}}' } });
