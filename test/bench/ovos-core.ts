@@ -23,7 +23,6 @@
  * waits for before the answer starts, with the pipeline stages ahead of the deciding one included. A wrong decision
  * is another winner, no dispatch, or other than exactly one `speak` and one `ovos.utterance.handled`.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,7 +42,7 @@ import {
   stageCalls,
   type SkillPlan,
 } from '../support/ovos-peer.js';
-import { freePort, until } from './readme-daemon.js';
+import { freePort, spawnDaemon, until, type DaemonProcess } from './readme-daemon.js';
 import type { Check, Section } from './report.js';
 import { round, summarize } from './stats.js';
 
@@ -184,44 +183,12 @@ async function ask(driver: Driver, sessionId: string, kind: (typeof KINDS)[numbe
   return { stage: kind.stage, utteranceId, ms: first === undefined ? null : first.at - t0, wrong };
 }
 
-interface Daemon {
-  readonly child: ChildProcess;
-  readonly lines: Array<Record<string, unknown>>;
-  stop(): Promise<void>;
-}
-
-function startDaemon(args: readonly string[], config: Record<string, unknown>): Daemon {
+/** The daemon from dist with a config file of its own and a state directory of its own (never a user's). */
+function startDaemon(args: readonly string[], config: Record<string, unknown>): DaemonProcess {
   const dir = mkdtempSync(join(tmpdir(), 'ovos-contests-bench-'));
   const file = join(dir, 'config.json');
   writeFileSync(file, JSON.stringify(config));
-  const child = spawn(process.execPath, [DAEMON_MAIN, ...args, '--config', file, '--no-example-skills', '--inspector-port', '0'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, XDG_STATE_HOME: dir, OVOS_CONTESTS_LOG_LEVEL: 'info' },
-  });
-  const lines: Array<Record<string, unknown>> = [];
-  let rest = '';
-  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-    const parts = (rest + chunk).split('\n');
-    rest = parts.pop() ?? '';
-    for (const part of parts) {
-      try {
-        lines.push(JSON.parse(part) as Record<string, unknown>);
-      } catch {
-        // not a log line
-      }
-    }
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  return {
-    child,
-    lines,
-    stop: async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
+  return spawnDaemon(DAEMON_MAIN, [...args, '--config', file, '--no-example-skills', '--inspector-port', '0'], dir, 10_000);
 }
 
 async function run(setup: Setup, sitePackages: string): Promise<{ outcomes: Outcome[]; stageMs: Map<string, number>; wallMs: number }> {
@@ -240,7 +207,7 @@ async function run(setup: Setup, sitePackages: string): Promise<{ outcomes: Outc
         'ovos-contests-common-query-pipeline-plugin': { daemon_url: daemonUrl },
       },
     });
-    let daemon: Daemon | undefined;
+    let daemon: DaemonProcess | undefined;
     if (setup.bus === 'ours') {
       // The daemon is the bus; for ovos-core's own stages it is only the bus.
       daemon = keep(startDaemon(['--port', String(port), '--no-mycroft-conf'], { orchestrator: { takesUtterances: false, stagePort }, ...(ours ? {} : { commonQuery: { earlyStart: false } }) }));

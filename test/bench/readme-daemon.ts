@@ -36,9 +36,17 @@ export async function until(condition: () => boolean, what: string, timeoutMs = 
   }
 }
 
-/** The README's daemon on `port`, with `state` as its XDG state directory; ready once its example skills are connected. */
-export async function startReadmeDaemon(port: number, state: string): Promise<ReadmeDaemon> {
-  const child: ChildProcess = spawn(process.execPath, [DAEMON_MAIN, '--port', String(port), '--inspector-port', '0', '--no-mycroft-conf'], {
+export interface DaemonProcess {
+  readonly child: ChildProcess;
+  /** Parsed JSON log lines so far. */
+  readonly lines: Array<Record<string, unknown>>;
+  /** SIGTERM, SIGKILL after `graceMs`; resolves at its exit. */
+  stop(): Promise<void>;
+}
+
+/** `node <main> ...args` with `state` as its XDG state directory, its JSON log lines parsed as they come. */
+export function spawnDaemon(main: string, args: readonly string[], state: string, graceMs = 15_000): DaemonProcess {
+  const child: ChildProcess = spawn(process.execPath, [main, ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, XDG_STATE_HOME: state, OVOS_CONTESTS_LOG_LEVEL: 'info' },
   });
@@ -57,17 +65,22 @@ export async function startReadmeDaemon(port: number, state: string): Promise<Re
     }
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  await until(() => lines.some((l) => l['msg'] === 'example skills connected') || child.exitCode !== null, 'the daemon ready');
-  if (child.exitCode !== null) throw new Error(`benchmark: the daemon exited at start (code ${child.exitCode})`);
   return {
-    url: `ws://127.0.0.1:${port}/core`,
+    child,
     lines,
     stop: async () => {
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
       await exited;
       clearTimeout(timer);
     },
   };
 }
 
+/** The README's daemon on `port`, with `state` as its XDG state directory; ready once its example skills are connected. */
+export async function startReadmeDaemon(port: number, state: string): Promise<ReadmeDaemon> {
+  const { child, lines, stop } = spawnDaemon(DAEMON_MAIN, ['--port', String(port), '--inspector-port', '0', '--no-mycroft-conf'], state);
+  await until(() => lines.some((l) => l['msg'] === 'example skills connected') || child.exitCode !== null, 'the daemon ready');
+  if (child.exitCode !== null) throw new Error(`benchmark: the daemon exited at start (code ${child.exitCode})`);
+  return { url: `ws://127.0.0.1:${port}/core`, lines, stop };
+}
