@@ -48,6 +48,8 @@ function clientOf(url: string, config: Config, logger: Logger): BusClient {
     reconnectMaxMs: config.bus.reconnectMaxMs,
     maxFrameBytes: config.bus.maxFrameBytes,
     logger,
+    // A joined bus may be ovos-messagebus, which holds frames back until acknowledged (src/bus/README.md).
+    quickAck: true,
   });
 }
 

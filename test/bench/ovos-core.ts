@@ -11,12 +11,13 @@
  *
  * The same unmodified ovos-workshop skills in another Python process each time: fallbacks at 3 (willing for "zebra"),
  * 20 and 50 (both willing for "barrel"), 95 (willing for all); common-query skills answering "light" questions at
- * confidence 0.9 and 0.6; a padacioso intent. Two workloads: every skill answers; and one silent — a second process
- * with a fallback at 10 and a common-query skill (neither would take these utterances, but each must be heard out),
- * SIGSTOPped after the warm-up (a hung skill: its socket stays open, it never answers again).
+ * confidence 0.9 and 0.6; a padacioso intent. Three workloads of 100 utterances: one session, one utterance at a
+ * time (the plain speed of each stage); two sessions at once, 50 rounds of one utterance each (each session's one
+ * after another); and the same with a hung skill — a second process with a fallback at 10 and a common-query skill
+ * (neither would take these utterances, but each must be heard out), SIGSTOPped after the warm-up (its socket stays
+ * open, it never answers again).
  *
- * 100 utterances per run: 50 rounds, each two sessions at once (each session's utterances one after another), the
- * four kinds in turn — "zebra crossing" (fallback high: fb.high), "what is the speed of light" (common query:
+ * The four kinds of utterance in turn — "zebra crossing" (fallback high: fb.high), "what is the speed of light" (common query:
  * cq.light), "do a barrel roll" (fallback medium: fb.first, the first willing in pool order), "blorf the zint"
  * (fallback low: fb.low). Decision time is from the `recognizer_loop:utterance` sent to ovos-core's dispatch of the
  * winner (`ovos.skills.fallback.<id>.request`, `question:action.<id>`) on the driver's socket: everything a user
@@ -78,12 +79,15 @@ const KINDS = [
 ] as const;
 type Stage = (typeof KINDS)[number]['stage'];
 
+const WORKLOADS = ['one session', 'two sessions', 'two sessions, a hung skill'] as const;
+type Workload = (typeof WORKLOADS)[number];
+
 interface Setup {
   readonly bus: 'ovos-messagebus' | 'ours';
   readonly stages: 'ovos-core' | 'ours';
   /** Our plugin's requests on its direct link to the daemon (the default), or on the bus (`daemon_url` null). */
   readonly link: boolean;
-  readonly workload: 'all answer' | 'one silent';
+  readonly workload: Workload;
 }
 
 interface Frame {
@@ -223,7 +227,7 @@ async function run(setup: Setup, sitePackages: string): Promise<{ outcomes: Outc
       await until(() => started.lines.some((l) => l['msg'] === 'bus connected'), 'the daemon joined ovos-messagebus');
     }
     keep(await startSkills(port, LIVE));
-    const silent = setup.workload === 'one silent' ? keep(await startSkills(port, SILENT)) : undefined;
+    const silent = setup.workload === 'two sessions, a hung skill' ? keep(await startSkills(port, SILENT)) : undefined;
     if (ours && setup.link) {
       const linked = daemon;
       await until(() => linked?.lines.some((l) => l['reason'] === 'stage_link_open') === true, 'the plugin linked to the daemon');
@@ -243,9 +247,13 @@ async function run(setup: Setup, sitePackages: string): Promise<{ outcomes: Outc
     }
     const outcomes: Outcome[] = [];
     const t0 = performance.now();
-    for (let i = 0; i < ROUNDS; i++) {
-      const pair = await Promise.all([ask(driver, 'bench-a', KINDS[i % 4]!), ask(driver, 'bench-b', KINDS[(i + 2) % 4]!)]);
-      outcomes.push(...pair);
+    if (setup.workload === 'one session') {
+      for (let i = 0; i < ROUNDS * 2; i++) outcomes.push(await ask(driver, 'bench-a', KINDS[i % 4]!));
+    } else {
+      for (let i = 0; i < ROUNDS; i++) {
+        const pair = await Promise.all([ask(driver, 'bench-a', KINDS[i % 4]!), ask(driver, 'bench-b', KINDS[(i + 2) % 4]!)]);
+        outcomes.push(...pair);
+      }
     }
     const wallMs = performance.now() - t0;
     // Time inside the compared stages, per utterance: every fallback and common-query match_* ovos-core called.
@@ -257,7 +265,7 @@ async function run(setup: Setup, sitePackages: string): Promise<{ outcomes: Outc
   }
 }
 
-const SETUPS: readonly Setup[] = (['all answer', 'one silent'] as const).flatMap((workload) =>
+const SETUPS: readonly Setup[] = WORKLOADS.flatMap((workload) =>
   (
     [
       ['ovos-messagebus', 'ovos-core', false],
@@ -276,7 +284,7 @@ export async function benchOvosCore(): Promise<Section> {
   const base = {
     id: 'ovos-core',
     title: 'ovos-core 2.1.1 side by side: its own fallback and common-query stages against ours, on ovos-messagebus and on our bus',
-    params: { rounds: ROUNDS, sessionsAtOnce: 2, utterancesPerRun: ROUNDS * 2, live: LIVE, silent: SILENT, kinds: KINDS },
+    params: { workloads: WORKLOADS, utterancesPerRun: ROUNDS * 2, live: LIVE, silent: SILENT, kinds: KINDS },
     columns: [
       { key: 'workload', header: 'workload', unit: 'text' },
       { key: 'setup', header: 'setup', unit: 'text' },

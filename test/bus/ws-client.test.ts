@@ -290,6 +290,36 @@ describe('BusClient', () => {
     expect(statuses.items).toEqual([{ up: true }]);
   });
 
+  it('quickAck: frames read are acknowledged at once by an unsolicited pong, one per read batch; none without frames or without the option', async () => {
+    const { wss, url } = await startRawServer({ autoPong: true });
+    const pongs = new Recorder<number>();
+    const sockets: WebSocket[] = [];
+    wss.on('connection', (socket: WebSocket) => {
+      sockets.push(socket);
+      socket.on('pong', () => pongs.push(sockets.indexOf(socket)));
+    });
+    const quick = await connected(url, { quickAck: true });
+    const plain = await connected(url);
+    expect(sockets).toHaveLength(2);
+    const frame = JSON.stringify(createMessage('speak', { utterance: 'hi' }, {}));
+    sockets[0]!.send(frame);
+    await pongs.waitFor(() => pongs.items.length >= 1, 'the pong after the frame');
+    await quick.messages.waitFor(() => quick.messages.items.length >= 1, 'the frame');
+    // Three frames written together arrive in one read: one pong for them.
+    sockets[0]!.send(frame);
+    sockets[0]!.send(frame);
+    sockets[0]!.send(frame);
+    await quick.messages.waitFor(() => quick.messages.items.length >= 4, 'the three frames');
+    await pongs.waitFor(() => pongs.items.length >= 2, 'their pong');
+    expect(pongs.items.length).toBeLessThanOrEqual(4);
+    // Without the option: frames read, no pong (the heartbeat's own pings are answered by the server, not the client).
+    sockets[1]!.send(frame);
+    await plain.messages.waitFor(() => plain.messages.items.length >= 1, 'the frame to the plain client');
+    sockets[0]!.send(frame); // a marker: its pong comes after anything the plain client would have sent before
+    await pongs.waitFor(() => pongs.items.length >= 3, 'the marker\'s pong');
+    expect(pongs.items.filter((i) => i === 1)).toEqual([]);
+  });
+
   it('waitUntilUp rejects with BUS_UP_TIMEOUT when the bus is unreachable, and close stops the retries', async () => {
     const port = await freePort();
     const { client, logs } = makeClient(`ws://127.0.0.1:${port}/core`);

@@ -132,7 +132,7 @@ export async function startCore(port: number, configHome: string, pythonPath: st
     ...(pythonPath === null ? {} : { PYTHONPATH: pythonPath }),
   });
   await core.printed('CORE UP');
-  const line = /CORE UP([^\n]*)/.exec(core.output())?.[1] ?? '';
+  const line = /PLUGINS([^\n]*)/.exec(core.output())?.[1] ?? '';
   return { ...core, plugins: line.trim().split(/\s+/) };
 }
 
