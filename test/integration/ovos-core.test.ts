@@ -19,6 +19,9 @@
  * (Protocol §8, the default) — where no request or reply is on the bus. Which stages ovos-core asked is read from
  * core.py's --time-stages lines (each match_* call ovos-core made), the same in both.
  */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { utteranceIdOf, type Message } from '../../src/bus/message.js';
 import { Probe, freePort } from './probe.js';
@@ -68,10 +71,21 @@ const STAGE_OF: Readonly<Record<string, string>> = {
   'ovos-contests-common-query-pipeline-plugin match': 'common_query',
 };
 
+function signalPid(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
 describe.skipIf(!available).each(['bus', 'link'] as const)('inside a real ovos-core 2.1.1 on ovos-messagebus, unmodified ovos-workshop skills, stage requests on the %s', (mode: Mode) => {
   const stops: Array<() => Promise<void>> = [];
+  /** The daemon's state folder (its registry file), kept across its restart as systemd keeps it. */
+  const stateHome = mkdtempSync(join(tmpdir(), 'ovos-contests-state-'));
   let port = 0;
   let daemon: Spawned;
+  let startDaemon: () => Promise<void>;
   let user: Probe;
   let core: Core;
 
@@ -90,13 +104,18 @@ describe.skipIf(!available).each(['bus', 'link'] as const)('inside a real ovos-c
     });
     const keep = (p: PyProcess): PyProcess => (stops.push(p.stop), p);
     keep(await startMessagebus(port));
-    daemon = npmStart(['--mycroft-conf', file, '--no-example-skills', '--inspector-port', '0', '--stage-port', String(stagePort)]);
-    stops.push(async () => {
-      daemon.child.kill('SIGTERM');
-      killDaemon('SIGKILL');
-      await daemon.exited;
-    });
-    await daemon.printed('"msg":"bus connected"');
+    startDaemon = async () => {
+      const started = npmStart(['--mycroft-conf', file, '--no-example-skills', '--inspector-port', '0', '--stage-port', String(stagePort)], stateHome);
+      daemon = started;
+      stops.push(async () => {
+        started.child.kill('SIGTERM');
+        const pid = /"pid":(\d+)/.exec(started.output())?.[1];
+        if (pid !== undefined) signalPid(Number(pid), 'SIGKILL');
+        await started.exited;
+      });
+      await started.printed('"msg":"bus connected"');
+    };
+    await startDaemon();
     core = await startCore(port, home, sitePackages, true);
     stops.push(core.stop);
     expect(core.plugins).toEqual(expect.arrayContaining(['ovos-contests-fallback-pipeline-plugin', 'ovos-contests-common-query-pipeline-plugin', 'ovos-padacioso-pipeline-plugin']));
@@ -114,12 +133,7 @@ describe.skipIf(!available).each(['bus', 'link'] as const)('inside a real ovos-c
   /** The daemon's own pid (npm execs it; its log lines carry it). */
   function killDaemon(signal: NodeJS.Signals): void {
     const pid = /"pid":(\d+)/.exec(daemon.output())?.[1];
-    if (pid === undefined) return;
-    try {
-      process.kill(Number(pid), signal);
-    } catch {
-      // already gone
-    }
+    if (pid !== undefined) signalPid(Number(pid), signal);
   }
 
   interface Heard {
@@ -257,5 +271,18 @@ describe.skipIf(!available).each(['bus', 'link'] as const)('inside a real ovos-c
       expect(spoken(hello)).toEqual(['hello from the intent skill']);
       expect(count(hello, 'ovos.utterance.handled')).toBe(1);
       console.info(`ovos-core: with the daemon gone, an utterance no one else takes ends after ${Math.round(cut.ms)} ms (bound ${bound} ms)`);
+    }, 90_000);
+
+    it('the daemon started again, as systemd restarts it (same state folder): the skills that registered before are asked from its first utterance, each decided right, one handled each', async () => {
+      await startDaemon();
+      await daemon.printed('"reason":"registry_restored"');
+      const first = await say('do a barrel roll');
+      expect(spoken(first)).toEqual(['fb.first here']);
+      const question = await say('what is the speed of light');
+      expect(spoken(question)).toEqual(['about 300000 kilometres per second']);
+      const low = await say('blorf the zint');
+      expect(spoken(low)).toEqual(['fb.low here']);
+      for (const heard of [first, question, low]) expect(count(heard, 'ovos.utterance.handled')).toBe(1);
+      console.info(`ovos-core: after the restart, the first utterance decided in ${Math.round(first.ms)} ms`);
     }, 90_000);
 });

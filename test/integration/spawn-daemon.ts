@@ -20,12 +20,13 @@ export interface Spawned {
   readonly printed: (text: string) => Promise<void>;
 }
 
-export function npmStart(args: readonly string[]): Spawned {
+/** `npm start -- ...args`; `stateHome` is its XDG_STATE_HOME (a restart passes the same one again). */
+export function npmStart(args: readonly string[], stateHome = mkdtempSync(join(tmpdir(), 'ovos-contests-state-'))): Spawned {
   const child = spawn('npm', ['start', '--', ...args], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     // Its own state folder: the registry file of one test's daemon is never another's.
-    env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1', XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'ovos-contests-state-')) },
+    env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1', XDG_STATE_HOME: stateHome },
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return { child, exited, ...watchOutput(child) };
