@@ -79,6 +79,7 @@ import { utteranceIdOf } from '../../src/bus/message.js';
 import { PROMOTE_AFTER } from '../../src/plugins/common-query/common-query.plugin.js';
 import { createHarness, fallbackSkill, type Harness } from '../support/harness.js';
 import { driveClock, holdingFallbackSkill, puppetCqSkill, wireLog, type ClockDriver, type PuppetCqSkill, type Timed } from '../support/system-replay.js';
+import { sampled } from '../support/model-sample.js';
 
 // ---- Appendix A values and the documented bounds (config defaults) ---------------------------------------------
 
@@ -682,7 +683,7 @@ function modelSuite(spec: ModelSpec, anchors: (paths: readonly ModelPath[]) => v
       expect(paths.length).toBeGreaterThan(10);
       anchors(paths);
     });
-    for (const path of paths) {
+    for (const path of sampled(paths)) {
       it(describePath(path), async () => {
         await replay(spec, path);
       });
@@ -946,7 +947,7 @@ function twiceSuite(hold: number): void {
       expect(asked).toContain(hold - 1);
       expect(asked).toContain(hold);
     });
-    for (const path of paths) {
+    for (const path of sampled(paths)) {
       it(describeTwice(hold, path), async () => {
         await replayTwice(hold, path);
       });
