@@ -33,10 +33,9 @@ import { WebSocket } from 'ws';
 import {
   CONTESTS_PIPELINE,
   OVOS_CORE_PIPELINE,
-  PY,
   installPipelinePlugin,
   mycroftHome,
-  peerHas,
+  ovosCoreAbsent,
   startCore,
   startMessagebus,
   startSkills,
@@ -298,8 +297,9 @@ export async function benchOvosCore(): Promise<Section> {
       { key: 'wrong', header: 'wrong', unit: 'count' },
     ],
   } as const;
-  if (!peerHas(['ovos_core', 'ovos_messagebus', 'ovos_bus_client', 'ovos_workshop', 'padacioso'])) {
-    return { ...base, rows: [], checks: [], notes: [`skipped: no real ovos-core (${PY} does not import ovos_core, ovos_messagebus, ovos_bus_client, ovos_workshop and padacioso); build the OVOS peer as ../shared/ovos-peer/RECIPE.md describes`] };
+  const absent = ovosCoreAbsent();
+  if (absent !== undefined) {
+    return { ...base, rows: [], checks: [], notes: [`skipped: ${absent}`] };
   }
   const sitePackages = installPipelinePlugin();
   const rows: Array<Record<string, string | number | null>> = [];

@@ -32,22 +32,29 @@ export function npmStart(args: readonly string[], stateHome = mkdtempSync(join(t
   return { child, exited, ...watchOutput(child) };
 }
 
-/** A child's stdout and stderr as they come: all of it so far, and a wait for a text to appear in it. */
-export function watchOutput(child: ChildProcess): { readonly output: () => string; readonly printed: (text: string) => Promise<void> } {
+/**
+ * A child's stdout and stderr as they come: all of it so far, a wait for a text to appear in it, and a wait for the
+ * output to satisfy a test (checked as each chunk arrives).
+ */
+export function watchOutput(child: ChildProcess): {
+  readonly output: () => string;
+  readonly printed: (text: string) => Promise<void>;
+  readonly until: (test: (output: string) => boolean) => Promise<void>;
+} {
   let output = '';
-  const waiters: Array<{ text: string; resolve: () => void }> = [];
+  const waiters: Array<{ test: (output: string) => boolean; resolve: () => void }> = [];
   const append = (chunk: Buffer): void => {
     output += chunk.toString('utf8');
-    for (const waiter of waiters.filter((w) => output.includes(w.text))) {
+    for (const waiter of waiters.filter((w) => w.test(output))) {
       waiters.splice(waiters.indexOf(waiter), 1);
       waiter.resolve();
     }
   };
   child.stdout?.on('data', append);
   child.stderr?.on('data', append);
-  const printed = (text: string): Promise<void> =>
-    output.includes(text) ? Promise.resolve() : new Promise((resolve) => waiters.push({ text, resolve }));
-  return { output: () => output, printed };
+  const until = (test: (output: string) => boolean): Promise<void> =>
+    test(output) ? Promise.resolve() : new Promise((resolve) => waiters.push({ test, resolve }));
+  return { output: () => output, printed: (text) => until((o) => o.includes(text)), until };
 }
 
 /** SIGTERM to npm (forwarded to the daemon: a graceful stop); SIGKILL after 5 s as a guard. */

@@ -30,10 +30,20 @@ export function peerHas(modules: readonly string[]): boolean {
   }
 }
 
+const OVOS_CORE_MODULES = ['ovos_core', 'ovos_messagebus', 'ovos_bus_client', 'ovos_workshop', 'padacioso'] as const;
+
+/** Why a real ovos-core cannot be run here, or undefined when it can. */
+export function ovosCoreAbsent(): string | undefined {
+  if (peerHas(OVOS_CORE_MODULES)) return undefined;
+  return `no real ovos-core (${PY} does not import ${OVOS_CORE_MODULES.join(', ')}); build the OVOS peer into ~/.ovos-peer (or set OVOS_PEER_ROOT) as ../shared/ovos-peer/RECIPE.md describes`;
+}
+
 export interface PyProcess {
   readonly child: ChildProcess;
   readonly output: () => string;
   readonly printed: (text: string) => Promise<void>;
+  /** Resolves once the output so far satisfies `test` (checked as each chunk arrives). */
+  readonly until: (test: (output: string) => boolean) => Promise<void>;
   /** SIGKILL (it works on a SIGSTOPped process too) and wait for the exit. */
   readonly stop: () => Promise<void>;
 }
@@ -111,7 +121,7 @@ export interface StageCall {
 }
 
 /** The `--time-stages` lines of core.py so far: each match_* call ovos-core made, timed where it made it. */
-export function stageCalls(core: PyProcess): StageCall[] {
+export function stageCalls(core: Pick<PyProcess, 'output'>): StageCall[] {
   return [...core.output().matchAll(/^STAGE (\S+) (\S+) (\S+) ([\d.]+) ([01])$/gm)].map(([, utteranceId, plugin, method, ms, matched]) => ({
     utteranceId: utteranceId!,
     plugin: plugin!,

@@ -16,10 +16,10 @@ bus = MessageBusClient(host="127.0.0.1", port=int(sys.argv[1]))
 bus.run_in_thread()
 if not bus.connected_event.wait(30):
     sys.exit("no bus")
-service = IntentService(bus)
-deadline = time.monotonic() + 60
-while service.status.state.name != "READY" and time.monotonic() < deadline:
-    time.sleep(0.05)
+ready = threading.Event()
+service = IntentService(bus, ready_hook=ready.set)
+if not ready.wait(60):
+    sys.exit("ovos-core's intent service never became ready")
 
 
 printing = threading.Lock()
