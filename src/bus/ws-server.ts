@@ -53,6 +53,21 @@ export interface BusServerOptions {
    * window, or a client with more than `BACKLOG_BYTES` written and not yet taken by the kernel.
    */
   readonly saturated?: () => boolean;
+  /**
+   * Relay mode (a daemon of a cluster, src/cluster/): what a client sends and what the daemon publishes goes to the
+   * relay instead of straight to this server's clients and in-process subscribers; the relay hands every daemon's
+   * traffic back through `relayed`, `relayedConnection`, `admit`. Connection ids start with `connectionPrefix`.
+   */
+  readonly relay?: BusRelay;
+  readonly connectionPrefix?: string;
+}
+
+/** Where a daemon of a cluster sends its bus traffic (src/cluster/nats-cluster.ts). */
+export interface BusRelay {
+  /** A valid frame a client of this server sent (`connection`), or the daemon published (undefined). */
+  send(frame: Buffer, message: Message, connection: string | undefined): void;
+  opened(connection: string): void;
+  closed(connection: string, late: boolean): void;
 }
 
 /** At shutdown, how long clients get to answer the close handshake before their sockets are cut. */
@@ -127,6 +142,8 @@ export class BusServer implements Bus {
   readonly #clock: Clock;
   readonly #saturated: () => boolean;
   #window: TimerId | undefined;
+  readonly #relay: BusRelay | undefined;
+  readonly #connectionPrefix: string;
   #utilization: EventLoopUtilization = performance.eventLoopUtilization();
 
   private constructor(http: Server, port: number, options: BusServerOptions) {
@@ -140,6 +157,8 @@ export class BusServer implements Bus {
     this.#share = new FairShare(options.maxPauseMs ?? 1_000);
     this.#clock = options.clock ?? systemClock;
     this.#saturated = options.saturated ?? (() => this.#busy());
+    this.#relay = options.relay;
+    this.#connectionPrefix = options.connectionPrefix ?? '';
     // A half-open or frozen client must not keep its buffers (and a place in every broadcast) for ever.
     this.#heartbeat =
       options.heartbeatMs !== undefined && options.heartbeatMs > 0
@@ -195,8 +214,36 @@ export class BusServer implements Bus {
       this.#logger.warn({ reason: 'bus_closed', type: message.type }, 'message dropped');
       return;
     }
-    this.#broadcast(Buffer.from(encodeMessage(message), 'utf8'));
+    const frame = Buffer.from(encodeMessage(message), 'utf8');
+    if (this.#relay !== undefined) {
+      this.#relay.send(frame, message, undefined);
+      return;
+    }
+    this.#broadcast(frame);
     this.#local.publish(message);
+  }
+
+  /**
+   * Relay mode: a frame of the cluster's bus (any daemon's client or contests, this one's included) — to every
+   * client of this server, and to the in-process subscribers when `inProcess` (a partitioned utterance entry is
+   * theirs only on the daemon that owns its session: `admit`).
+   */
+  relayed(frame: Buffer, message: Message, connection: string | undefined, inProcess: boolean): void {
+    if (this.#closing !== undefined) return;
+    this.#broadcast(frame);
+    if (inProcess) this.#local.publish(message, connection);
+  }
+
+  /** Relay mode: a message for the in-process subscribers only (an utterance entry taken later by its owner). */
+  admit(message: Message, connection: string | undefined): void {
+    if (this.#closing === undefined) this.#local.publish(message, connection);
+  }
+
+  /** Relay mode: a client connection of some daemon of the cluster opened or closed. */
+  relayedConnection(connection: string, closed: false | { readonly late: boolean }): void {
+    if (this.#closing !== undefined) return;
+    if (closed === false) this.#local.openConnection(connection);
+    else this.#local.closeConnection(connection, closed.late);
   }
 
   subscribe(listener: (message: Message) => void): Unsubscribe {
@@ -292,7 +339,7 @@ export class BusServer implements Bus {
 
   #onConnection(ws: WebSocket, request: IncomingMessage): void {
     const client: Client = {
-      id: `${this.#nextClientId++}@${remoteOf(request)}`,
+      id: `${this.#connectionPrefix}${this.#nextClientId++}@${remoteOf(request)}`,
       socket: ws,
       tcp: request.socket,
       onThisHost: isLoopback(request.socket.remoteAddress),
@@ -305,7 +352,8 @@ export class BusServer implements Bus {
     });
     this.#clients.add(client);
     this.#logger.debug({ client: client.id }, 'bus client connected');
-    this.#local.openConnection(client.id);
+    if (this.#relay !== undefined) this.#relay.opened(client.id);
+    else this.#local.openConnection(client.id);
 
     ws.on('message', (data: RawData, isBinary: boolean) => this.#onFrame(client, data, isBinary));
     ws.on('error', (error: Error & { code?: string }) => {
@@ -337,6 +385,10 @@ export class BusServer implements Bus {
       return;
     }
     // Verbatim: the sender's bytes, to everyone including the sender (as ovos-messagebus does).
+    if (this.#relay !== undefined) {
+      this.#relay.send(bytes, decoded.message, client.id);
+      return;
+    }
     this.#broadcast(bytes);
     this.#local.publish(decoded.message, client.id);
   }
@@ -352,7 +404,9 @@ export class BusServer implements Bus {
     this.#share.forget(client);
     if (client.gone) return;
     client.gone = true;
-    this.#local.closeConnection(client.id, byHeartbeat || !client.onThisHost);
+    const late = byHeartbeat || !client.onThisHost;
+    if (this.#relay !== undefined) this.#relay.closed(client.id, late);
+    else this.#local.closeConnection(client.id, late);
   }
 
   /** A frame dropped: warned once a minute per client and reason, the others counted into the next line. */

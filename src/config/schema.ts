@@ -351,6 +351,29 @@ const metrics = section({
     .register(CONFIG_KEY_META, { flag: { name: '--metrics-port', arg: 'PORT', env: 'OVOS_CONTESTS_METRICS_PORT' } }),
 }).describe('Prometheus metrics (off by default)');
 
+const cluster = section({
+  nats: z
+    .string(expecting('null or nats:// URLs, separated by commas'))
+    .regex(/^nats:\/\/[^\s,]+(,nats:\/\/[^\s,]+)*$/i, expecting('null or nats:// URLs, separated by commas'))
+    .nullable()
+    .default(null)
+    .describe(
+      'join a cluster of daemons on these NATS servers (JetStream on; e.g. "nats://127.0.0.1:4222"): every daemon serves the bus, and each session\'s contests run on one of them (src/cluster/README.md); null: one daemon alone',
+    )
+    .register(CONFIG_KEY_META, { flag: { name: '--nats', arg: 'URLS', env: 'OVOS_CONTESTS_NATS' } }),
+  partitions: intIn(1)
+    .default(32)
+    .describe('partitions the sessions are spread over; every daemon of a cluster must use the same number'),
+  heartbeatMs: ms(1).default(250).describe("how often a daemon tells the cluster it is alive"),
+  deadAfterMs: ms(1)
+    .default(1_000)
+    .describe('a daemon not heard from for this long is gone: its partitions are taken over; > cluster.heartbeatMs'),
+  nodeId: matching(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, "_" or "-" (at most 64)')
+    .nullable()
+    .default(null)
+    .describe("this daemon's name in the cluster (logs, the inspector); null: a random one at every start"),
+}).describe('a cluster of daemons on NATS (off by default)');
+
 const inspector = section({
   enabled: bool()
     .default(true)
@@ -418,12 +441,22 @@ export const ConfigSchema = section({
   metrics: metrics.prefault({}),
   inspector: inspector.prefault({}),
   dialects: dialects.prefault({}),
-}).superRefine(({ bus, orchestrator, fallback, commonQuery: cq }, context) => {
+  cluster: cluster.prefault({}),
+}).superRefine(({ bus, orchestrator, fallback, commonQuery: cq, cluster }, context) => {
   const fail = (path: readonly PropertyKey[], message: string): void => {
     context.addIssue({ code: 'custom', path: [...path], message });
   };
   if (bus.reconnectInitialMs > bus.reconnectMaxMs) {
     fail(['bus', 'reconnectInitialMs'], `must be ≤ bus.reconnectMaxMs (${bus.reconnectMaxMs}), got ${bus.reconnectInitialMs}`);
+  }
+  if (cluster.nats !== null && bus.url !== null) {
+    fail(['cluster', 'nats'], 'a daemon of a cluster serves the bus itself: set cluster.nats or bus.url, not both');
+  }
+  if (cluster.nats !== null && !orchestrator.takesUtterances) {
+    fail(['cluster', 'nats'], "a cluster runs the whole pipeline: ovos-core's stage requests (orchestrator.takesUtterances false) are served by one daemon alone");
+  }
+  if (cluster.deadAfterMs <= cluster.heartbeatMs) {
+    fail(['cluster', 'deadAfterMs'], `must be > cluster.heartbeatMs (${cluster.heartbeatMs}), got ${cluster.deadAfterMs}`);
   }
   if (cq.pollClaimBoundMs > cq.pollWindowMs) {
     fail(['commonQuery', 'pollClaimBoundMs'], `must be ≤ commonQuery.pollWindowMs (${cq.pollWindowMs}), got ${cq.pollClaimBoundMs}`);

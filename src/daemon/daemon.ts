@@ -21,6 +21,7 @@ import { connectSkill, runCommonQuerySkill, runFallbackSkill } from '../skills/i
 import { dontKnowSkill, localKnowledgeSkill, meaningOfLifeSkill } from '../skills/example-skills.js';
 import { createContestSystem, type ContestSystem } from '../system.js';
 import { startStageEndpoint } from '../stage-service/endpoint.js';
+import type { NatsCluster } from '../cluster/nats-cluster.js';
 
 export interface Daemon {
   /** The bus URL skills connect to. */
@@ -32,6 +33,8 @@ export interface Daemon {
   readonly stageLinkUrl: string | undefined;
   /** The Prometheus endpoint, when `metrics.port` is set. */
   readonly metricsUrl: string | undefined;
+  /** This daemon's place in a cluster on NATS, when `cluster.nats` is set (src/cluster/). */
+  readonly cluster: NatsCluster | undefined;
   /**
    * Graceful shutdown: new utterances are refused with their handled, those in flight get `shutdown.graceMs` to
    * finish (then are stopped, each with its handled), then the skills, the page and the bus close — clients with
@@ -171,6 +174,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   };
   let url: string;
   let system: ContestSystem;
+  let cluster: NatsCluster | undefined;
   let clients: (() => number) | undefined;
   // The inspector's recorder sees every bus message and every contest (createRecordedSystem).
   const recorder = config.inspector.enabled
@@ -196,6 +200,38 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     client.connect();
     // Serve as soon as the bus is there; an unreachable bus is retried for ever (with backoff), and said so.
     await client.waitUntilUp(5_000).catch(() => logger.warn({ url, reason: 'bus_unreachable' }, 'bus not reachable yet; still retrying'));
+  } else if (config.cluster.nats !== null) {
+    // One daemon of a cluster: its clients' traffic and its contests' travel on NATS (src/cluster/README.md).
+    const servers = config.cluster.nats.split(',');
+    // Loaded only here: a daemon alone never loads the NATS client.
+    const { NatsCluster } = await import('../cluster/nats-cluster.js');
+    const joined = await NatsCluster.connect({
+      servers,
+      partitions: config.cluster.partitions,
+      heartbeatMs: config.cluster.heartbeatMs,
+      deadAfterMs: config.cluster.deadAfterMs,
+      // A partition is given up once its utterances end: at most a whole match and a whole handler.
+      drainMs: config.orchestrator.matchTimeoutMs + config.orchestrator.handlerTimeoutMs,
+      historyMs: config.fallback.forgetAfterMs,
+      handlerMs: config.orchestrator.handlerTimeoutMs,
+      logger: logger.child({ component: 'cluster' }),
+      ...(config.cluster.nodeId === null ? {} : { nodeId: config.cluster.nodeId }),
+    }).catch((error: unknown) => {
+      throw Object.assign(error instanceof Error ? error : new Error(String(error)), { service: 'nats', servers });
+    });
+    cluster = joined;
+    const server = await BusServer.start({ ...config.bus, relay: joined, connectionPrefix: `${joined.node}/`, logger: logger.child({ component: 'bus' }) }).catch(async (error: unknown) => {
+      await joined.close();
+      throw error;
+    });
+    url = server.url;
+    openStore(server.port);
+    system = systemOn(joined.busOf(server));
+    clients = () => server.clientCount;
+    // Closed after the bus: the last handled messages still travel on NATS.
+    closers.push(() => server.close(), () => joined.close());
+    await joined.attach(server);
+    logger.info({ url, nats: servers, node: joined.node, partitions: config.cluster.partitions }, 'OVOS bus listening, one daemon of a cluster on NATS');
   } else {
     const server = await BusServer.start({ ...config.bus, logger: logger.child({ component: 'bus' }) }); // heartbeatMs included
     url = server.url;
@@ -285,7 +321,10 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     inspector,
     stageLinkUrl,
     metricsUrl,
+    cluster,
     close: async () => {
+      // A daemon of a cluster hands its sessions on first: what it runs ends here, what comes next runs elsewhere.
+      await cluster?.leave(config.shutdown.graceMs);
       // Graceful: utterances in flight may finish (their skills still connected), new ones are refused at once.
       const left = await system.drain(config.shutdown.graceMs);
       if (left > 0) logger.warn({ reason: 'shutdown_grace_elapsed', in_flight: left, grace_ms: config.shutdown.graceMs }, 'utterances still in flight at the end of the shutdown grace: stopped, each ends with its handled');

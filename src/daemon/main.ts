@@ -80,6 +80,11 @@ export async function runDaemon(argv: readonly string[], helpPrefix = ''): Promi
       process.stderr.write(`cannot serve metrics: 127.0.0.1:${loaded.config.metrics.port} is ${code === 'EADDRINUSE' ? 'already in use' : 'not allowed'}. Choose another --metrics-port\n`);
       process.exit(1);
     }
+    if ((error as { service?: unknown }).service === 'nats') {
+      const detail = error instanceof Error ? error.message : String(error);
+      process.stderr.write(`cannot join the cluster: no NATS server with JetStream answered at ${loaded.config.cluster.nats ?? ''} (${detail}). Start one (nats-server -js; Debian: apt install nats-server), or drop --nats to run one daemon alone\n`);
+      process.exit(1);
+    }
     if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
       // One line a person can act on, no stack trace. 8181 is also ovos-messagebus's default port.
       const why = code === 'EADDRINUSE' ? `${host}:${port} is already in use${port === 8181 ? ' (8181 is also ovos-messagebus\'s default port: is it running?)' : ''}` : code === 'EACCES' ? `no permission to listen on ${host}:${port}` : `${host} is not an address of this machine`;

@@ -121,6 +121,8 @@ export type DropReason =
   | 'connection_quota'
   /** A reply naming one of our contest runs that has already finished (a pong to an earlier stage's broadcast). */
   | 'finished_contest'
+  /** A reply naming a contest run of another daemon (a cluster: every daemon hears every reply, src/cluster/). */
+  | 'other_daemon'
   /** A legacy pong carrying neither contest_id nor utterance_id that no contest can take: it cannot be told from a stale one (ovos-core #859). */
   | 'uncorrelated'
   /** A legacy registration or deregistration that would replace or remove a spec skill's, from another connection. */

@@ -136,6 +136,9 @@ export type ConnectionClosedHandler = (connection: string, skills: readonly stri
 /** At most this many skill_ids are remembered per connection (one client may host several skills). */
 const MAX_SKILLS_PER_CONNECTION = 256;
 /** Reasons a machine ignores an event for that are expected traffic (a broadcast answered by skills of other pools). */
+/** A contest id as any supervisor makes it (`reserveId`): kind, then a 6-hex-digit prefix and a sequence number. */
+const FOREIGN_RUN = /:[0-9a-f]{6}\.\d+$/;
+
 const QUIET_REASONS: ReadonlySet<string> = new Set(['not_in_pool']);
 
 /** At most this many gone skill_ids are remembered (`isGone`). */
@@ -406,7 +409,10 @@ export class Supervisor {
     if (contestId === undefined && utteranceId === undefined && this.#awaitsKinds.has(inbound.kind) && this.#routeUncorrelated(inbound, message, sessionId)) return;
     const candidates = this.#routes.get(routeKey(inbound.kind, sessionId));
     if (candidates === undefined || candidates.size === 0) {
-      this.#drop('no_live_contest', message);
+      // Another daemon's run (its own prefix) in a session with no contest here: in a cluster every daemon hears every
+      // reply, and the daemon that owns the session takes it (src/cluster/).
+      const foreign = contestId !== undefined && !contestId.includes(`:${this.#prefix}.`) && FOREIGN_RUN.test(contestId);
+      this.#drop(foreign ? 'other_daemon' : 'no_live_contest', message);
       return;
     }
     let accepted: { live: Live; event: { readonly type: string } } | undefined;
@@ -508,7 +514,7 @@ export class Supervisor {
       return;
     }
     // Every legacy skill answers every broadcast, also the previous stage's: those late pongs are expected traffic.
-    const expected = reason === 'finished_contest' && message.type === legacyTopics.fallbackPong;
+    const expected = (reason === 'finished_contest' && message.type === legacyTopics.fallbackPong) || reason === 'other_daemon';
     const quiet = reason === 'no_live_contest' || reason === 'finished_contest' || reason === 'not_awaited' || reason === 'duplicate';
     const level = expected ? 'debug' : quiet ? 'info' : 'warn';
     // At most ten lines a minute per level, reason and sender (its connection, else its session); the others are

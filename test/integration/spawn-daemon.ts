@@ -57,6 +57,21 @@ export function watchOutput(child: ChildProcess): {
   return { output: () => output, printed: (text) => until((o) => o.includes(text)), until };
 }
 
+/**
+ * A signal to the daemon's own process (its pid from its log lines), not to npm: npm forwards SIGTERM and SIGINT, but
+ * a SIGKILL to npm would leave the daemon running. Resolves once npm has exited after it.
+ */
+export async function signalDaemon(spawned: Spawned, signal: NodeJS.Signals): Promise<void> {
+  const pid = /"pid":(\d+)/.exec(spawned.output())?.[1];
+  if (pid === undefined) throw new Error(`no daemon pid in its output: ${spawned.output()}`);
+  try {
+    process.kill(Number(pid), signal);
+  } catch {
+    // already gone
+  }
+  await spawned.exited;
+}
+
 /** SIGTERM to npm (forwarded to the daemon: a graceful stop); SIGKILL after 5 s as a guard. */
 export async function killGroup(spawned: Spawned): Promise<void> {
   const { child } = spawned;

@@ -102,6 +102,18 @@ describe('Supervisor drops: one line each, at the level an operator expects (src
     live.stop('test_over');
   });
 
+  it('a reply naming another daemon\'s run in a session with no contest here (a cluster: every daemon hears every reply) is debug, other_daemon', async () => {
+    const s = setup();
+    s.bus.publish(pong('fb.a.fallback.pong', { skill_id: 'fb.a', can_handle: true }, { session: { session_id: 's9' }, utterance_id: 'u9', contest_id: 'fallback:0a0b0c.1' }));
+    // Without a contest id of a daemon's form it is what it always was.
+    s.bus.publish(pong('fb.a.fallback.pong', { skill_id: 'fb.a', can_handle: true }, { session: { session_id: 's9' }, utterance_id: 'u9', contest_id: 'made-up' }));
+    await s.bus.idle();
+    expect(s.dropLines()).toEqual([
+      expect.objectContaining({ level: DEBUG, reason: 'other_daemon' }),
+      expect.objectContaining({ level: INFO, reason: 'no_live_contest' }),
+    ]);
+  });
+
   it('a reply naming another daemon\'s run (a shared bus) is not one of ours that ended: it is a warn, wrong_contest', async () => {
     const s = setup();
     const live = s.spawn('s1', 'u1');

@@ -1,0 +1,687 @@
+/**
+ * A daemon of a cluster on NATS (src/cluster/README.md). Every daemon serves the OVOS websocket endpoint; what its
+ * clients send and what its contests publish travels on NATS (`ovos.bus.<topic>`), and every daemon hands every frame
+ * to its own clients, so a client of any daemon sees the whole bus, as on one ovos-messagebus.
+ *
+ * Contests are partitioned by session: a session's partition (`partitionOf`) is owned by one daemon at a time, and
+ * only that daemon's orchestrator is handed the session's utterance entries; every other message reaches every
+ * daemon's contest system (registrations, connection changes and replies, which a daemon without the contest drops
+ * quietly). Ownership is a JetStream KV entry per partition, taken by compare-and-set, so two daemons never own one
+ * partition; which daemon should own it is rendezvous hashing over the live daemons (heartbeats), so a daemon joining
+ * or leaving moves only its share. A daemon gives a partition up only after that partition's utterances in flight on
+ * it have ended; entries arriving meanwhile wait, on every daemon, for the next owner, which takes them in order.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { connect, headers as natsHeaders, nanos, type MsgHdrs, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { DiscardPolicy, jetstream, jetstreamManager, StorageType } from '@nats-io/jetstream';
+import { Kvm, type KV, type KvEntry } from '@nats-io/kv';
+import type { BusRelay, BusServer } from '../bus/ws-server.js';
+import type { Bus, BusStatus } from '../bus/bus.js';
+import { decodeFrame, reply, utteranceIdOf, withContext, type Message } from '../bus/message.js';
+import { sessionIdOf, DEFAULT_SESSION_ID } from '../bus/session.js';
+import { systemClock, type Clock, type TimerId } from '../clock/clock.js';
+import type { Logger } from '../log/logger.js';
+import { topics } from '../dialect/spec-dialect.js';
+import { legacyTopics } from '../dialect/legacy-dialect.js';
+import {
+  BUS_PREFIX,
+  busSubject,
+  CONNECTION_SUBJECT,
+  NODE_SUBJECT,
+  PARTITION_BUCKET,
+  PARTITION_SUBJECT,
+  partitionOf,
+  preferredOwner,
+  STATE_STREAM,
+} from './subjects.js';
+
+export interface ClusterOptions {
+  /** NATS servers (`nats://host:4222`), any of one cluster. */
+  readonly servers: readonly string[];
+  /** How many partitions the sessions are spread over; every daemon of a cluster must agree. */
+  readonly partitions: number;
+  /** How often a daemon says it is alive (and checks its partitions). */
+  readonly heartbeatMs: number;
+  /** A daemon not heard from for this long is gone: its partitions are taken over. */
+  readonly deadAfterMs: number;
+  /** The longest a daemon waits for a partition's utterances to end before it gives the partition up anyway. */
+  readonly drainMs: number;
+  readonly logger: Logger;
+  readonly clock?: Clock;
+  /** This daemon's name in the cluster (default: random). */
+  readonly nodeId?: string;
+  /** How long a lost daemon's dispatched skill has to end its handler before its utterance ends with an error. */
+  readonly handlerMs: number;
+  /** How long the registration history is kept (`fallback.forgetAfterMs`: a registration unheard for longer is forgotten anyway). */
+  readonly historyMs: number;
+}
+
+/** What one daemon knows of the cluster (the inspector and the metrics show it). */
+export interface ClusterView {
+  readonly node: string;
+  readonly members: readonly string[];
+  readonly partitions: number;
+  /** Partitions this daemon owns. */
+  readonly owned: readonly number[];
+  /** Owner of every partition, as the table reads here (null: none). */
+  readonly owners: ReadonlyArray<string | null>;
+  /** Utterance entries waiting for their partition's next owner. */
+  readonly waiting: number;
+  /** Utterances of a lost daemon this one ended or took over. */
+  readonly failovers: number;
+}
+
+/**
+ * The registrations (both dialects): kept in the cluster's history with the connection changes, so a daemon that
+ * joins replays them through its own plugins and knows every skill the others know, bound to the same connections.
+ */
+const REGISTRY_TOPICS = [topics.fallbackRegister, topics.fallbackDeregister, legacyTopics.fallbackRegister, legacyTopics.fallbackDeregister];
+
+/** The utterance entries: the only messages partitioned; the rest reach every daemon. */
+const ENTRY_TOPICS: ReadonlySet<string> = new Set([topics.utteranceHandle, legacyTopics.recognizerUtterance]);
+
+/** How long a daemon remembers an utterance it saw end, for notes that arrive after its handled. */
+const REMEMBER_MS = 10 * 60_000;
+
+interface Waiting {
+  readonly partition: number;
+  readonly message: Message;
+  readonly connection: string | undefined;
+  readonly at: number;
+  /** The daemon that took it and the utterance_id it runs under. */
+  taken?: { readonly node: string; readonly utteranceId: string };
+  /** Its match was decided (ovos.intent.matched or .unmatched went out): a matched skill may have been dispatched. */
+  decided?: 'matched' | 'unmatched';
+  /** The dispatched skill said its handler ended (mycroft.skill.handler.complete / .error). */
+  handler?: 'complete' | 'error';
+  /** Adopted after its daemon was lost: waiting for the skill's handler to end (cleared by its handled). */
+  adopted?: TimerId;
+}
+
+interface Owned {
+  revision: number;
+  readonly epoch: number;
+  /** Giving it up: no new entry is taken; released once `inFlight` is 0 (or `drainMs` passed). */
+  drainingSince: number | undefined;
+  inFlight: number;
+}
+
+type Note =
+  | { readonly kind: 'taken'; readonly partition: number; readonly node: string; readonly frame: string; readonly utterance_id: string }
+  | { readonly kind: 'released'; readonly partition: number; readonly node: string };
+
+type ConnectionNote = { readonly connection: string; readonly closed?: boolean; readonly late?: boolean };
+
+const encoder = new TextEncoder();
+
+function connectionOf(headers: MsgHdrs | undefined): string | undefined {
+  const connection = headers?.get('c');
+  return connection === undefined || connection === '' ? undefined : connection;
+}
+
+export class NatsCluster implements BusRelay {
+  readonly node: string;
+  readonly #nc: NatsConnection;
+  readonly #kv: KV;
+  readonly #options: ClusterOptions;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  #server: BusServer | undefined;
+  #sub: Subscription | undefined;
+  #tick: TimerId | undefined;
+  #seq = 0;
+  readonly #startedAt: number;
+  /** Other daemons by last heartbeat (monotonic ms), and whether they are leaving. */
+  readonly #heard = new Map<string, { at: number; leaving: boolean }>();
+  readonly #table = new Map<number, { readonly owner: string | null; readonly epoch: number; readonly revision: number; readonly at: number }>();
+  readonly #owned = new Map<number, Owned>();
+  readonly #claiming = new Set<number>();
+  /** Utterance entries by frame id, until they end (all of them, on every daemon). */
+  readonly #entries = new Map<string, Waiting>();
+  readonly #frameOf = new Map<string, string>();
+  /** Taken notes heard before their entry. */
+  readonly #early = new Map<string, { readonly node: string; readonly utteranceId: string; readonly at: number }>();
+  /** Utterances this daemon runs: utterance_id → partition. */
+  readonly #mine = new Map<string, number>();
+  readonly #ended = new Map<string, number>();
+  /** Client connections open on the cluster's daemons (ids start with their daemon's name and "/"). */
+  readonly #open = new Set<string>();
+  #failovers = 0;
+  #saidOwned = '';
+  #leaving = false;
+  readonly #status: Array<(status: BusStatus) => void> = [];
+
+  private constructor(nc: NatsConnection, kv: KV, options: ClusterOptions) {
+    this.#nc = nc;
+    this.#kv = kv;
+    this.#options = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#logger = options.logger;
+    this.node = options.nodeId ?? randomBytes(4).toString('hex');
+    this.#startedAt = this.#clock.monotonic();
+  }
+
+  /** Connects to NATS and opens (or creates) the partition table. Rejects when no server answers. */
+  static async connect(options: ClusterOptions): Promise<NatsCluster> {
+    const nc = await connect({ servers: [...options.servers], name: 'ovos-contests', maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    try {
+      const kv = await new Kvm(nc).create(PARTITION_BUCKET, { history: 1 });
+      const jsm = await jetstreamManager(nc);
+      const stream = {
+        name: STATE_STREAM,
+        subjects: [CONNECTION_SUBJECT, ...REGISTRY_TOPICS.map(busSubject)],
+        storage: StorageType.File,
+        max_age: nanos(options.historyMs),
+        max_bytes: 256 * 1024 * 1024,
+        discard: DiscardPolicy.Old,
+      };
+      await jsm.streams.info(STATE_STREAM).then(
+        () => jsm.streams.update(STATE_STREAM, stream),
+        () => jsm.streams.add(stream),
+      );
+      return new NatsCluster(nc, kv, options);
+    } catch (error) {
+      await nc.close().catch(() => {});
+      throw error;
+    }
+  }
+
+  /** Largest frame the NATS servers take (their `max_payload`). */
+  get maxPayload(): number {
+    return this.#nc.info?.max_payload ?? 1024 * 1024;
+  }
+
+  /** Start relaying for `server` (created with this cluster as its `relay`), heartbeats and partition claims. */
+  async attach(server: BusServer): Promise<void> {
+    this.#server = server;
+    // One subscription for the bus and the cluster's notes: NATS keeps one publisher's messages in order on it, so a
+    // daemon's taken notes always arrive before its release of that partition. What arrives while the history is
+    // replayed waits behind it.
+    const live: Msg[] = [];
+    let replaying = true;
+    this.#sub = this.#nc.subscribe('ovos.>', {
+      callback: (error, msg) => {
+        if (error !== null) return;
+        if (replaying) live.push(msg);
+        else this.#inbound(msg);
+      },
+    });
+    await this.#nc.flush();
+    const replayed = await this.#replay(server);
+    replaying = false;
+    for (const msg of live) this.#inbound(msg);
+    this.#logger.info({ node: this.node, replayed, connections_open: this.#open.size }, 'cluster: registrations and connections replayed');
+    const watch = await this.#kv.watch({ key: 'p.*' });
+    void (async () => {
+      for await (const entry of watch) this.#tableEntry(entry);
+    })().catch((error: unknown) => this.#logger.warn({ reason: 'cluster_watch_failed', err: error }, 'partition table watch ended'));
+    void (async () => {
+      for await (const status of this.#nc.status()) {
+        if (status.type === 'disconnect') this.#emitStatus({ up: false, reason: 'nats_disconnected' });
+        else if (status.type === 'reconnect') this.#emitStatus({ up: true });
+      }
+    })();
+    await this.#nc.flush();
+    this.#heartbeat();
+    this.#schedule();
+  }
+
+  /** The bus the contest system runs on: the server's, with the cluster's status. */
+  busOf(server: BusServer): Bus {
+    return {
+      publish: (message) => server.publish(message),
+      subscribe: (listener) => server.subscribe(listener),
+      onStatus: (listener) => {
+        this.#status.push(listener);
+        return () => {
+          const at = this.#status.indexOf(listener);
+          if (at >= 0) this.#status.splice(at, 1);
+        };
+      },
+      connectionOf: (message) => server.connectionOf(message),
+      onConnectionClosed: (listener) => server.onConnectionClosed(listener),
+      onConnectionOpened: (listener) => server.onConnectionOpened(listener),
+    } satisfies Bus;
+  }
+
+  view(): ClusterView {
+    const owners: Array<string | null> = [];
+    for (let p = 0; p < this.#options.partitions; p++) owners.push(this.#table.get(p)?.owner ?? null);
+    let waiting = 0;
+    for (const entry of this.#entries.values()) if (entry.taken === undefined) waiting++;
+    return { node: this.node, members: this.#members(), partitions: this.#options.partitions, owned: [...this.#owned.keys()].sort((a, b) => a - b), owners, waiting, failovers: this.#failovers };
+  }
+
+  // --- BusRelay: this daemon's traffic onto NATS -----------------------------------------------------------------
+
+  send(frame: Buffer, message: Message, connection: string | undefined): void {
+    const headers = natsHeaders();
+    headers.set('n', this.node);
+    headers.set('f', `${this.node}.${++this.#seq}`);
+    if (connection !== undefined) headers.set('c', connection);
+    if (frame.length > this.maxPayload) {
+      this.#logger.warn({ reason: 'frame_over_cluster_limit', type: message.type.slice(0, 200), bytes: frame.length, max_payload: this.maxPayload }, 'message dropped: larger than the NATS servers take');
+      return;
+    }
+    this.#nc.publish(busSubject(message.type), frame, { headers });
+  }
+
+  opened(connection: string): void {
+    this.#nc.publish(CONNECTION_SUBJECT, encoder.encode(JSON.stringify({ connection })));
+  }
+
+  closed(connection: string, late: boolean): void {
+    this.#nc.publish(CONNECTION_SUBJECT, encoder.encode(JSON.stringify({ connection, closed: true, late })));
+  }
+
+  // --- NATS → this daemon ----------------------------------------------------------------------------------------
+
+  #inbound(msg: Msg): void {
+    try {
+      if (msg.subject.startsWith(`${BUS_PREFIX}.`)) this.#busFrame(msg);
+      else if (msg.subject === CONNECTION_SUBJECT) this.#connection(msg.json<ConnectionNote>());
+      else if (msg.subject === NODE_SUBJECT) this.#nodeNote(msg.json<{ node: string; leaving?: boolean }>());
+      else if (msg.subject === PARTITION_SUBJECT) this.#note(msg.json<Note>());
+    } catch (error) {
+      this.#logger.warn({ reason: 'cluster_message_invalid', subject: msg.subject.slice(0, 200), err: error }, 'cluster message dropped');
+    }
+  }
+
+  #busFrame(msg: Msg): void {
+    const server = this.#server;
+    if (server === undefined) return;
+    const frame = Buffer.from(msg.data.buffer, msg.data.byteOffset, msg.data.byteLength);
+    const decoded = decodeFrame(frame.toString('utf8'));
+    if (!decoded.ok) {
+      // The daemon that relayed it had already checked it: only a foreign publisher on our subjects gets here.
+      this.#logger.warn({ reason: decoded.reason, subject: msg.subject.slice(0, 200) }, 'cluster frame dropped');
+      return;
+    }
+    const message = decoded.message;
+    const connection = connectionOf(msg.headers);
+    if (message.type === topics.utteranceHandled) this.#handled(message);
+    else if (message.type === topics.intentMatched || message.type === topics.intentUnmatched) this.#decided(message);
+    else if (message.type === topics.skillHandlerComplete || message.type === topics.skillHandlerError) this.#handlerEnded(message);
+    if (!ENTRY_TOPICS.has(message.type)) {
+      server.relayed(frame, message, connection, true);
+      return;
+    }
+    const frameId = msg.headers?.get('f') || `${msg.subject}.${msg.sid}.${this.#clock.monotonic()}`;
+    const taken = this.#intake(frameId, message, connection);
+    server.relayed(frame, taken ?? message, connection, taken !== undefined);
+  }
+
+  /** An utterance entry: taken here (the stamped message) when this daemon owns its partition, else it waits. */
+  #intake(frameId: string, message: Message, connection: string | undefined): Message | undefined {
+    const partition = partitionOf(sessionIdOf(message) ?? DEFAULT_SESSION_ID, this.#options.partitions);
+    const waiting: Waiting = { partition, message, connection, at: this.#clock.monotonic() };
+    this.#entries.set(frameId, waiting);
+    const early = this.#early.get(frameId);
+    if (early !== undefined) {
+      this.#early.delete(frameId);
+      this.#markTaken(frameId, waiting, early.node, early.utteranceId);
+      return undefined;
+    }
+    const owned = this.#owned.get(partition);
+    if (owned === undefined || owned.drainingSince !== undefined || this.#leaving) return undefined;
+    return this.#take(frameId, waiting, owned);
+  }
+
+  #take(frameId: string, waiting: Waiting, owned: Owned): Message {
+    // MSG-1 §4.2: stamped once, here, so every daemon knows the id its handled will carry.
+    const utteranceId = utteranceIdOf(waiting.message) ?? randomUUID();
+    const message = utteranceIdOf(waiting.message) === undefined ? withContext(waiting.message, { utterance_id: utteranceId }) : waiting.message;
+    owned.inFlight++;
+    this.#mine.set(utteranceId, waiting.partition);
+    this.#markTaken(frameId, waiting, this.node, utteranceId);
+    this.#publishNote({ kind: 'taken', partition: waiting.partition, node: this.node, frame: frameId, utterance_id: utteranceId });
+    return message;
+  }
+
+  #markTaken(frameId: string, waiting: Waiting, node: string, utteranceId: string): void {
+    if (this.#ended.has(utteranceId)) {
+      this.#entries.delete(frameId);
+      return;
+    }
+    waiting.taken = { node, utteranceId };
+    this.#frameOf.set(utteranceId, frameId);
+  }
+
+  #handled(message: Message): void {
+    const utteranceId = utteranceIdOf(message);
+    if (utteranceId === undefined) return;
+    this.#ended.set(utteranceId, this.#clock.monotonic());
+    const frameId = this.#frameOf.get(utteranceId);
+    if (frameId !== undefined) {
+      const adopted = this.#entries.get(frameId)?.adopted;
+      if (adopted !== undefined) this.#clock.clearTimeout(adopted); // its legacy skill ended it itself
+      this.#frameOf.delete(utteranceId);
+      this.#entries.delete(frameId);
+    }
+    const partition = this.#mine.get(utteranceId);
+    if (partition === undefined) return;
+    this.#mine.delete(utteranceId);
+    const owned = this.#owned.get(partition);
+    if (owned === undefined) return;
+    owned.inFlight = Math.max(0, owned.inFlight - 1);
+    if (owned.drainingSince !== undefined && owned.inFlight === 0) void this.#release(partition);
+  }
+
+  /**
+   * The cluster's history (registrations, connection changes) up to now, through this daemon's own plugins: it then
+   * knows what the daemons before it know. Replayed in process only; the clients saw it when it happened.
+   */
+  async #replay(server: BusServer): Promise<number> {
+    const jsm = await jetstreamManager(this.#nc);
+    const last = (await jsm.streams.info(STATE_STREAM)).state.last_seq;
+    if (last === 0) return 0;
+    const consumer = await jetstream(this.#nc).consumers.get(STATE_STREAM);
+    const messages = await consumer.consume();
+    let count = 0;
+    for await (const m of messages) {
+      count++;
+      if (m.subject === CONNECTION_SUBJECT) this.#connection(m.json<ConnectionNote>());
+      else {
+        const decoded = decodeFrame(m.string());
+        if (decoded.ok) server.admit(decoded.message, connectionOf(m.headers));
+      }
+      if (m.seq >= last) break;
+    }
+    await messages.close();
+    return count;
+  }
+
+  #decided(message: Message): void {
+    const utteranceId = utteranceIdOf(message);
+    const frameId = utteranceId === undefined ? undefined : this.#frameOf.get(utteranceId);
+    const waiting = frameId === undefined ? undefined : this.#entries.get(frameId);
+    if (waiting !== undefined) waiting.decided = message.type === topics.intentMatched ? 'matched' : 'unmatched';
+  }
+
+  /** A skill's handler ended: an adopted utterance ends with its handled here (its own daemon is gone). */
+  #handlerEnded(message: Message): void {
+    const utteranceId = utteranceIdOf(message);
+    const frameId = utteranceId === undefined ? undefined : this.#frameOf.get(utteranceId);
+    const waiting = frameId === undefined ? undefined : this.#entries.get(frameId);
+    if (waiting === undefined || waiting.handler !== undefined) return;
+    waiting.handler = message.type === topics.skillHandlerError ? 'error' : 'complete';
+    if (waiting.adopted !== undefined) this.#endAdopted(frameId!, waiting);
+  }
+
+  /** One handled for an utterance whose daemon was lost after its skill was dispatched (error unless its handler completed). */
+  #endAdopted(frameId: string, waiting: Waiting): void {
+    if (waiting.adopted !== undefined) this.#clock.clearTimeout(waiting.adopted);
+    waiting.adopted = undefined;
+    this.#entries.delete(frameId);
+    const utteranceId = waiting.taken?.utteranceId;
+    if (utteranceId !== undefined) this.#frameOf.delete(utteranceId);
+    const stamped = utteranceId === undefined ? waiting.message : withContext(waiting.message, { utterance_id: utteranceId });
+    const completed = waiting.handler === 'complete';
+    const outcome = completed ? 'handler_completed' : waiting.handler === 'error' ? 'handler_error' : waiting.decided === 'unmatched' ? 'unmatched' : 'handler_unheard';
+    this.#logger.warn(
+      { reason: 'daemon_lost', node: waiting.taken?.node, utterance_id: utteranceId, session_id: sessionIdOf(waiting.message), outcome },
+      'cluster: an utterance of a lost daemon ends here',
+    );
+    this.#server?.publish(reply(stamped, topics.utteranceHandled, completed ? {} : { error: 'daemon_lost' }));
+  }
+
+  #connection(note: ConnectionNote): void {
+    if (typeof note.connection !== 'string') return;
+    const closed = note.closed === true;
+    // Once each way, whether heard live or replayed (a change can be both while a daemon joins).
+    if (closed ? !this.#open.delete(note.connection) : this.#open.has(note.connection)) return;
+    if (!closed) this.#open.add(note.connection);
+    this.#server?.relayedConnection(note.connection, closed ? { late: note.late === true } : false);
+  }
+
+  /** The connections of daemons that are gone closed with them (late: their skills may be back on another daemon). */
+  #closeConnectionsOfGone(): void {
+    if (this.#clock.monotonic() - this.#startedAt < this.#options.deadAfterMs) return;
+    for (const connection of [...this.#open]) {
+      const node = connection.slice(0, connection.indexOf('/'));
+      if (this.#alive(node)) continue;
+      this.#connection({ connection, closed: true, late: true });
+    }
+  }
+
+  #nodeNote(note: { node: string; leaving?: boolean }): void {
+    if (typeof note.node !== 'string' || note.node === this.node) return;
+    const known = this.#heard.get(note.node);
+    const leaving = note.leaving === true;
+    // A leaving daemon is no one's preferred owner any more, but it still owns what it has not given up yet.
+    this.#heard.set(note.node, { at: this.#clock.monotonic(), leaving });
+    if (known === undefined || known.leaving !== leaving) {
+      this.#logger.info({ node: note.node }, leaving ? 'cluster: a daemon is leaving' : 'cluster: a daemon joined');
+      this.#reconcile();
+    }
+  }
+
+  #note(note: Note): void {
+    if (note.kind === 'taken') {
+      if (note.node === this.node) return;
+      const waiting = this.#entries.get(note.frame);
+      if (waiting === undefined) this.#early.set(note.frame, { node: note.node, utteranceId: note.utterance_id, at: this.#clock.monotonic() });
+      else this.#markTaken(note.frame, waiting, note.node, note.utterance_id);
+      return;
+    }
+    // Released after its last utterance ended: everything its daemon took of it has been heard of before this note.
+    if (note.node !== this.node && preferredOwner(note.partition, this.#members()) === this.node) void this.#claim(note.partition);
+  }
+
+  // --- Ownership ---------------------------------------------------------------------------------------------------
+
+  #tableEntry(entry: KvEntry): void {
+    const partition = Number(entry.key.slice(2));
+    if (!Number.isInteger(partition)) return;
+    if (entry.operation !== 'PUT') {
+      this.#table.delete(partition);
+      return;
+    }
+    const value = entry.json<{ owner: string | null; epoch: number }>();
+    this.#table.set(partition, { owner: value.owner, epoch: value.epoch, revision: entry.revision, at: this.#clock.monotonic() });
+    const owned = this.#owned.get(partition);
+    if (owned !== undefined && value.owner !== this.node) {
+      // Taken over while this daemon was cut off (it was counted as gone): it runs no new utterance of it.
+      this.#owned.delete(partition);
+      this.#logger.warn({ reason: 'partition_lost', partition, owner: value.owner }, 'cluster: a partition this daemon owned was taken over');
+    }
+  }
+
+  /** The daemons partitions are spread over: alive and not leaving. */
+  #members(): string[] {
+    const now = this.#clock.monotonic();
+    const members = this.#leaving ? [] : [this.node];
+    for (const [node, heard] of this.#heard) if (!heard.leaving && now - heard.at <= this.#options.deadAfterMs) members.push(node);
+    return members.sort();
+  }
+
+  /** Whether a daemon still runs (heard within `deadAfterMs`, leaving or not); this one always. */
+  #alive(node: string): boolean {
+    if (node === this.node) return true;
+    const heard = this.#heard.get(node);
+    return heard !== undefined && this.#clock.monotonic() - heard.at <= this.#options.deadAfterMs;
+  }
+
+  #schedule(): void {
+    this.#tick = this.#clock.setTimeout(() => {
+      this.#heartbeat();
+      this.#reconcile();
+      this.#closeConnectionsOfGone();
+      this.#prune();
+      this.#sayOwned();
+      if (!this.#leaving || this.#owned.size > 0) this.#schedule();
+    }, this.#options.heartbeatMs);
+  }
+
+  /** One line when what this daemon owns changed since the last tick. */
+  #sayOwned(): void {
+    const owned = [...this.#owned.keys()].sort((x, y) => x - y).join(',');
+    if (owned === this.#saidOwned) return;
+    this.#saidOwned = owned;
+    this.#logger.info({ node: this.node, members: this.#members(), owned: owned === '' ? [] : owned.split(',').map(Number) }, 'cluster: partitions owned here');
+  }
+
+  #heartbeat(): void {
+    this.#nc.publish(NODE_SUBJECT, encoder.encode(JSON.stringify({ node: this.node, leaving: this.#leaving })));
+  }
+
+  /** Claim what should be ours and is free; give up what should be another's. */
+  #reconcile(): void {
+    const members = this.#members();
+    // A daemon just started has not heard the others yet: it takes free partitions, and takes over none.
+    const settled = this.#clock.monotonic() - this.#startedAt >= this.#options.deadAfterMs;
+    const now = this.#clock.monotonic();
+    for (let partition = 0; partition < this.#options.partitions; partition++) {
+      const preferred = this.#leaving ? undefined : preferredOwner(partition, members);
+      const owned = this.#owned.get(partition);
+      if (owned !== undefined) {
+        if (preferred !== this.node && owned.drainingSince === undefined) {
+          owned.drainingSince = now;
+          if (owned.inFlight === 0) void this.#release(partition);
+        } else if (owned.drainingSince !== undefined && preferred === this.node && !this.#leaving) {
+          owned.drainingSince = undefined; // wanted back before it was given up
+          this.#takeWaiting(partition, owned);
+        } else if (owned.drainingSince !== undefined && now - owned.drainingSince > this.#options.drainMs) {
+          this.#logger.warn({ reason: 'partition_drain_elapsed', partition, in_flight: owned.inFlight }, 'cluster: a partition is given up with utterances still running');
+          void this.#release(partition);
+        }
+        continue;
+      }
+      if (preferred !== this.node) continue;
+      const row = this.#table.get(partition);
+      const free =
+        row === undefined ||
+        // Released: claimed on its note; here only when the note was missed (the release is a second old).
+        (row.owner === null && now - row.at >= this.#options.deadAfterMs) ||
+        (row.owner !== null && row.owner !== this.node && settled && !this.#alive(row.owner));
+      if (free || row?.owner === this.node) void this.#claim(partition);
+    }
+  }
+
+  async #claim(partition: number): Promise<void> {
+    if (this.#owned.has(partition) || this.#claiming.has(partition) || this.#leaving) return;
+    this.#claiming.add(partition);
+    try {
+      const key = `p.${partition}`;
+      const current = await this.#kv.get(key);
+      let previous: { owner: string | null; epoch: number } | undefined;
+      let revision: number;
+      if (current === null || current.operation !== 'PUT') {
+        const epoch = 1;
+        revision = await this.#kv.create(key, JSON.stringify({ owner: this.node, epoch }));
+        this.#own(partition, revision, epoch, undefined);
+        return;
+      }
+      previous = current.json<{ owner: string | null; epoch: number }>();
+      const settled = this.#clock.monotonic() - this.#startedAt >= this.#options.deadAfterMs;
+      const ownerGone = previous.owner !== null && previous.owner !== this.node && settled && !this.#alive(previous.owner);
+      if (previous.owner !== null && previous.owner !== this.node && !ownerGone) return;
+      const epoch = previous.epoch + 1;
+      revision = await this.#kv.update(key, JSON.stringify({ owner: this.node, epoch }), current.revision);
+      this.#own(partition, revision, epoch, ownerGone ? (previous.owner ?? undefined) : undefined);
+    } catch (error) {
+      // Lost a race (another daemon wrote first) or NATS is away: the next tick looks again.
+      this.#logger.debug({ reason: 'partition_claim_failed', partition, err: error }, 'cluster: partition not claimed');
+    } finally {
+      this.#claiming.delete(partition);
+    }
+  }
+
+  #own(partition: number, revision: number, epoch: number, lostOwner: string | undefined): void {
+    const owned: Owned = { revision, epoch, drainingSince: undefined, inFlight: 0 };
+    this.#owned.set(partition, owned);
+    this.#logger.debug({ partition, epoch, ...(lostOwner === undefined ? {} : { from: lostOwner }) }, 'cluster: partition owned');
+    this.#takeWaiting(partition, owned);
+  }
+
+  /** The entries of a partition that waited for an owner, in the order they arrived. */
+  #takeWaiting(partition: number, owned: Owned): void {
+    const server = this.#server;
+    if (server === undefined) return;
+    for (const [frameId, waiting] of [...this.#entries]) {
+      if (waiting.partition !== partition) continue;
+      if (waiting.taken === undefined) {
+        server.admit(this.#take(frameId, waiting, owned), waiting.connection);
+        continue;
+      }
+      if (this.#alive(waiting.taken.node) || waiting.adopted !== undefined) continue;
+      // Taken by a daemon that is gone, and not ended. Undecided (no skill dispatched yet): it runs again here, under
+      // the same utterance_id — the skills are asked again, nothing was said. Decided, a second run could answer
+      // twice: it ends here, with one handled, never silence.
+      this.#failovers++;
+      if (waiting.decided === undefined) {
+        const utteranceId = waiting.taken.utteranceId;
+        this.#logger.warn({ reason: 'daemon_lost', node: waiting.taken.node, utterance_id: utteranceId, session_id: sessionIdOf(waiting.message), outcome: 'run_again' }, 'cluster: an utterance of a lost daemon runs again here');
+        const again: Waiting = { partition, message: withContext(waiting.message, { utterance_id: utteranceId }), connection: waiting.connection, at: waiting.at };
+        this.#entries.set(frameId, again);
+        server.admit(this.#take(frameId, again, owned), again.connection);
+        continue;
+      }
+      // Matched: the winner may be running its handler. A legacy skill ends the utterance with its own handled; a
+      // spec skill says its handler ended and the handled is sent here; unheard within the handler bound, it ends
+      // with an error. Unmatched: only its handled was missing.
+      if (waiting.handler !== undefined || waiting.decided === 'unmatched') this.#endAdopted(frameId, waiting);
+      else waiting.adopted = this.#clock.setTimeout(() => this.#endAdopted(frameId, waiting), this.#options.handlerMs);
+    }
+  }
+
+  async #release(partition: number): Promise<void> {
+    const owned = this.#owned.get(partition);
+    if (owned === undefined) return;
+    this.#owned.delete(partition);
+    try {
+      await this.#kv.update(`p.${partition}`, JSON.stringify({ owner: null, epoch: owned.epoch }), owned.revision);
+    } catch (error) {
+      this.#logger.debug({ reason: 'partition_release_failed', partition, err: error }, 'cluster: partition release not written');
+    }
+    this.#publishNote({ kind: 'released', partition, node: this.node });
+    this.#logger.debug({ partition }, 'cluster: partition given up');
+  }
+
+  #publishNote(note: Note): void {
+    this.#nc.publish(PARTITION_SUBJECT, encoder.encode(JSON.stringify(note)));
+  }
+
+  #prune(): void {
+    const now = this.#clock.monotonic();
+    for (const [id, at] of this.#ended) if (now - at > REMEMBER_MS) this.#ended.delete(id);
+    for (const [frame, early] of this.#early) if (now - early.at > REMEMBER_MS) this.#early.delete(frame);
+    for (const [frame, waiting] of this.#entries) {
+      if (now - waiting.at <= REMEMBER_MS) continue;
+      this.#entries.delete(frame);
+      if (waiting.taken !== undefined) this.#frameOf.delete(waiting.taken.utteranceId);
+      else this.#logger.warn({ reason: 'entry_never_taken', session_id: sessionIdOf(waiting.message), partition: waiting.partition }, 'cluster: an utterance waited ten minutes for its partition\'s owner and is forgotten');
+    }
+    for (const [id, partition] of this.#mine) if (!this.#owned.has(partition)) this.#mine.delete(id);
+  }
+
+  #emitStatus(status: BusStatus): void {
+    for (const listener of [...this.#status]) listener(status);
+  }
+
+  /**
+   * Leave the cluster gracefully: take no new utterance, let those running here end (at most `graceMs`), give every
+   * partition up, say goodbye. The entries that arrive meanwhile are taken by the partitions' next owners.
+   */
+  async leave(graceMs: number): Promise<void> {
+    if (this.#leaving) return;
+    this.#leaving = true;
+    const now = this.#clock.monotonic();
+    for (const owned of this.#owned.values()) owned.drainingSince = now;
+    this.#heartbeat();
+    const deadline = now + graceMs;
+    while (this.#owned.size > 0 && this.#clock.monotonic() < deadline) {
+      for (const [partition, owned] of [...this.#owned]) if (owned.inFlight === 0) await this.#release(partition);
+      if (this.#owned.size === 0) break;
+      await new Promise<void>((resolve) => this.#clock.setTimeout(resolve, 20));
+    }
+    for (const partition of [...this.#owned.keys()]) await this.#release(partition);
+    await this.#nc.flush().catch(() => {});
+  }
+
+  async close(): Promise<void> {
+    if (this.#tick !== undefined) this.#clock.clearTimeout(this.#tick);
+    this.#sub?.unsubscribe();
+    await this.#nc.drain().catch(() => {});
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * How the OVOS bus travels over NATS (src/cluster/README.md, "Subjects"): pure functions, no connection.
+ *
+ * Every bus frame is published on `ovos.bus.<topic>`, the topic's dots kept as NATS token separators so a user can
+ * watch a family of topics (`nats sub 'ovos.bus.ovos.skills.fallback.>'`). A NATS subject token cannot be empty and
+ * cannot hold whitespace or the wildcards `*` and `>`; `%` escapes those (and itself) as `%XX`, and an empty token
+ * (a topic with `..`, or a leading or trailing dot) is a lone `%`. `:` is an ordinary subject character and stays.
+ * The frame's own `type` is what daemons read; the subject only routes.
+ */
+
+export const BUS_PREFIX = 'ovos.bus';
+/** Connection opened / closed on one daemon's websocket endpoint, heard by every daemon. */
+export const CONNECTION_SUBJECT = 'ovos.contests.connection';
+/** A daemon's heartbeat and goodbye (membership). */
+export const NODE_SUBJECT = 'ovos.contests.node';
+/** A daemon took an utterance of a partition it owns, or released a partition after its last utterance ended. */
+export const PARTITION_SUBJECT = 'ovos.contests.partition';
+/** JetStream stream keeping the registrations and connection changes a joining daemon replays. */
+export const STATE_STREAM = 'OVOS_CONTESTS_STATE';
+/** JetStream KV bucket holding the partition table: key `p<n>` → `{ owner, epoch }`. */
+export const PARTITION_BUCKET = 'ovos-contests-partitions';
+
+const PLAIN = /^[A-Za-z0-9_\-:]$/;
+
+function escapeToken(token: string): string {
+  if (token === '') return '%';
+  let out = '';
+  for (const char of token) {
+    if (PLAIN.test(char)) {
+      out += char;
+      continue;
+    }
+    for (const byte of Buffer.from(char, 'utf8')) out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
+}
+
+/** The NATS subject a bus frame of this topic is published on. */
+export function busSubject(topic: string): string {
+  return `${BUS_PREFIX}.${topic.split('.').map(escapeToken).join('.')}`;
+}
+
+/** The topic a bus subject carries (the inverse of `busSubject`); undefined for any other subject. */
+export function topicOf(subject: string): string | undefined {
+  if (!subject.startsWith(`${BUS_PREFIX}.`)) return undefined;
+  const tokens = subject.slice(BUS_PREFIX.length + 1).split('.');
+  return tokens
+    .map((token) => {
+      if (token === '%') return '';
+      const bytes: number[] = [];
+      for (let i = 0; i < token.length; i++) {
+        if (token[i] === '%') {
+          bytes.push(Number.parseInt(token.slice(i + 1, i + 3), 16));
+          i += 2;
+        } else bytes.push(token.charCodeAt(i));
+      }
+      return Buffer.from(bytes).toString('utf8');
+    })
+    .join('.');
+}
+
+/**
+ * The partition a session belongs to: FNV-1a (32 bit) of its id, modulo the partition count — the hash NATS's own
+ * subject-mapping `partition()` uses, so a server-side mapping of the same sessions agrees with ours.
+ */
+export function partitionOf(sessionId: string, partitions: number): number {
+  let hash = 0x811c9dc5;
+  for (const byte of Buffer.from(sessionId, 'utf8')) {
+    hash ^= byte;
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash % partitions;
+}
+
+/**
+ * Which live daemon a partition belongs on: rendezvous (highest-random-weight) hashing. Every daemon computes the
+ * same answer from the same membership; a daemon joining or leaving moves only the partitions it gains or had.
+ */
+export function preferredOwner(partition: number, nodes: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestWeight = -1;
+  for (const node of nodes) {
+    const weight = fnv(`${node}\u0000${partition}`);
+    if (weight > bestWeight || (weight === bestWeight && best !== undefined && node < best)) {
+      best = node;
+      bestWeight = weight;
+    }
+  }
+  return best;
+}
+
+function fnv(text: string): number {
+  // FNV-1a then a final avalanche (murmur3's fmix32): node ids differing in one character spread evenly.
+  let hash = 0x811c9dc5;
+  for (const byte of Buffer.from(text, 'utf8')) {
+    hash ^= byte;
+    hash = Math.imul(hash, 0x01000193);
+  }
+  hash ^= hash >>> 16;
+  hash = Math.imul(hash, 0x85ebca6b);
+  hash ^= hash >>> 13;
+  hash = Math.imul(hash, 0xc2b2ae35);
+  hash ^= hash >>> 16;
+  return hash >>> 0;
+}

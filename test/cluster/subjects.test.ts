@@ -1,0 +1,64 @@
+/**
+ * The OVOS bus on NATS subjects, and which daemon a session's contests run on (src/cluster/README.md, "Subjects"
+ * and "Partitions").
+ */
+import { describe, expect, it } from 'vitest';
+import { busSubject, partitionOf, preferredOwner, topicOf } from '../../src/cluster/subjects.js';
+
+/** A NATS subject token may not be empty nor hold whitespace, `*` or `>` (the NATS subject rules). */
+const validSubject = (subject: string): boolean => subject.split('.').every((token) => token !== '' && !/[\s*>]/.test(token));
+
+describe('bus topics as NATS subjects', () => {
+  it('keeps OVOS topics readable: dots stay token separators, ":" stays', () => {
+    expect(busSubject('ovos.skills.fallback.ping')).toBe('ovos.bus.ovos.skills.fallback.ping');
+    expect(busSubject('recognizer_loop:utterance')).toBe('ovos.bus.recognizer_loop:utterance');
+    expect(busSubject('hello-world.openvoiceos:fallback')).toBe('ovos.bus.hello-world.openvoiceos:fallback');
+  });
+
+  it('escapes what NATS reserves — wildcards, whitespace, empty tokens — and "%" itself, and reads every topic back', () => {
+    const topics = ['a.*.b', 'a.>', 'two words', 'tab\there', '.leading', 'trailing.', 'double..dot', '100%', 'ünïcode.skill', '', '.', '%41'];
+    for (const topic of topics) {
+      const subject = busSubject(topic);
+      expect(validSubject(subject), subject).toBe(true);
+      expect(topicOf(subject)).toBe(topic);
+    }
+    expect(busSubject('a.*.b')).toBe('ovos.bus.a.%2A.b');
+    expect(busSubject('double..dot')).toBe('ovos.bus.double.%.dot');
+    expect(topicOf('ovos.contests.node')).toBeUndefined();
+  });
+});
+
+describe('partitions', () => {
+  it('a session is always in the same partition: FNV-1a 32 of its id, as NATS subject mapping partition() hashes', () => {
+    // FNV-1a 32 reference values: "" → 0x811c9dc5, "a" → 0xe40c292c, "foobar" → 0xbf9cf968.
+    expect(partitionOf('', 2 ** 32 - 1)).toBe(0x811c9dc5 % (2 ** 32 - 1));
+    expect(partitionOf('a', 2 ** 32 - 1)).toBe(0xe40c292c % (2 ** 32 - 1));
+    expect(partitionOf('foobar', 1000)).toBe(0xbf9cf968 % 1000);
+    expect(partitionOf('living-room', 32)).toBe(partitionOf('living-room', 32));
+  });
+
+  it('spreads sessions over every partition', () => {
+    const counts = new Array<number>(32).fill(0);
+    for (let i = 0; i < 32_000; i++) counts[partitionOf(`session-${i}`, 32)]! += 1;
+    expect(Math.min(...counts)).toBeGreaterThan(800);
+    expect(Math.max(...counts)).toBeLessThan(1_200);
+  });
+
+  it('every daemon computes the same owner; a daemon joining takes only partitions that become its own, one leaving gives only its own away', () => {
+    const partitions = [...Array(64).keys()];
+    const two = ['node-a', 'node-b'];
+    const three = ['node-a', 'node-b', 'node-c'];
+    const before = partitions.map((p) => preferredOwner(p, two));
+    expect(partitions.map((p) => preferredOwner(p, [...two].reverse()))).toEqual(before);
+    const after = partitions.map((p) => preferredOwner(p, three));
+    const moved = partitions.filter((p) => before[p] !== after[p]);
+    // Only to the newcomer, and about a third of them.
+    expect(moved.every((p) => after[p] === 'node-c')).toBe(true);
+    expect(moved.length).toBeGreaterThan(10);
+    expect(moved.length).toBeLessThan(35);
+    // node-b leaves: only its partitions move.
+    const without = partitions.map((p) => preferredOwner(p, ['node-a', 'node-c']));
+    expect(partitions.filter((p) => without[p] !== after[p]).every((p) => after[p] === 'node-b')).toBe(true);
+    expect(preferredOwner(0, [])).toBeUndefined();
+  });
+});

@@ -1,0 +1,288 @@
+/**
+ * Daemons of one cluster on a real NATS server with JetStream (src/cluster/README.md), started by the test on
+ * loopback: skills of both dialects connected to different daemons, users on either, sessions partitioned over the
+ * daemons. Counted for every utterance: exactly one ovos.utterance.handled (OVOS-PIPELINE-1 §6), the winner the
+ * spec's pool order gives (OVOS-FALLBACK-1 §6.2), one answer spoken.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { partitionOf } from '../../src/cluster/subjects.js';
+import { createMessage, reply, utteranceIdOf, type Message } from '../../src/bus/message.js';
+import { startDaemon, type Daemon } from '../../src/daemon/daemon.js';
+import { silentLogger } from '../../src/log/logger.js';
+import { natsServerAbsent, startNatsServer, type NatsServer } from '../support/nats-server.js';
+import { Probe, configWith, freePort } from './probe.js';
+import { killGroup, npmStart, signalDaemon, type Spawned } from './spawn-daemon.js';
+
+const absent = natsServerAbsent();
+if (absent !== undefined) console.warn(absent);
+
+const PARTITIONS = 8;
+const CLUSTER = { partitions: PARTITIONS, heartbeatMs: 50, deadAfterMs: 400 };
+// Two daemons, their skills and users share this one test process: a burst of hundreds of utterances keeps its
+// event loop busy for longer than ovos-core's 0.5 s per-skill bound, which would count a willing skill out. The
+// bound itself is tested elsewhere; here every reply counts.
+const FALLBACK = { pingTimeoutMs: 10_000 };
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+}, 30_000);
+
+async function nats(): Promise<NatsServer> {
+  const server = await startNatsServer();
+  cleanups.push(() => server.stop());
+  return server;
+}
+
+async function daemon(url: string, nodeId: string): Promise<Daemon & { stopped: () => boolean }> {
+  const config = configWith({
+    bus: { port: 0 },
+    exampleSkills: false,
+    log: { level: 'silent' },
+    inspector: { enabled: false },
+    cluster: { ...CLUSTER, nats: url, nodeId },
+    fallback: FALLBACK,
+  });
+  const started = await startDaemon(config, silentLogger());
+  let closed = false;
+  cleanups.push(async () => {
+    if (!closed) await started.close();
+  });
+  return Object.assign(Object.create(started) as Daemon, {
+    close: async () => {
+      closed = true;
+      await started.close();
+    },
+    stopped: () => closed,
+  });
+}
+
+async function probe(url: string): Promise<Probe> {
+  const connected = await Probe.connect(url);
+  cleanups.push(() => connected.close());
+  return connected;
+}
+
+const utterance = (message: Message): string => String((message.data['utterances'] as unknown[] | undefined)?.[0] ?? message.data['utterance'] ?? '');
+
+/** A spec-dialect fallback skill (OVOS-FALLBACK-1 §3, §6.1): willing when the utterance names `word`. */
+async function specSkill(url: string, skillId: string, priority: number, word: string): Promise<Probe> {
+  const skill = await probe(url);
+  skill.frames.subscribe(({ message }) => {
+    if (message === undefined) return;
+    if (message.type === `${skillId}.fallback.ping`) {
+      skill.send(reply(message, `${skillId}.fallback.pong`, { skill_id: skillId, can_handle: utterance(message).includes(word) }));
+    }
+    if (message.type === `${skillId}:fallback`) {
+      skill.send(reply(message, 'ovos.utterance.speak', { utterance: `${skillId} here` }));
+      skill.send(reply(message, 'mycroft.skill.handler.complete', {}));
+    }
+  });
+  skill.send(createMessage('ovos.fallback.register', { skill_id: skillId, priority }, { skill_id: skillId }));
+  await skill.barrier();
+  return skill;
+}
+
+/** An ovos-workshop FallbackSkill as it is on the wire today (ovos-wire-today.md): broadcast ping, its own request. */
+async function workshopSkill(url: string, skillId: string, priority: number, word: string): Promise<Probe> {
+  const skill = await probe(url);
+  skill.frames.subscribe(({ message }) => {
+    if (message === undefined) return;
+    if (message.type === 'ovos.skills.fallback.ping') {
+      skill.send(reply(message, 'ovos.skills.fallback.pong', { skill_id: skillId, can_handle: utterance(message).includes(word) }));
+    }
+    if (message.type === `ovos.skills.fallback.${skillId}.request`) {
+      skill.send({ ...message, type: 'speak', data: { utterance: `${skillId} here` } });
+      skill.send({ ...message, type: `ovos.skills.fallback.${skillId}.response`, data: { result: true, fallback_handler: 'X.handle_fallback' } });
+      skill.send({ ...message, type: 'ovos.utterance.handled', data: {} });
+    }
+  });
+  skill.send(createMessage('ovos.skills.fallback.register', { skill_id: skillId, priority }, {}));
+  await skill.barrier();
+  return skill;
+}
+
+/** What the spec says wins: the first willing skill in pool order (a.spec at 10 before b.workshop at 20), or none. */
+function expectedWinner(text: string): string | undefined {
+  if (text.includes('alpha')) return 'a.spec';
+  if (text.includes('beta')) return 'b.workshop';
+  return undefined;
+}
+
+const TEXTS = ['alpha one', 'beta two', 'alpha and beta', 'gamma nobody'];
+
+interface Sent {
+  readonly id: string;
+  readonly session: string;
+  readonly text: string;
+}
+
+/** Each utterance seen by `user`: exactly one handled, the right winner (one match, one answer) or no match. */
+function verdicts(user: Probe, sent: readonly Sent[]): string[] {
+  const wrong: string[] = [];
+  for (const { id, text } of sent) {
+    const messages = user.of(id);
+    const handled = messages.filter((m) => m.type === 'ovos.utterance.handled').length;
+    const matched = messages.filter((m) => m.type === 'ovos.intent.matched').map((m) => m.data['skill_id']);
+    const unmatched = messages.filter((m) => m.type === 'ovos.intent.unmatched').length;
+    const spoken = messages.filter((m) => m.type === 'speak' || m.type === 'ovos.utterance.speak').length;
+    const winner = expectedWinner(text);
+    const ok = handled === 1 && (winner === undefined ? matched.length === 0 && unmatched === 1 && spoken === 0 : matched.length === 1 && matched[0] === winner && spoken === 1);
+    if (!ok) wrong.push(`${id} "${text}": handled ${handled}, matched ${JSON.stringify(matched)}, unmatched ${unmatched}, spoken ${spoken}`);
+  }
+  return wrong;
+}
+
+async function sendAll(users: readonly Probe[], sessions: number, prefix: string): Promise<Sent[]> {
+  const sent: Sent[] = [];
+  for (let s = 0; s < sessions; s++) {
+    const session = `${prefix}-s${s}`;
+    const user = users[s % users.length]!;
+    for (const [i, text] of TEXTS.entries()) {
+      const id = `${session}-u${i}`;
+      sent.push({ id, session, text });
+      user.utter(text, { utteranceId: id, session: { session_id: session }, lang: 'en-US' });
+    }
+  }
+  await Promise.all(sent.map(({ id }) => users[0]!.handled(id)));
+  for (const user of users) await user.barrier();
+  return sent;
+}
+
+describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster/README.md)', () => {
+  it('PIPELINE-1 §6, FALLBACK-1 §6.2 across daemons: skills of both dialects on different daemons answer contests on either; 60 sessions × 4 utterances from users on both: one handled each, the right winner, every partition owned by exactly one daemon', async () => {
+    const server = await nats();
+    const a = await daemon(server.url, 'node-a');
+    const b = await daemon(server.url, 'node-b');
+    await specSkill(a.url, 'a.spec', 10, 'alpha');
+    await workshopSkill(b.url, 'b.workshop', 20, 'beta');
+    // Both daemons know both skills, whichever daemon they registered through.
+    await expect.poll(() => [a, b].map((d) => [...d.system.fallback.registry.availableFor('default').keys()].sort()), { timeout: 5_000 }).toEqual([
+      ['a.spec', 'b.workshop'],
+      ['a.spec', 'b.workshop'],
+    ]);
+    // The partitions are spread: each daemon owns some, together all, none twice.
+    await expect.poll(() => a.cluster!.view().owned.length + b.cluster!.view().owned.length, { timeout: 5_000 }).toBe(PARTITIONS);
+    const owned = [...a.cluster!.view().owned, ...b.cluster!.view().owned].sort((x, y) => x - y);
+    expect(owned).toEqual([...Array(PARTITIONS).keys()]);
+    expect(a.cluster!.view().owned.length).toBeGreaterThan(0);
+    expect(b.cluster!.view().owned.length).toBeGreaterThan(0);
+
+    const users = [await probe(a.url), await probe(b.url)];
+    const sent = await sendAll(users, 60, 'both');
+    expect(verdicts(users[0]!, sent)).toEqual([]);
+    expect(verdicts(users[1]!, sent)).toEqual([]);
+  }, 60_000);
+
+  it('a daemon that joins later replays the registrations it missed, takes its share of the partitions without a restart of the other, and leaves again gracefully: nothing lost, nothing doubled', async () => {
+    const server = await nats();
+    const a = await daemon(server.url, 'node-a');
+    await specSkill(a.url, 'a.spec', 10, 'alpha');
+    await workshopSkill(a.url, 'b.workshop', 20, 'beta');
+    await expect.poll(() => a.cluster!.view().owned.length, { timeout: 5_000 }).toBe(PARTITIONS);
+    const userA = await probe(a.url);
+    const alone = await sendAll([userA], 10, 'alone');
+
+    // B joins: it was not there when the skills registered.
+    const b = await daemon(server.url, 'node-b');
+    expect([...b.system.fallback.registry.availableFor('default').keys()].sort()).toEqual(['a.spec', 'b.workshop']);
+    const userB = await probe(b.url);
+    // Utterances keep coming while the partitions move.
+    const moving = sendAll([userA, userB], 40, 'moving');
+    await expect.poll(() => b.cluster!.view().owned.length, { timeout: 5_000 }).toBeGreaterThan(0);
+    const during = await moving;
+    expect(a.cluster!.view().owned.length + b.cluster!.view().owned.length).toBe(PARTITIONS);
+    const together = await sendAll([userA, userB], 20, 'together');
+
+    // B leaves (a graceful stop): what it runs ends there, the rest is A's again.
+    const leaving = b.close();
+    const after = await sendAll([userA], 20, 'after');
+    await leaving;
+    await expect.poll(() => a.cluster!.view().owned.length, { timeout: 5_000 }).toBe(PARTITIONS);
+    const last = await sendAll([userA], 10, 'last');
+
+    expect(verdicts(userA, [...alone, ...during, ...together, ...after, ...last])).toEqual([]);
+    // Nothing beyond the utterances sent ended (no stray handled).
+    const handledIds = userA.messages.filter((m) => m.type === 'ovos.utterance.handled').map(utteranceIdOf);
+    expect(new Set(handledIds).size).toBe(handledIds.length);
+  }, 60_000);
+
+  it('a daemon SIGKILLed mid-contest: its undecided utterances run again on the other daemon, its dispatched ones end with the skill\'s handler (or an error); each with exactly one handled, each answer spoken once', async () => {
+    const server = await nats();
+    const a = await daemon(server.url, 'node-a');
+    // B in a process of its own, started the way a user starts it.
+    const port = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), 'ovos-contests-cluster-'));
+    const file = join(dir, 'b.json');
+    writeFileSync(file, JSON.stringify({ bus: { port }, exampleSkills: false, inspector: { enabled: false }, cluster: { ...CLUSTER, nats: server.url, nodeId: 'node-b' }, fallback: FALLBACK }));
+    const b: Spawned = npmStart(['--config', file], dir);
+    cleanups.push(() => killGroup(b));
+    await b.printed('one daemon of a cluster on NATS');
+    await expect.poll(() => a.cluster!.view().owners.filter((owner) => owner === 'node-b').length, { timeout: 10_000 }).toBeGreaterThan(0);
+    await expect.poll(() => a.cluster!.view().owned.length + a.cluster!.view().owners.filter((owner) => owner === 'node-b').length, { timeout: 10_000 }).toBe(PARTITIONS);
+
+    // One skill, on A. Held: its pongs to "ping" utterances, and its handler for "handler" ones, until released.
+    const skill = await probe(a.url);
+    let holding = true;
+    const held: Array<() => void> = [];
+    const hold = (act: () => void): void => {
+      if (holding) held.push(act);
+      else act();
+    };
+    skill.frames.subscribe(({ message }) => {
+      if (message === undefined) return;
+      if (message.type === 'h.spec.fallback.ping') {
+        const pong = (): void => skill.send(reply(message, 'h.spec.fallback.pong', { skill_id: 'h.spec', can_handle: true }));
+        if (utterance(message).includes('ping')) hold(pong);
+        else pong();
+      }
+      if (message.type === 'h.spec:fallback') {
+        const answer = (): void => {
+          skill.send(reply(message, 'ovos.utterance.speak', { utterance: 'h.spec here' }));
+          skill.send(reply(message, 'mycroft.skill.handler.complete', {}));
+        };
+        if (String(message.data['utterance']).includes('handler')) hold(answer);
+        else answer();
+      }
+    });
+    skill.send(createMessage('ovos.fallback.register', { skill_id: 'h.spec', priority: 10 }, { skill_id: 'h.spec' }));
+    await skill.barrier();
+    await expect.poll(() => [...a.system.fallback.registry.availableFor('default').keys()], { timeout: 5_000 }).toEqual(['h.spec']);
+
+    const user = await probe(a.url);
+    const owners = a.cluster!.view().owners;
+    const sent: Array<{ id: string; onB: boolean; kind: 'ping' | 'handler' }> = [];
+    for (let s = 0; s < 40; s++) {
+      const session = `kill-s${s}`;
+      const kind = s % 2 === 0 ? 'ping' : 'handler';
+      const id = `${session}-u0`;
+      sent.push({ id, onB: owners[partitionOf(session, PARTITIONS)] === 'node-b', kind });
+      user.utter(`hold the ${kind}`, { utteranceId: id, session: { session_id: session }, lang: 'en-US' });
+    }
+    expect(sent.filter((u) => u.onB).length).toBeGreaterThan(0);
+    // Every contest has asked the skill; every "handler" utterance has been dispatched (its handler is held).
+    await Promise.all(sent.map(({ id }) => user.waitFor((m) => m.type === 'h.spec.fallback.ping' && utteranceIdOf(m) === id, `ping of ${id}`)));
+    await Promise.all(sent.filter((u) => u.kind === 'handler').map(({ id }) => user.waitFor((m) => m.type === 'h.spec:fallback' && utteranceIdOf(m) === id, `dispatch of ${id}`)));
+
+    await signalDaemon(b, 'SIGKILL');
+    // A takes B's partitions over; then the skill answers what it held (B's pings and handlers included).
+    await expect.poll(() => a.cluster!.view().owned.length, { timeout: 10_000 }).toBe(PARTITIONS);
+    holding = false;
+    for (const act of held.splice(0)) act();
+    await Promise.all(sent.map(({ id }) => user.handled(id)));
+    await user.barrier();
+
+    const wrong: string[] = [];
+    for (const { id, onB, kind } of sent) {
+      const messages = user.of(id);
+      const handled = messages.filter((m) => m.type === 'ovos.utterance.handled');
+      const spoken = messages.filter((m) => m.type === 'ovos.utterance.speak').length;
+      // Undecided on B: run again on A, answered. Dispatched on B: the skill's handler completes, and that ends it.
+      if (handled.length !== 1 || spoken !== 1 || handled[0]!.data['error'] !== undefined) wrong.push(`${id} (${onB ? 'B' : 'A'}, ${kind}): handled ${handled.length} ${JSON.stringify(handled.map((m) => m.data))}, spoken ${spoken}`);
+    }
+    expect(wrong).toEqual([]);
+    expect(a.cluster!.view().failovers).toBe(sent.filter((u) => u.onB).length);
+  }, 90_000);
+});
