@@ -69,7 +69,12 @@ export interface ClusterView {
   readonly waiting: number;
   /** Utterances of a lost daemon this one ended or took over. */
   readonly failovers: number;
+  /** The sessions of the latest utterance entries heard (any daemon's), newest last, at most `RECENT_SESSIONS`. */
+  readonly recentSessions: readonly string[];
 }
+
+/** How many recent sessions a daemon lists in its view (the inspector shows which daemon runs each). */
+const RECENT_SESSIONS = 100;
 
 /**
  * The registrations (both dialects): kept in the cluster's history with the connection changes, so a daemon that
@@ -147,6 +152,7 @@ export class NatsCluster implements BusRelay {
   /** Client connections open on the cluster's daemons (ids start with their daemon's name and "/"). */
   readonly #open = new Set<string>();
   #failovers = 0;
+  readonly #recent = new Set<string>();
   #saidOwned = '';
   #leaving = false;
   readonly #status: Array<(status: BusStatus) => void> = [];
@@ -249,7 +255,16 @@ export class NatsCluster implements BusRelay {
     for (let p = 0; p < this.#options.partitions; p++) owners.push(this.#table.get(p)?.owner ?? null);
     let waiting = 0;
     for (const entry of this.#entries.values()) if (entry.taken === undefined) waiting++;
-    return { node: this.node, members: this.#members(), partitions: this.#options.partitions, owned: [...this.#owned.keys()].sort((a, b) => a - b), owners, waiting, failovers: this.#failovers };
+    return {
+      node: this.node,
+      members: this.#members(),
+      partitions: this.#options.partitions,
+      owned: [...this.#owned.keys()].sort((a, b) => a - b),
+      owners,
+      waiting,
+      failovers: this.#failovers,
+      recentSessions: [...this.#recent],
+    };
   }
 
   // --- BusRelay: this daemon's traffic onto NATS -----------------------------------------------------------------
@@ -313,7 +328,11 @@ export class NatsCluster implements BusRelay {
 
   /** An utterance entry: taken here (the stamped message) when this daemon owns its partition, else it waits. */
   #intake(frameId: string, message: Message, connection: string | undefined): Message | undefined {
-    const partition = partitionOf(sessionIdOf(message) ?? DEFAULT_SESSION_ID, this.#options.partitions);
+    const session = sessionIdOf(message) ?? DEFAULT_SESSION_ID;
+    const partition = partitionOf(session, this.#options.partitions);
+    this.#recent.delete(session);
+    this.#recent.add(session);
+    if (this.#recent.size > RECENT_SESSIONS) this.#recent.delete(this.#recent.values().next().value!);
     const waiting: Waiting = { partition, message, connection, at: this.#clock.monotonic() };
     this.#entries.set(frameId, waiting);
     const early = this.#early.get(frameId);

@@ -368,6 +368,13 @@ const cluster = section({
   deadAfterMs: ms(1)
     .default(1_000)
     .describe('a daemon not heard from for this long is gone: its partitions are taken over; > cluster.heartbeatMs'),
+  workers: intIn(1)
+    .nullable()
+    .default(null)
+    .describe(
+      'run this many daemon processes behind the one bus port, as a cluster on an embedded nats-server (Debian: nats-server) or on cluster.nats; worker i serves the inspector and metrics on their port + i, worker 0 the example skills; null: one process',
+    )
+    .register(CONFIG_KEY_META, { flag: { name: '--workers', arg: 'N', env: 'OVOS_CONTESTS_WORKERS' } }),
   nodeId: matching(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, "_" or "-" (at most 64)')
     .nullable()
     .default(null)
@@ -449,11 +456,12 @@ export const ConfigSchema = section({
   if (bus.reconnectInitialMs > bus.reconnectMaxMs) {
     fail(['bus', 'reconnectInitialMs'], `must be ≤ bus.reconnectMaxMs (${bus.reconnectMaxMs}), got ${bus.reconnectInitialMs}`);
   }
-  if (cluster.nats !== null && bus.url !== null) {
-    fail(['cluster', 'nats'], 'a daemon of a cluster serves the bus itself: set cluster.nats or bus.url, not both');
+  const clustered = cluster.nats !== null ? 'nats' : cluster.workers !== null ? 'workers' : undefined;
+  if (clustered !== undefined && bus.url !== null) {
+    fail(['cluster', clustered], `a daemon of a cluster serves the bus itself: set cluster.${clustered} or bus.url, not both`);
   }
-  if (cluster.nats !== null && !orchestrator.takesUtterances) {
-    fail(['cluster', 'nats'], "a cluster runs the whole pipeline: ovos-core's stage requests (orchestrator.takesUtterances false) are served by one daemon alone");
+  if (clustered !== undefined && !orchestrator.takesUtterances) {
+    fail(['cluster', clustered], "a cluster runs the whole pipeline: ovos-core's stage requests (orchestrator.takesUtterances false) are served by one daemon alone");
   }
   if (cluster.deadAfterMs <= cluster.heartbeatMs) {
     fail(['cluster', 'deadAfterMs'], `must be > cluster.heartbeatMs (${cluster.heartbeatMs}), got ${cluster.deadAfterMs}`);

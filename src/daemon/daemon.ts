@@ -166,7 +166,8 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   // on the bus (src/plugins/README.md, "Liveness and restarts").
   let store: RegistryStore | undefined;
   const openStore = (port: number): void => {
-    if (config.fallback.registryFile === null) return;
+    // A daemon of a cluster keeps no file of its own: the cluster's history (src/cluster/README.md) is its memory.
+    if (config.fallback.registryFile === null || config.cluster.nats !== null) return;
     const file = registryPath(config.fallback.registryFile, busKey(config.bus, port));
     if (config.fallback.registryFile === DEFAULT_CONFIG.fallback.registryFile) adoptSharedFile(file, logger);
     const privateDir = config.fallback.registryFile.startsWith('$STATE/') ? stateDir() : undefined;
@@ -245,7 +246,8 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   }
   let metricsUrl: string | undefined;
   if (config.metrics.port !== null) {
-    const metrics = createMetrics(system, clients === undefined ? {} : { clients });
+    const joined = cluster;
+    const metrics = createMetrics(system, { ...(clients === undefined ? {} : { clients }), ...(joined === undefined ? {} : { cluster: () => joined.view() }) });
     // Unlike the inspector, metrics were asked for: a port in use stops the start (main.ts says which and why).
     const served = await serveMetrics(metrics, config.metrics.port).catch(async (error: unknown) => {
       metrics.close();
@@ -263,7 +265,8 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   let inspector: InspectorServer | undefined;
   if (recorder !== undefined) {
     try {
-      inspector = await InspectorServer.start({ recorder, system, port: config.inspector.port, logger: logger.child({ component: 'inspector' }) });
+      const joined = cluster;
+      inspector = await InspectorServer.start({ recorder, system, port: config.inspector.port, logger: logger.child({ component: 'inspector' }), ...(joined === undefined ? {} : { cluster: () => joined.view() }) });
       const started = inspector;
       closers.unshift(() => started.close());
       logger.info({ url: inspector.url }, 'inspector page at this address');

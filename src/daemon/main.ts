@@ -9,6 +9,8 @@ import { ConfigError, configHelp, describeMycroftReport, formatConfigError, load
 import { createLogger } from '../log/logger.js';
 import { startDaemon } from './daemon.js';
 import { isMain } from '../cli/entry.js';
+import { runPrimary, workerConfig, workerIndex } from '../cluster/workers.js';
+import nodeCluster from 'node:cluster';
 
 /** Run the daemon until a signal stops it. `helpPrefix` goes before the options in `--help`. */
 export async function runDaemon(argv: readonly string[], helpPrefix = ''): Promise<void> {
@@ -35,6 +37,14 @@ export async function runDaemon(argv: readonly string[], helpPrefix = ''): Promi
     if (loaded.mycroft.files.length > 0) logger.info(describeMycroftReport(loaded.mycroft), 'mycroft.conf read');
     for (const note of loaded.mycroft.notes) logger[note.level]({ reason: note.reason, ...(note.file === undefined ? {} : { file: note.file }) }, note.message);
   }
+  // `--workers N`: this process starts nats-server and the workers, and stops them (src/cluster/workers.ts).
+  if (loaded.config.cluster.workers !== null && nodeCluster.isPrimary) {
+    await runPrimary(loaded.config, logger);
+    return;
+  }
+  const worker = workerIndex();
+  const config = worker === undefined ? loaded.config : workerConfig(loaded.config, worker);
+
   // Logging never decides whether the daemon can stop: a reader of stdout that went away (`npm start | head -1`, a
   // restarted log collector) makes writes fail with EPIPE — ignored, and the daemon goes on (and stops) without them.
   process.stdout.on('error', () => {});
@@ -61,7 +71,7 @@ export async function runDaemon(argv: readonly string[], helpPrefix = ''): Promi
       say('info', { signal }, 'signal during start-up: exiting');
       process.exit(0);
     }
-    say('info', { signal, grace_ms: loaded.config.shutdown.graceMs }, 'shutting down: no new utterances; those in flight may finish');
+    say('info', { signal, grace_ms: config.shutdown.graceMs }, 'shutting down: no new utterances; those in flight may finish');
     daemon.close().then(
       () => {
         say('info', {}, 'stopped');
@@ -70,25 +80,30 @@ export async function runDaemon(argv: readonly string[], helpPrefix = ''): Promi
       () => process.exit(1),
     );
   };
-  process.on('SIGINT', () => stop('SIGINT'));
+  if (worker === undefined) process.on('SIGINT', () => stop('SIGINT'));
+  else {
+    // A worker stops when the primary says so (SIGTERM), or when the primary is gone; a Ctrl-C is the primary's.
+    process.on('SIGINT', () => {});
+    process.on('disconnect', () => stop('primary_gone'));
+  }
   process.on('SIGTERM', () => stop('SIGTERM'));
 
-  daemon = await startDaemon(loaded.config, logger).catch((error: unknown) => {
+  daemon = await startDaemon(config, logger).catch((error: unknown) => {
     const code = (error as { code?: unknown }).code;
-    const { host, port } = loaded.config.bus;
+    const { host, port } = config.bus;
     if ((error as { service?: unknown }).service === 'metrics' && (code === 'EADDRINUSE' || code === 'EACCES')) {
-      process.stderr.write(`cannot serve metrics: 127.0.0.1:${loaded.config.metrics.port} is ${code === 'EADDRINUSE' ? 'already in use' : 'not allowed'}. Choose another --metrics-port\n`);
+      process.stderr.write(`cannot serve metrics: 127.0.0.1:${config.metrics.port} is ${code === 'EADDRINUSE' ? 'already in use' : 'not allowed'}. Choose another --metrics-port\n`);
       process.exit(1);
     }
     if ((error as { service?: unknown }).service === 'nats') {
       const detail = error instanceof Error ? error.message : String(error);
-      process.stderr.write(`cannot join the cluster: no NATS server with JetStream answered at ${loaded.config.cluster.nats ?? ''} (${detail}). Start one (nats-server -js; Debian: apt install nats-server), or drop --nats to run one daemon alone\n`);
+      process.stderr.write(`cannot join the cluster: no NATS server with JetStream answered at ${config.cluster.nats ?? ''} (${detail}). Start one (nats-server -js; Debian: apt install nats-server), or drop --nats to run one daemon alone\n`);
       process.exit(1);
     }
     if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
       // One line a person can act on, no stack trace. 8181 is also ovos-messagebus's default port.
       const why = code === 'EADDRINUSE' ? `${host}:${port} is already in use${port === 8181 ? ' (8181 is also ovos-messagebus\'s default port: is it running?)' : ''}` : code === 'EACCES' ? `no permission to listen on ${host}:${port}` : `${host} is not an address of this machine`;
-      process.stderr.write(`cannot start the bus: ${why}. Start with --port <free port>, or join the running bus with --bus ws://${host}:${port}${loaded.config.bus.route}\n`);
+      process.stderr.write(`cannot start the bus: ${why}. Start with --port <free port>, or join the running bus with --bus ws://${host}:${port}${config.bus.route}\n`);
       process.exit(1);
     }
     logger.fatal({ err: error }, 'daemon failed to start');

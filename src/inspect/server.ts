@@ -16,6 +16,8 @@
  * (`inspector_request_failed`), a feed frame that cannot be built is logged (`inspector_feed_failed`) and its page
  * closed to reconnect; the daemon runs on either way.
  */
+import type { ClusterView } from '../cluster/nats-cluster.js';
+import { partitionOf } from '../cluster/subjects.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { dirname, join } from 'node:path';
@@ -56,9 +58,14 @@ export interface SystemView {
   readonly stages: Readonly<Record<string, readonly [number, number]>>;
   readonly registry: readonly RegistryRow[];
   readonly roster: ReadonlyArray<{ readonly skill_id: string; readonly answersEveryPoll: boolean }>;
+  /** A daemon of a cluster (src/cluster/): its view of the cluster, and which daemon runs each recent session. */
+  readonly cluster?: Omit<ClusterView, 'recentSessions'> & {
+    /** The latest sessions heard, newest first: where each runs. */
+    readonly sessions: ReadonlyArray<{ readonly session_id: string; readonly partition: number; readonly owner: string | null }>;
+  };
 }
 
-export function systemView(system: ContestSystem): SystemView {
+export function systemView(system: ContestSystem, cluster?: ClusterView): SystemView {
   const { stages, priorities } = system.config.fallback;
   const registry = system.fallback.registry.entries().map((entry): RegistryRow => {
     const effective = Object.hasOwn(priorities, entry.skillId) ? priorities[entry.skillId]! : entry.priority;
@@ -78,7 +85,14 @@ export function systemView(system: ContestSystem): SystemView {
       breaker: system.fallback.breaker.state(entry.skillId),
     };
   });
-  return { pipeline: system.config.pipeline, stages, registry, roster: system.commonQuery.roster() };
+  const view = { pipeline: system.config.pipeline, stages, registry, roster: system.commonQuery.roster() };
+  if (cluster === undefined) return view;
+  const { recentSessions, ...rest } = cluster;
+  const sessions = [...recentSessions].reverse().map((session_id) => {
+    const partition = partitionOf(session_id, cluster.partitions);
+    return { session_id, partition, owner: cluster.owners[partition] ?? null };
+  });
+  return { ...view, cluster: { ...rest, sessions } };
 }
 
 export interface InspectorState {
@@ -105,6 +119,8 @@ export interface InspectorServerOptions {
   readonly logger: Logger;
   /** Feed flush period (ms). */
   readonly flushMs?: number;
+  /** A daemon of a cluster: its view of the cluster (`NatsCluster.view`). */
+  readonly cluster?: () => ClusterView;
 }
 
 const HOST = '127.0.0.1';
@@ -206,7 +222,8 @@ export class InspectorServer {
     const server = createServer();
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(options.port, HOST, () => {
+      // Exclusive: a worker of `--workers` serves its own page, never a port shared across the workers.
+      server.listen({ port: options.port, host: HOST, exclusive: true }, () => {
         server.off('error', reject);
         resolve();
       });
@@ -222,8 +239,13 @@ export class InspectorServer {
   }
 
   state(): InspectorState {
-    const { recorder, system } = this.#options;
-    return { utterances: recorder.utterances(), decisions: recorder.decisions(), strays: recorder.strays(), system: systemView(system) };
+    const { recorder } = this.#options;
+    return { utterances: recorder.utterances(), decisions: recorder.decisions(), strays: recorder.strays(), system: this.#systemView() };
+  }
+
+  #systemView(): SystemView {
+    const { system, cluster } = this.#options;
+    return systemView(system, cluster?.());
   }
 
   #request(request: IncomingMessage, response: ServerResponse): void {
@@ -335,7 +357,7 @@ export class InspectorServer {
   }
 
   #flush(): void {
-    const { recorder, system } = this.#options;
+    const { recorder } = this.#options;
     const utterances: UtteranceView[] = [];
     for (const key of this.#dirty) {
       const view = recorder.utterance(key);
@@ -344,7 +366,7 @@ export class InspectorServer {
       if (view.decision !== undefined) this.#decisionsChanged = true;
     }
     this.#dirty = new Set();
-    const systemNow = systemView(system);
+    const systemNow = this.#systemView();
     const systemText = JSON.stringify(systemNow);
     const systemChanged = systemText !== this.#lastSystem;
     this.#lastSystem = systemText;

@@ -5,6 +5,7 @@
  * breaker). Label values come from bounded sets only: contest kinds and stage ids from the config, reason codes from
  * the code, and skill_ids of registered skills (the registry is bounded).
  */
+import type { ClusterView } from '../cluster/nats-cluster.js';
 import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Unsubscribe } from '../bus/bus.js';
@@ -30,7 +31,7 @@ function outcomeOf(info: ContestInfo, result: ContestResult<unknown>): string {
   return typeof outcome === 'string' ? outcome : 'done';
 }
 
-export function createMetrics(system: ContestSystem, options: { readonly clients?: () => number } = {}): Metrics {
+export function createMetrics(system: ContestSystem, options: { readonly clients?: () => number; readonly cluster?: () => ClusterView } = {}): Metrics {
   const registry = new Registry();
   registry.setDefaultLabels({ service: 'ovos-contests' });
   collectDefaultMetrics({ register: registry });
@@ -79,6 +80,52 @@ export function createMetrics(system: ContestSystem, options: { readonly clients
       registers: [registry],
       collect() {
         this.set(clients());
+      },
+    });
+  }
+
+  new Gauge({
+    name: 'ovos_fallback_registrations',
+    help: 'Fallback registrations known (every session, both dialects; away and dormant ones included).',
+    registers: [registry],
+    collect() {
+      this.set(fallback.registry.entries().length);
+    },
+  });
+  const cluster = options.cluster;
+  if (cluster !== undefined) {
+    // A daemon of a cluster (src/cluster/): its own share and the cluster as it sees it.
+    new Gauge({
+      name: 'ovos_cluster_members',
+      help: 'Daemons of the cluster alive and taking partitions, as this daemon sees them (itself included).',
+      registers: [registry],
+      collect() {
+        this.set(cluster().members.length);
+      },
+    });
+    new Gauge({
+      name: 'ovos_cluster_partitions_owned',
+      help: 'Partitions (of cluster.partitions) whose sessions run on this daemon.',
+      registers: [registry],
+      collect() {
+        this.set(cluster().owned.length);
+      },
+    });
+    new Gauge({
+      name: 'ovos_cluster_entries_waiting',
+      help: "Utterance entries waiting for their partition's next owner (a partition moving or its daemon lost).",
+      registers: [registry],
+      collect() {
+        this.set(cluster().waiting);
+      },
+    });
+    new Counter({
+      name: 'ovos_cluster_failovers_total',
+      help: 'Utterances of a lost daemon this daemon ran again or ended.',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(cluster().failovers);
       },
     });
   }
@@ -155,7 +202,8 @@ export async function serveMetrics(metrics: Metrics, port: number): Promise<{ re
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => {
+    // Exclusive: a worker of `--workers` serves its own metrics, never a port shared across the workers.
+    server.listen({ port, host: '127.0.0.1', exclusive: true }, () => {
       server.off('error', reject);
       resolve();
     });

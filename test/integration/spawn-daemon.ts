@@ -18,15 +18,17 @@ export interface Spawned {
   readonly exited: Promise<number | null>;
   /** Resolves when the output first contains `text`. */
   readonly printed: (text: string) => Promise<void>;
+  /** Resolves when the output satisfies `test` (checked as each chunk arrives). */
+  readonly until: (test: (output: string) => boolean) => Promise<void>;
 }
 
 /** `npm start -- ...args`; `stateHome` is its XDG_STATE_HOME (a restart passes the same one again). */
-export function npmStart(args: readonly string[], stateHome = mkdtempSync(join(tmpdir(), 'ovos-contests-state-'))): Spawned {
+export function npmStart(args: readonly string[], stateHome = mkdtempSync(join(tmpdir(), 'ovos-contests-state-')), env: NodeJS.ProcessEnv = {}): Spawned {
   const child = spawn('npm', ['start', '--', ...args], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     // Its own state folder: the registry file of one test's daemon is never another's.
-    env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1', XDG_STATE_HOME: stateHome },
+    env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1', XDG_STATE_HOME: stateHome, ...env },
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return { child, exited, ...watchOutput(child) };

@@ -175,8 +175,26 @@ function renderSide() {
   $('roster').tBodies[0].replaceChildren(
     ...state.system.roster.map((r) => el('tr', { 'data-testid': 'roster-row' }, el('td', {}, r.skill_id), el('td', {}, r.answersEveryPoll ? 'yes' : 'not yet'))),
   );
+  renderCluster(state.system.cluster);
   $('strays').tBodies[0].replaceChildren(
     ...state.strays.map((s) => el('tr', { class: 'drop', 'data-testid': 'stray' }, el('td', {}, s.reason), el('td', {}, s.type), el('td', {}, s.session_id ?? '—'), el('td', {}, s.skill_id ?? '—'))),
+  );
+}
+
+/** A daemon of a cluster: which daemon owns which partitions, and where each recent session runs. */
+function renderCluster(cluster) {
+  $('cluster-panel').hidden = cluster === undefined;
+  if (cluster === undefined) return;
+  $('cluster-summary').textContent =
+    `this daemon: ${cluster.node}, owns ${cluster.owned.length} of ${cluster.partitions} partitions · daemons: ${cluster.members.join(', ')}` +
+    ` · waiting for an owner: ${cluster.waiting} · failovers: ${cluster.failovers}`;
+  const byOwner = new Map();
+  cluster.owners.forEach((owner, partition) => byOwner.set(owner ?? 'none', [...(byOwner.get(owner ?? 'none') ?? []), partition]));
+  $('cluster-owners').tBodies[0].replaceChildren(
+    ...[...byOwner].sort().map(([owner, partitions]) => el('tr', { 'data-testid': 'cluster-owner' }, el('td', {}, owner === cluster.node ? `${owner} (this one)` : owner), el('td', {}, partitions.join(' ')))),
+  );
+  $('cluster-sessions').tBodies[0].replaceChildren(
+    ...cluster.sessions.map((s) => el('tr', { 'data-testid': 'cluster-session' }, el('td', {}, s.session_id), el('td', { class: 'num' }, s.partition), el('td', {}, s.owner ?? 'none'))),
   );
 }
 

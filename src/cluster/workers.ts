@@ -1,0 +1,135 @@
+/**
+ * `npm start -- --workers N`: the cores of one machine without running a cluster by hand. The primary process starts
+ * a nats-server with JetStream of its own (unless `--nats` names one), then N daemon processes (node:cluster) that
+ * share the one bus port — the primary hands each new websocket connection to the next worker — and form a cluster on
+ * that server (src/cluster/README.md). A worker that dies is replaced; its utterances fail over to the others.
+ *
+ * Signals: the primary alone decides. A Ctrl-C reaches the whole process group; the workers ignore SIGINT and stop
+ * when the primary tells them (SIGTERM, each a graceful leave), then the primary stops its nats-server, which runs in
+ * a process group of its own so that it outlives the workers' last messages.
+ */
+import cluster, { type Worker } from 'node:cluster';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { mergeConfig, validateConfig } from '../config/config.js';
+import type { Config } from '../config/defaults.js';
+import type { Logger } from '../log/logger.js';
+import { stateDir } from '../daemon/daemon.js';
+
+/** The environment a worker is started with: its index. */
+export const WORKER_INDEX_ENV = 'OVOS_CONTESTS_WORKER_INDEX';
+/** The nats-server binary (default: `nats-server` on the PATH). */
+const NATS_SERVER_ENV = 'OVOS_CONTESTS_NATS_SERVER';
+/** A worker that died is started again after this long (not in a tight loop when it dies at start). */
+const RESTART_DELAY_MS = 500;
+
+/** This process's worker index, when it is a worker of `--workers`. */
+export function workerIndex(): number | undefined {
+  if (!cluster.isWorker) return undefined;
+  const index = Number(process.env[WORKER_INDEX_ENV]);
+  return Number.isInteger(index) && index >= 0 ? index : undefined;
+}
+
+/**
+ * A worker's own configuration: the cluster's NATS (set by the primary), a name of its own for this incarnation, the
+ * example skills in worker 0 only, the inspector and metrics on their port + index.
+ */
+export function workerConfig(config: Config, index: number): Config {
+  const plus = (port: number | null): number | null => (port === null || port === 0 ? port : port + index);
+  return validateConfig(
+    mergeConfig(
+      config,
+      {
+        exampleSkills: config.exampleSkills && index === 0,
+        inspector: { port: plus(config.inspector.port) },
+        metrics: { port: plus(config.metrics.port) },
+        cluster: { nodeId: `${config.cluster.nodeId ?? 'w'}${index}-${randomBytes(3).toString('hex')}`, workers: null },
+      },
+      `worker ${index}`,
+    ),
+  );
+}
+
+/** Run the primary: nats-server (unless given), N workers, replacements, and the shutdown. Never resolves. */
+export async function runPrimary(config: Config, logger: Logger): Promise<void> {
+  const workers = config.cluster.workers ?? 1;
+  let nats: ChildProcess | undefined;
+  let natsUrl = config.cluster.nats;
+  if (natsUrl === null) {
+    const binary = process.env[NATS_SERVER_ENV] ?? 'nats-server';
+    if (spawnSync(binary, ['--version']).status !== 0) {
+      process.stderr.write(`--workers needs nats-server with JetStream: not found (${binary}). Install it (Debian: apt install nats-server), or name a running one with --nats nats://host:4222\n`);
+      process.exit(1);
+    }
+    const port = await freePort();
+    const dir = join(stateDir(), 'nats');
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    nats = spawn(binary, ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+    await new Promise<void>((resolve, reject) => {
+      let output = '';
+      nats!.stderr!.on('data', (chunk: Buffer) => {
+        output += chunk.toString('utf8');
+        if (output.includes('Server is ready')) resolve();
+      });
+      nats!.once('exit', (code) => reject(new Error(`nats-server exited (${String(code)}): ${output.slice(-500)}`)));
+    });
+    nats.stderr!.resume();
+    natsUrl = `nats://127.0.0.1:${port}`;
+    // Never left behind by a primary that exits.
+    process.once('exit', () => nats?.kill('SIGTERM'));
+    logger.info({ nats: natsUrl, dir }, 'nats-server started for the workers');
+  }
+
+  let stopping = false;
+  const live = new Map<number, Worker>();
+  const fork = (index: number): void => {
+    const worker = cluster.fork({ OVOS_CONTESTS_NATS: natsUrl ?? '', [WORKER_INDEX_ENV]: String(index) });
+    live.set(index, worker);
+    worker.once('exit', (code, signal) => {
+      live.delete(index);
+      if (stopping) return;
+      logger.warn({ reason: 'worker_exited', worker: index, pid: worker.process.pid, code, signal }, 'a worker exited; another takes its place (its utterances fail over to the other workers)');
+      setTimeout(() => {
+        if (!stopping) fork(index);
+      }, RESTART_DELAY_MS);
+    });
+  };
+  for (let index = 0; index < workers; index++) fork(index);
+  logger.info({ workers, nats: natsUrl, port: config.bus.port }, `${workers} workers started behind one bus port`);
+
+  const stop = (signal: string): void => {
+    if (stopping) {
+      logger.warn({ signal, reason: 'second_signal' }, 'second signal: exiting now');
+      for (const worker of live.values()) worker.process.kill('SIGKILL');
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info({ signal, workers: live.size }, 'shutting down: each worker hands its sessions on and stops');
+    const exits = [...live.values()].map((worker) => new Promise<void>((resolve) => (worker.isDead() ? resolve() : worker.once('exit', () => resolve()))));
+    for (const worker of live.values()) worker.process.kill('SIGTERM');
+    void Promise.all(exits).then(async () => {
+      if (nats !== undefined && nats.exitCode === null) {
+        const exited = new Promise<void>((resolve) => nats!.once('exit', () => resolve()));
+        nats.kill('SIGTERM');
+        await exited;
+      }
+      logger.info({}, 'stopped');
+      process.exit(0);
+    });
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  await new Promise<never>(() => {});
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
