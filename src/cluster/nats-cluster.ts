@@ -12,7 +12,7 @@
  * it have ended; entries arriving meanwhile wait, on every daemon, for the next owner, which takes them in order.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { connect, headers as natsHeaders, nanos, type MsgHdrs, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { connect, nanos, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { DiscardPolicy, jetstream, jetstreamManager, StorageType } from '@nats-io/jetstream';
 import { Kvm, type KV, type KvEntry } from '@nats-io/kv';
 import type { BusRelay, BusServer } from '../bus/ws-server.js';
@@ -27,6 +27,8 @@ import {
   BUS_PREFIX,
   busSubject,
   CONNECTION_SUBJECT,
+  envelope,
+  openEnvelope,
   NODE_SUBJECT,
   PARTITION_BUCKET,
   PARTITION_SUBJECT,
@@ -119,10 +121,7 @@ type ConnectionNote = { readonly connection: string; readonly closed?: boolean; 
 
 const encoder = new TextEncoder();
 
-function connectionOf(headers: MsgHdrs | undefined): string | undefined {
-  const connection = headers?.get('c');
-  return connection === undefined || connection === '' ? undefined : connection;
-}
+
 
 export class NatsCluster implements BusRelay {
   readonly node: string;
@@ -152,6 +151,8 @@ export class NatsCluster implements BusRelay {
   /** Client connections open on the cluster's daemons (ids start with their daemon's name and "/"). */
   readonly #open = new Set<string>();
   #failovers = 0;
+  /** What this daemon relayed and has not heard back yet, oldest first. */
+  readonly #sent: Array<{ readonly seq: number; readonly message: Message }> = [];
   readonly #recent = new Set<string>();
   #saidOwned = '';
   #leaving = false;
@@ -270,15 +271,22 @@ export class NatsCluster implements BusRelay {
   // --- BusRelay: this daemon's traffic onto NATS -----------------------------------------------------------------
 
   send(frame: Buffer, message: Message, connection: string | undefined): void {
-    const headers = natsHeaders();
-    headers.set('n', this.node);
-    headers.set('f', `${this.node}.${++this.#seq}`);
-    if (connection !== undefined) headers.set('c', connection);
-    if (frame.length > this.maxPayload) {
+    const seq = ++this.#seq;
+    const data = envelope(this.node, seq, connection, frame);
+    if (data.length > this.maxPayload) {
       this.#logger.warn({ reason: 'frame_over_cluster_limit', type: message.type.slice(0, 200), bytes: frame.length, max_payload: this.maxPayload }, 'message dropped: larger than the NATS servers take');
       return;
     }
-    this.#nc.publish(busSubject(message.type), frame, { headers });
+    // Its echo is this message again: kept so the echo is not decoded a second time.
+    this.#sent.push({ seq, message });
+    this.#nc.publish(busSubject(message.type), data);
+  }
+
+  /** The message this daemon relayed as `seq`, when its echo comes back (in order: NATS keeps one publisher's order). */
+  #echoOf(seq: number): Message | undefined {
+    while (this.#sent.length > 0 && this.#sent[0]!.seq < seq) this.#sent.shift(); // lost on the way (NATS was away)
+    if (this.#sent[0]?.seq !== seq) return undefined;
+    return this.#sent.shift()!.message;
   }
 
   opened(connection: string): void {
@@ -305,15 +313,23 @@ export class NatsCluster implements BusRelay {
   #busFrame(msg: Msg): void {
     const server = this.#server;
     if (server === undefined) return;
-    const frame = Buffer.from(msg.data.buffer, msg.data.byteOffset, msg.data.byteLength);
-    const decoded = decodeFrame(frame.toString('utf8'));
-    if (!decoded.ok) {
-      // The daemon that relayed it had already checked it: only a foreign publisher on our subjects gets here.
-      this.#logger.warn({ reason: decoded.reason, subject: msg.subject.slice(0, 200) }, 'cluster frame dropped');
+    const opened = openEnvelope(msg.data);
+    if (opened === undefined) {
+      // Only a foreign publisher on our subjects gets here.
+      this.#logger.warn({ reason: 'cluster_frame_invalid', subject: msg.subject.slice(0, 200) }, 'cluster frame dropped');
       return;
     }
-    const message = decoded.message;
-    const connection = connectionOf(msg.headers);
+    const { frame, connection } = opened;
+    let message = opened.node === this.node ? this.#echoOf(opened.seq) : undefined;
+    if (message === undefined) {
+      const decoded = decodeFrame(frame.toString('utf8'));
+      if (!decoded.ok) {
+        // The daemon that relayed it had already checked it: only a foreign publisher on our subjects gets here.
+        this.#logger.warn({ reason: decoded.reason, subject: msg.subject.slice(0, 200) }, 'cluster frame dropped');
+        return;
+      }
+      message = decoded.message;
+    }
     if (message.type === topics.utteranceHandled) this.#handled(message);
     else if (message.type === topics.intentMatched || message.type === topics.intentUnmatched) this.#decided(message);
     else if (message.type === topics.skillHandlerComplete || message.type === topics.skillHandlerError) this.#handlerEnded(message);
@@ -321,7 +337,7 @@ export class NatsCluster implements BusRelay {
       server.relayed(frame, message, connection, true);
       return;
     }
-    const frameId = msg.headers?.get('f') || `${msg.subject}.${msg.sid}.${this.#clock.monotonic()}`;
+    const frameId = `${opened.node}.${opened.seq}`;
     const taken = this.#intake(frameId, message, connection);
     server.relayed(frame, taken ?? message, connection, taken !== undefined);
   }
@@ -401,8 +417,9 @@ export class NatsCluster implements BusRelay {
       count++;
       if (m.subject === CONNECTION_SUBJECT) this.#connection(m.json<ConnectionNote>());
       else {
-        const decoded = decodeFrame(m.string());
-        if (decoded.ok) server.admit(decoded.message, connectionOf(m.headers));
+        const opened = openEnvelope(m.data);
+        const decoded = opened === undefined ? undefined : decodeFrame(opened.frame.toString('utf8'));
+        if (decoded?.ok === true) server.admit(decoded.message, opened?.connection);
       }
       if (m.seq >= last) break;
     }

@@ -20,6 +20,7 @@ export const BENCHMARKS = [
   { name: 'restart memory', id: 'restart' },
   { name: 'sloppy skills', id: 'sloppy' },
   { name: 'ovos-core side by side', id: 'ovos-core' },
+  { name: 'cluster', id: 'cluster' },
 ] as const;
 
 export type BenchmarkId = (typeof BENCHMARKS)[number]['id'];

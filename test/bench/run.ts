@@ -22,6 +22,7 @@ import { benchFlood } from './flood.js';
 import { benchMixedLoad } from './mixed-load.js';
 import { benchNoisyNeighbour } from './noisy-neighbour.js';
 import { benchOvosCore } from './ovos-core.js';
+import { benchCluster } from './cluster.js';
 import { type BenchmarkId, BENCHMARKS } from './catalogue.js';
 import { gitCommit, machineInfo, renderMachine, renderSection, writeResults, type Section } from './report.js';
 import { canCollectGarbage, collectGarbage, settle } from './rig.js';
@@ -48,6 +49,7 @@ const RUNS: Readonly<Record<BenchmarkId, () => Promise<Section>>> = {
   restart: benchRestartMemory,
   sloppy: benchSloppySkills,
   'ovos-core': benchOvosCore,
+  cluster: benchCluster,
 };
 // `npm run bench -- inspector memory`: only the benchmarks named (by a word of their name). Results go to the
 // untracked test/bench/results/local/; `--update` writes the committed files the README's tables come from instead.

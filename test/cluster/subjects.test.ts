@@ -3,7 +3,7 @@
  * and "Partitions").
  */
 import { describe, expect, it } from 'vitest';
-import { busSubject, partitionOf, preferredOwner, topicOf } from '../../src/cluster/subjects.js';
+import { busSubject, envelope, openEnvelope, partitionOf, preferredOwner, topicOf } from '../../src/cluster/subjects.js';
 
 /** A NATS subject token may not be empty nor hold whitespace, `*` or `>` (the NATS subject rules). */
 const validSubject = (subject: string): boolean => subject.split('.').every((token) => token !== '' && !/[\s*>]/.test(token));
@@ -25,6 +25,21 @@ describe('bus topics as NATS subjects', () => {
     expect(busSubject('a.*.b')).toBe('ovos.bus.a.%2A.b');
     expect(busSubject('double..dot')).toBe('ovos.bus.double.%.dot');
     expect(topicOf('ovos.contests.node')).toBeUndefined();
+  });
+});
+
+describe('the envelope a frame travels in', () => {
+  it('carries the relaying daemon, its sequence number and the client connection, and the frame byte for byte', () => {
+    const frame = Buffer.from('{"type":"a b","data":{"x":"line\\nbreak"},"context":{}}', 'utf8');
+    const opened = openEnvelope(envelope('w0-abc123', 42, 'w0-abc123/7@127.0.0.1:5555', frame));
+    expect(opened).toEqual({ node: 'w0-abc123', seq: 42, connection: 'w0-abc123/7@127.0.0.1:5555', frame });
+    expect(openEnvelope(envelope('n', 1, undefined, frame))?.connection).toBeUndefined();
+  });
+
+  it('is refused from anyone who does not write one: a bare frame, a missing field, no newline', () => {
+    for (const text of ['{"type":"x","data":{},"context":{}}', 'n 1\n{}', 'n x -\n{}', 'n 1 - extra\n{}', ' 1 -\n{}', 'n 1 -']) {
+      expect(openEnvelope(Buffer.from(text)), text).toBeUndefined();
+    }
   });
 });
 

@@ -1,0 +1,338 @@
+/**
+ * Cluster: the cost of distribution and the failover time (src/cluster/README.md). Processes as a deployment runs
+ * them: the daemons as `npm start` runs them (`--nats` for the cluster setups), the mixed-load skills in a process of
+ * their own, the mixed-load driver in another, and a nats-server with JetStream (Debian's) started here.
+ *
+ *  - one daemon on its embedded bus (no NATS): the baseline;
+ *  - one daemon on NATS: what the relay through NATS costs;
+ *  - two daemons on NATS, the driver and the skills connected to the first: the sessions' contests split over both.
+ *
+ * Each setup: a warm-up, a closed load (200 sessions back to back), one at a time. CPU per utterance is user + system
+ * time from /proc of every daemon and of nats-server. Then, with two daemons, failover: an open load (`FAILOVER`),
+ * the second daemon — contests only, no client connected to it — SIGKILLed mid-run; for each utterance of its
+ * sessions in flight at the kill, the time from the kill to its ovos.utterance.handled. Lost: never handled or its answer never spoken;
+ * doubled: more than one handled or spoken line.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { WebSocket, type RawData } from 'ws';
+import { partitionOf } from '../../src/cluster/subjects.js';
+import { decodeFrame, utteranceIdOf } from '../../src/bus/message.js';
+import type { DriverResult } from './driver-process.js';
+import { COMMON_QUERY, FALLBACK, startDriver } from './mixed-load.js';
+import { profileArgv, startRemoteSkills } from './remote-skills.js';
+import type { Cell, Section } from './report.js';
+import { summarize } from './stats.js';
+
+const DAEMON_MAIN = fileURLToPath(new URL('../../src/daemon/main.js', import.meta.url));
+const CONCURRENCY = 200;
+const WARMUP = 1_000;
+const TOTAL = 4_000;
+const SEQUENTIAL = 200;
+// Half the two daemons' closed-load rate here: the failover time, not a queue built by overload.
+const FAILOVER = { ratePerSecond: 100, seconds: 6, killAfterMs: 2_000, sessions: 100 };
+const PARTITIONS = 32;
+/** Targets from the issue: the whole cluster's CPU per utterance against one embedded daemon's, and failover. */
+const TARGET = { cpuRatio: 1.5, failoverP99Ms: 2_000 };
+
+function cpuMsOf(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (typeof address !== 'object' || address === null) throw new Error('no port');
+  return address.port;
+}
+
+/** Wait until `test` holds, polling a process's output the benchmark already reads (a guard, not a pace). */
+async function until(test: () => boolean, label: string, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!test()) {
+    if (Date.now() > deadline) throw new Error(`${label}: not within ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+interface Proc {
+  readonly pid: number;
+  readonly output: () => string;
+  kill(signal: NodeJS.Signals): Promise<void>;
+}
+
+function start(command: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): Proc {
+  const child: ChildProcess = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  let output = '';
+  // Read all along: a daemon writes its log synchronously and would block on a full pipe.
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (output = (output + chunk).slice(-200_000)));
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (output = (output + chunk).slice(-200_000)));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    pid: child.pid ?? -1,
+    output: () => output,
+    kill: async (signal) => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+interface Daemon extends Proc {
+  readonly url: string;
+  readonly inspector: () => string | undefined;
+  registered(): number;
+}
+
+async function startDaemon(state: string, nats: string | undefined, node: string): Promise<Daemon> {
+  const port = await freePort();
+  const args = [...profileArgv(), DAEMON_MAIN, '--port', String(port), '--no-example-skills', '--inspector-port', '0', '--no-mycroft-conf', '--no-registry-file'];
+  if (nats !== undefined) args.push('--nats', nats);
+  const proc = start(process.execPath, args, { XDG_STATE_HOME: state });
+  await until(() => proc.output().includes('"msg":"inspector page at this address"'), `daemon ${node} listening`);
+  const inspector = /"url":"(http:\/\/127\.0\.0\.1:\d+\/)","msg":"inspector page/.exec(proc.output())?.[1];
+  return {
+    ...proc,
+    url: `ws://127.0.0.1:${port}/core`,
+    inspector: () => inspector,
+    registered: () => (proc.output().match(/"fallback skill registered"/g) ?? []).length,
+  };
+}
+
+interface Setup {
+  readonly label: string;
+  readonly daemons: number;
+  readonly nats: boolean;
+}
+
+const SETUPS: readonly Setup[] = [
+  { label: 'one daemon, embedded bus', daemons: 1, nats: false },
+  { label: 'one daemon on NATS', daemons: 1, nats: true },
+  { label: 'two daemons on NATS', daemons: 2, nats: true },
+];
+
+interface Run {
+  readonly setup: string;
+  readonly label: string;
+  readonly result: DriverResult;
+  /** CPU ms per handled utterance: every daemon, nats-server, the skills, the driver. */
+  readonly cpu: { readonly daemons: readonly number[]; readonly nats: number; readonly skills: number; readonly driver: number };
+}
+
+interface Failover {
+  readonly published: number;
+  readonly affected: number;
+  readonly times: number[];
+  readonly lost: number;
+  readonly doubled: number;
+  readonly examples: string[];
+}
+
+async function setupRuns(setup: Setup): Promise<{ runs: Run[]; failover?: Failover }> {
+  const state = mkdtempSync(join(tmpdir(), 'ovos-bench-cluster-'));
+  const closers: Array<() => Promise<void>> = [async () => rmSync(state, { recursive: true, force: true })];
+  try {
+    let nats: Proc | undefined;
+    let natsUrl: string | undefined;
+    if (setup.nats) {
+      const port = await freePort();
+      nats = start('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', join(state, 'nats')]);
+      closers.unshift(() => nats!.kill('SIGTERM'));
+      await until(() => nats!.output().includes('Server is ready'), 'nats-server ready');
+      natsUrl = `nats://127.0.0.1:${port}`;
+    }
+    const daemons: Daemon[] = [];
+    for (let i = 0; i < setup.daemons; i++) {
+      const daemon = await startDaemon(join(state, `d${i}`), natsUrl, `d${i}`);
+      daemons.push(daemon);
+      closers.unshift(() => daemon.kill('SIGTERM'));
+    }
+    if (setup.daemons > 1) await until(() => daemons.every((d) => (d.output().match(/"msg":"cluster: partitions owned here"/g) ?? []).length > 0 && d.output().includes('a daemon joined')), 'partitions spread');
+    const skills = await startRemoteSkills({ url: daemons[0]!.url, connections: 'shared', fallback: FALLBACK, commonQuery: COMMON_QUERY });
+    closers.unshift(() => skills.stop());
+    await until(() => daemons.every((d) => d.registered() >= FALLBACK.length), 'every daemon knows the skills');
+    const driver = await startDriver(daemons[0]!.url);
+    closers.unshift(() => driver.stop());
+    const runs: Run[] = [];
+    for (const [label, plan] of [
+      ['warm-up', { runId: 'warmup', total: WARMUP, concurrency: CONCURRENCY }],
+      ['load', { runId: 'load', total: TOTAL, concurrency: CONCURRENCY }],
+      ['one at a time', { runId: 'sequential', total: SEQUENTIAL, concurrency: 1 }],
+    ] as const) {
+      const pids = [...daemons.map((d) => d.pid), nats?.pid ?? -1, skills.pid, driver.pid];
+      const before = pids.map(cpuMsOf);
+      const result = await driver.run(plan);
+      const per = pids.map((pid, i) => (cpuMsOf(pid) - before[i]!) / Math.max(1, result.handled));
+      runs.push({ setup: setup.label, label, result, cpu: { daemons: per.slice(0, daemons.length), nats: nats === undefined ? 0 : per[daemons.length]!, skills: per.at(-2)!, driver: per.at(-1)! } });
+    }
+    if (setup.daemons < 2) return { runs };
+    return { runs, failover: await failover(daemons) };
+  } finally {
+    for (const close of closers) await close();
+  }
+}
+
+/** An open load on daemon 1; daemon 2 (contests only, no client) SIGKILLed mid-run. */
+async function failover(daemons: readonly Daemon[]): Promise<Failover> {
+  const [first, second] = daemons as [Daemon, Daemon];
+  const inspector = first.inspector();
+  if (inspector === undefined) throw new Error('no inspector address in the first daemon\'s log');
+  const state = (await (await fetch(new URL('/api/state', inspector))).json()) as { system: { cluster?: { owners: Array<string | null>; node: string } } };
+  const owners = state.system.cluster?.owners ?? [];
+  const secondNode = owners.find((owner) => owner !== null && owner !== state.system.cluster?.node);
+  const socket = new WebSocket(first.url, { perMessageDeflate: false });
+  await new Promise<void>((resolve, reject) => {
+    socket.once('open', () => resolve());
+    socket.once('error', reject);
+  });
+  const published = new Map<string, { at: number; session: string; expect: string }>();
+  const handled = new Map<string, number[]>();
+  const spoken = new Map<string, string[]>();
+  socket.on('message', (data: RawData) => {
+    const decoded = decodeFrame(data.toString());
+    if (!decoded.ok) return;
+    const id = utteranceIdOf(decoded.message);
+    if (id === undefined || !published.has(id)) return;
+    if (decoded.message.type === 'ovos.utterance.handled') handled.set(id, [...(handled.get(id) ?? []), performance.now()]);
+    if (decoded.message.type === 'ovos.utterance.speak' || decoded.message.type === 'speak') spoken.set(id, [...(spoken.get(id) ?? []), String(decoded.message.data['utterance'])]);
+  });
+  const kinds = [
+    { utterance: 'do a barrel roll', expect: 'fb-99 handled it' },
+    { utterance: 'what is the speed of light', expect: 'answer from cq-3' },
+  ];
+  const total = FAILOVER.ratePerSecond * FAILOVER.seconds;
+  const t0 = performance.now();
+  let killedAt = Number.POSITIVE_INFINITY;
+  const kill = new Promise<void>((resolve) =>
+    setTimeout(() => {
+      killedAt = performance.now();
+      void second.kill('SIGKILL').then(resolve);
+    }, FAILOVER.killAfterMs),
+  );
+  for (let i = 0; i < total; i++) {
+    const due = t0 + (i * 1000) / FAILOVER.ratePerSecond;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    const session = `failover-${i % FAILOVER.sessions}`;
+    const kind = kinds[i % kinds.length]!;
+    const id = `failover-${i}`;
+    published.set(id, { at: performance.now(), session, expect: kind.expect });
+    socket.send(JSON.stringify({ type: 'ovos.utterance.handle', data: { utterances: [kind.utterance], lang: 'en-US' }, context: { session: { session_id: session }, utterance_id: id } }));
+  }
+  await kill;
+  const deadline = Date.now() + 60_000;
+  while ([...published.keys()].some((id) => !handled.has(id)) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  await new Promise((resolve) => setTimeout(resolve, 1_000)); // doubles still arriving
+  socket.close();
+  const times: number[] = [];
+  let affected = 0;
+  let lost = 0;
+  let doubled = 0;
+  const examples: string[] = [];
+  for (const [id, { at, session, expect }] of published) {
+    const ends = handled.get(id) ?? [];
+    const said = spoken.get(id) ?? [];
+    if (ends.length === 0 || !said.includes(expect)) {
+      lost++;
+      if (examples.length < 5) examples.push(`${id}: handled ${ends.length}, spoken ${JSON.stringify(said)}`);
+    }
+    if (ends.length > 1 || said.length > 1) doubled++;
+    // Its daemon was the one killed, and it was in flight then.
+    if (owners[partitionOf(session, PARTITIONS)] === secondNode && at < killedAt && (ends[0] ?? Number.POSITIVE_INFINITY) > killedAt) {
+      affected++;
+      if (ends[0] !== undefined) times.push(ends[0] - killedAt);
+    }
+  }
+  return { published: published.size, affected, times, lost, doubled, examples };
+}
+
+export async function benchCluster(): Promise<Section> {
+  if (spawnSync('nats-server', ['--version']).status !== 0) throw new Error('nats-server is not installed (Debian: apt install nats-server)');
+  const results: Array<{ setup: Setup; runs: Run[]; failover?: Failover }> = [];
+  for (const setup of SETUPS) results.push({ setup, ...(await setupRuns(setup)) });
+  const runs = results.flatMap((r) => r.runs);
+  const load = (label: string): Run => runs.find((r) => r.setup === label && r.label === 'load')!;
+  const cpuOf = (run: Run): number => run.cpu.daemons.reduce((a, b) => a + b, 0) + run.cpu.nats;
+  const base = cpuOf(load(SETUPS[0]!.label));
+  const two = load(SETUPS[2]!.label);
+  const one = load(SETUPS[1]!.label);
+  const failover = results.find((r) => r.failover !== undefined)!.failover!;
+  const times = summarize(failover.times);
+  const lost = runs.reduce((n, r) => n + r.result.lost, 0) + failover.lost;
+  const doubled = runs.reduce((n, r) => n + r.result.doubled, 0) + failover.doubled;
+  const ratio = cpuOf(two) / base;
+  // Projection: every daemon reads every frame, so each daemon added costs the extra CPU per utterance measured
+  // between one and two daemons; the contests themselves are split.
+  const perDaemonExtra = Math.max(0, cpuOf(two) - cpuOf(one));
+  const natsPerUtterance = two.cpu.nats;
+  const projection = (sessions: number): string => {
+    const rate = sessions / 30; // one utterance per session every 30 s
+    for (let n = 1; n <= 64; n++) {
+      const daemonMs = rate * (cpuOf(one) - one.cpu.nats + (n - 1) * perDaemonExtra);
+      if (daemonMs / n <= 700) {
+        const natsNodes = Math.max(1, Math.ceil((rate * natsPerUtterance) / 700));
+        return `${sessions.toLocaleString('en')} sessions at one utterance per 30 s (${Math.round(rate)}/s): ${n} daemon(s) of one core each at ≤ 70 % busy, ${natsNodes} NATS node(s) by CPU (3 for JetStream replicas)`;
+      }
+    }
+    return `${sessions.toLocaleString('en')} sessions (${Math.round(rate)}/s): beyond 64 daemons as measured — every daemon reads every frame (${perDaemonExtra.toFixed(2)} ms per utterance per daemon added); needs frames routed by partition first`;
+  };
+  const row = (run: Run): Record<string, Cell> => {
+    const all = summarize(Object.values(run.result.latencies).flat());
+    return {
+      run: `${run.setup}: ${run.label}`,
+      handled: run.result.handled,
+      perSecond: Math.round(run.result.perSecond),
+      p50: all.p50,
+      p99: all.p99,
+      lost: run.result.lost,
+      doubled: run.result.doubled,
+      cpuCluster: cpuOf(run),
+      cpu: `${run.cpu.daemons.map((c) => c.toFixed(2)).join(' + ')} / ${run.cpu.nats.toFixed(2)} / ${run.cpu.skills.toFixed(2)} / ${run.cpu.driver.toFixed(2)}`,
+    };
+  };
+  return {
+    id: 'cluster',
+    title: 'Cluster on NATS: the cost of distribution, and failover (daemons, skills, driver and nats-server in processes of their own)',
+    params: { concurrency: CONCURRENCY, warmup: WARMUP, total: TOTAL, sequential: SEQUENTIAL, failover: FAILOVER, partitions: PARTITIONS, setups: SETUPS, target: TARGET, fallback: FALLBACK, commonQuery: COMMON_QUERY },
+    columns: [
+      { key: 'run', header: 'run', unit: 'text' },
+      { key: 'handled', header: 'handled', unit: 'count' },
+      { key: 'perSecond', header: 'utterances/s', unit: 'count' },
+      { key: 'p50', header: 'handled p50', unit: 'ms' },
+      { key: 'p99', header: 'p99', unit: 'ms' },
+      { key: 'lost', header: 'lost', unit: 'count' },
+      { key: 'doubled', header: 'doubled', unit: 'count' },
+      { key: 'cpuCluster', header: 'CPU ms/utterance, daemons + nats-server', unit: 'ms' },
+      { key: 'cpu', header: 'CPU ms/utterance daemons / nats-server / skills / driver', unit: 'text' },
+    ],
+    rows: runs.map(row),
+    notes: [
+      'latency = driver publishes ovos.utterance.handle → driver receives ovos.utterance.handled, both over the websocket of the first daemon; the skills are connected to the first daemon too',
+      'the mixed load of benchmark 8: a command (five sequential fallback pings, the fifth willing) and a question (three common-query answers), alternating',
+      `the cost of distribution, closed load: CPU per utterance of both daemons and nats-server ${cpuOf(two).toFixed(2)} ms against one embedded daemon's ${base.toFixed(2)} ms: ${ratio.toFixed(2)}× (target ≤ ${TARGET.cpuRatio}×); one daemon on NATS ${cpuOf(one).toFixed(2)} ms`,
+      `failover: ${failover.published} utterances at ${FAILOVER.ratePerSecond}/s over ${FAILOVER.sessions} sessions, the second daemon SIGKILLed after ${FAILOVER.killAfterMs} ms; ${failover.affected} were in flight on it; kill → their handled p50 ${times.p50.toFixed(0)} ms, p99 ${times.p99.toFixed(0)} ms, max ${times.max.toFixed(0)} ms; lost ${failover.lost}, doubled ${failover.doubled}`,
+      ...failover.examples.map((example) => `failover: ${example}`),
+      `projection (from the closed-load figures; 2 cores shared by every process here, so a lower bound on what a core of its own does): ${projection(10_000)}; ${projection(100_000)}`,
+      ...runs.flatMap((r) => r.result.examples.map((example) => `${r.setup}, ${r.label}: ${example}`)),
+    ],
+    checks: [
+      { name: 'no utterance lost or doubled (loads and failover)', ok: lost === 0 && doubled === 0, detail: `lost ${lost}, doubled ${doubled}` },
+      { name: 'failover: every utterance of the killed daemon answered again, p99 within 2 s of the kill', ok: failover.times.length === failover.affected && times.p99 <= TARGET.failoverP99Ms, detail: `${failover.times.length} of ${failover.affected}, p99 ${times.p99.toFixed(0)} ms` },
+      { name: `the cluster's CPU per utterance (two daemons + nats-server) ≤ ${TARGET.cpuRatio}× one embedded daemon's`, ok: ratio <= TARGET.cpuRatio, detail: `${ratio.toFixed(2)}×` },
+      { name: 'two daemons never slower than one (closed load, utterances/s)', ok: two.result.perSecond >= one.result.perSecond, detail: `${Math.round(two.result.perSecond)}/s against ${Math.round(one.result.perSecond)}/s` },
+    ],
+  };
+}
