@@ -134,9 +134,15 @@ export class NatsCluster implements BusRelay {
   #sub: Subscription | undefined;
   #tick: TimerId | undefined;
   #seq = 0;
-  readonly #startedAt: number;
-  /** Other daemons by last heartbeat (monotonic ms), and whether they are leaving. */
-  readonly #heard = new Map<string, { at: number; leaving: boolean }>();
+  /**
+   * Other daemons by the round of this daemon's own heartbeats in which they were last heard, and whether they are
+   * leaving. Liveness is counted in this daemon's own heartbeats coming back through the same subscription, not in
+   * milliseconds: a backlog of frames on this daemon delays its own heartbeats as much as the others', so a busy
+   * daemon never takes a live one for gone.
+   */
+  readonly #heard = new Map<string, { round: number; leaving: boolean }>();
+  #round = 0;
+  readonly #deadRounds: number;
   readonly #table = new Map<number, { readonly owner: string | null; readonly epoch: number; readonly revision: number; readonly at: number }>();
   readonly #owned = new Map<number, Owned>();
   readonly #claiming = new Set<number>();
@@ -165,7 +171,7 @@ export class NatsCluster implements BusRelay {
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger;
     this.node = options.nodeId ?? randomBytes(4).toString('hex');
-    this.#startedAt = this.#clock.monotonic();
+    this.#deadRounds = Math.max(2, Math.ceil(options.deadAfterMs / options.heartbeatMs));
   }
 
   /** Connects to NATS and opens (or creates) the partition table. Rejects when no server answers. */
@@ -472,7 +478,7 @@ export class NatsCluster implements BusRelay {
 
   /** The connections of daemons that are gone closed with them (late: their skills may be back on another daemon). */
   #closeConnectionsOfGone(): void {
-    if (this.#clock.monotonic() - this.#startedAt < this.#options.deadAfterMs) return;
+    if (!this.#settled()) return;
     for (const connection of [...this.#open]) {
       const node = connection.slice(0, connection.indexOf('/'));
       if (this.#alive(node)) continue;
@@ -481,11 +487,15 @@ export class NatsCluster implements BusRelay {
   }
 
   #nodeNote(note: { node: string; leaving?: boolean }): void {
-    if (typeof note.node !== 'string' || note.node === this.node) return;
+    if (typeof note.node !== 'string') return;
+    if (note.node === this.node) {
+      this.#round++;
+      return;
+    }
     const known = this.#heard.get(note.node);
     const leaving = note.leaving === true;
     // A leaving daemon is no one's preferred owner any more, but it still owns what it has not given up yet.
-    this.#heard.set(note.node, { at: this.#clock.monotonic(), leaving });
+    this.#heard.set(note.node, { round: this.#round, leaving });
     if (known === undefined || known.leaving !== leaving) {
       this.#logger.info({ node: note.node }, leaving ? 'cluster: a daemon is leaving' : 'cluster: a daemon joined');
       this.#reconcile();
@@ -525,17 +535,24 @@ export class NatsCluster implements BusRelay {
 
   /** The daemons partitions are spread over: alive and not leaving. */
   #members(): string[] {
-    const now = this.#clock.monotonic();
     const members = this.#leaving ? [] : [this.node];
-    for (const [node, heard] of this.#heard) if (!heard.leaving && now - heard.at <= this.#options.deadAfterMs) members.push(node);
+    for (const [node, heard] of this.#heard) if (!heard.leaving && this.#round - heard.round <= this.#deadRounds) members.push(node);
     return members.sort();
   }
 
-  /** Whether a daemon still runs (heard within `deadAfterMs`, leaving or not); this one always. */
+  /**
+   * Whether a daemon still runs (leaving or not): heard within the last `deadAfterMs ÷ heartbeatMs` rounds of this
+   * daemon's own heartbeats; this one always.
+   */
   #alive(node: string): boolean {
     if (node === this.node) return true;
     const heard = this.#heard.get(node);
-    return heard !== undefined && this.#clock.monotonic() - heard.at <= this.#options.deadAfterMs;
+    return heard !== undefined && this.#round - heard.round <= this.#deadRounds;
+  }
+
+  /** This daemon has been up long enough to have heard every live daemon: it may take a silent one for gone. */
+  #settled(): boolean {
+    return this.#round > this.#deadRounds;
   }
 
   #schedule(): void {
@@ -565,7 +582,7 @@ export class NatsCluster implements BusRelay {
   #reconcile(): void {
     const members = this.#members();
     // A daemon just started has not heard the others yet: it takes free partitions, and takes over none.
-    const settled = this.#clock.monotonic() - this.#startedAt >= this.#options.deadAfterMs;
+    const settled = this.#settled();
     const now = this.#clock.monotonic();
     for (let partition = 0; partition < this.#options.partitions; partition++) {
       const preferred = this.#leaving ? undefined : preferredOwner(partition, members);
@@ -609,7 +626,7 @@ export class NatsCluster implements BusRelay {
         return;
       }
       previous = current.json<{ owner: string | null; epoch: number }>();
-      const settled = this.#clock.monotonic() - this.#startedAt >= this.#options.deadAfterMs;
+      const settled = this.#settled();
       const ownerGone = previous.owner !== null && previous.owner !== this.node && settled && !this.#alive(previous.owner);
       if (previous.owner !== null && previous.owner !== this.node && !ownerGone) return;
       const epoch = previous.epoch + 1;
