@@ -234,6 +234,11 @@ export class BusServer implements Bus {
     if (inProcess) this.#local.publish(message, connection);
   }
 
+  /** Relay mode: a frame for this server's clients only (its utterance runs on another daemon of the cluster). */
+  relayedToClients(frame: Buffer): void {
+    if (this.#closing === undefined) this.#broadcast(frame);
+  }
+
   /** Relay mode: a message for the in-process subscribers only (an utterance entry taken later by its owner). */
   admit(message: Message, connection: string | undefined): void {
     if (this.#closing === undefined) this.#local.publish(message, connection);

@@ -87,6 +87,11 @@ const REGISTRY_TOPICS = [topics.fallbackRegister, topics.fallbackDeregister, leg
 /** The utterance entries: the only messages partitioned; the rest reach every daemon. */
 const ENTRY_TOPICS: ReadonlySet<string> = new Set([topics.utteranceHandle, legacyTopics.recognizerUtterance]);
 
+/** The subjects every daemon reads whatever partition they name: the entries, and how utterances end. */
+const READ_EVERYWHERE: ReadonlySet<string> = new Set(
+  [...ENTRY_TOPICS, topics.utteranceHandled, topics.intentMatched, topics.intentUnmatched, topics.skillHandlerComplete, topics.skillHandlerError].map(busSubject),
+);
+
 /** How long a daemon remembers an utterance it saw end, for notes that arrive after its handled. */
 const REMEMBER_MS = 10 * 60_000;
 
@@ -278,7 +283,7 @@ export class NatsCluster implements BusRelay {
 
   send(frame: Buffer, message: Message, connection: string | undefined): void {
     const seq = ++this.#seq;
-    const data = envelope(this.node, seq, connection, frame);
+    const data = envelope(this.node, seq, connection, this.#partitionOfFrame(message), frame);
     if (data.length > this.maxPayload) {
       this.#logger.warn({ reason: 'frame_over_cluster_limit', type: message.type.slice(0, 200), bytes: frame.length, max_payload: this.maxPayload }, 'message dropped: larger than the NATS servers take');
       return;
@@ -286,6 +291,18 @@ export class NatsCluster implements BusRelay {
     // Its echo is this message again: kept so the echo is not decoded a second time.
     this.#sent.push({ seq, message });
     this.#nc.publish(busSubject(message.type), data);
+  }
+
+  /**
+   * The partition of the utterance a message belongs to — it carries an utterance_id and names its session — or
+   * undefined (registrations, discovery, connection traffic, a reply that names no session: every daemon reads those).
+   */
+  #partitionOfFrame(message: Message): number | undefined {
+    if (utteranceIdOf(message) === undefined) return undefined;
+    const carrier = message.context['session'];
+    if (typeof carrier !== 'object' || carrier === null || Array.isArray(carrier)) return undefined;
+    const id = (carrier as Record<string, unknown>)['session_id'];
+    return typeof id === 'string' && id !== '' ? partitionOf(id, this.#options.partitions) : undefined;
   }
 
   /** The message this daemon relayed as `seq`, when its echo comes back (in order: NATS keeps one publisher's order). */
@@ -326,6 +343,12 @@ export class NatsCluster implements BusRelay {
       return;
     }
     const { frame, connection } = opened;
+    // An utterance's traffic (its pings, replies, dispatch, speech) matters in process only to the daemon running it:
+    // the others hand the frame to their clients without reading it. What the cluster itself follows is read anyway.
+    if (opened.partition !== undefined && !this.#owned.has(opened.partition) && !READ_EVERYWHERE.has(msg.subject)) {
+      server.relayedToClients(frame);
+      return;
+    }
     let message = opened.node === this.node ? this.#echoOf(opened.seq) : undefined;
     if (message === undefined) {
       const decoded = decodeFrame(frame.toString('utf8'));

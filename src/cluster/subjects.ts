@@ -60,18 +60,20 @@ export function topicOf(subject: string): string | undefined {
 }
 
 /**
- * A bus frame as it travels on NATS: one line naming the daemon that relayed it, its sequence number there and the
- * client connection it came from (`-`: the daemon's own), then the frame verbatim. Cheaper than NATS headers, which
- * the client encodes and parses per message; node and connection ids never hold a space or a newline.
+ * A bus frame as it travels on NATS: one line naming the daemon that relayed it, its sequence number there, the
+ * client connection it came from (`-`: the daemon's own) and the partition of the utterance it belongs to (`-`: none,
+ * or it names no session), then the frame verbatim. Cheaper than NATS headers, which the client encodes and parses
+ * per message; node and connection ids never hold a space or a newline.
  */
-export function envelope(node: string, seq: number, connection: string | undefined, frame: Buffer): Buffer {
-  return Buffer.concat([Buffer.from(`${node} ${seq} ${connection ?? '-'}\n`, 'utf8'), frame]);
+export function envelope(node: string, seq: number, connection: string | undefined, partition: number | undefined, frame: Buffer): Buffer {
+  return Buffer.concat([Buffer.from(`${node} ${seq} ${connection ?? '-'} ${partition ?? '-'}\n`, 'utf8'), frame]);
 }
 
 export interface Opened {
   readonly node: string;
   readonly seq: number;
   readonly connection: string | undefined;
+  readonly partition: number | undefined;
   readonly frame: Buffer;
 }
 
@@ -80,9 +82,10 @@ export function openEnvelope(data: Uint8Array): Opened | undefined {
   const bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
   const end = bytes.indexOf(10);
   if (end < 0 || end > 1024) return undefined;
-  const [node, seq, connection, extra] = bytes.subarray(0, end).toString('utf8').split(' ');
+  const [node, seq, connection, partition, extra] = bytes.subarray(0, end).toString('utf8').split(' ');
   if (node === undefined || node === '' || seq === undefined || !/^\d+$/.test(seq) || connection === undefined || connection === '' || extra !== undefined) return undefined;
-  return { node, seq: Number(seq), connection: connection === '-' ? undefined : connection, frame: bytes.subarray(end + 1) };
+  if (partition === undefined || (partition !== '-' && !/^\d+$/.test(partition))) return undefined;
+  return { node, seq: Number(seq), connection: connection === '-' ? undefined : connection, partition: partition === '-' ? undefined : Number(partition), frame: bytes.subarray(end + 1) };
 }
 
 /**
