@@ -35,7 +35,7 @@ const WARMUP = 1_000;
 const TOTAL = 4_000;
 const SEQUENTIAL = 200;
 // Half the two daemons' closed-load rate here: the failover time, not a queue built by overload.
-const FAILOVER = { ratePerSecond: 100, seconds: 6, killAfterMs: 2_000, sessions: 100 };
+const FAILOVER = { ratePerSecond: 100, seconds: 6, killAfterMs: 2_000, sessions: 100, satellites: 10 };
 const PARTITIONS = 32;
 /** An utterance answered within this of being asked was not held up by the failover (the load's own latency). */
 const NORMAL_MS = 200;
@@ -196,11 +196,18 @@ async function failover(daemons: readonly Daemon[]): Promise<Failover> {
   const state = (await (await fetch(new URL('/api/state', inspector))).json()) as { system: { cluster?: { owners: Array<string | null>; node: string } } };
   const owners = state.system.cluster?.owners ?? [];
   const secondNode = owners.find((owner) => owner !== null && owner !== state.system.cluster?.node);
-  const socket = new WebSocket(first.url, { perMessageDeflate: false });
-  await new Promise<void>((resolve, reject) => {
-    socket.once('open', () => resolve());
-    socket.once('error', reject);
-  });
+  // Satellites: each its own connection with its own sessions (one connection carrying every session would meet the
+  // orchestrator's per-connection start rate as the held-up utterances start again, and measure that instead).
+  const sockets: WebSocket[] = [];
+  for (let i = 0; i < FAILOVER.satellites; i++) {
+    const socket = new WebSocket(first.url, { perMessageDeflate: false });
+    await new Promise<void>((resolve, reject) => {
+      socket.once('open', () => resolve());
+      socket.once('error', reject);
+    });
+    sockets.push(socket);
+  }
+  const [socket] = sockets as [WebSocket];
   const published = new Map<string, { at: number; session: string; expect: string }>();
   const handled = new Map<string, number[]>();
   const spoken = new Map<string, string[]>();
@@ -233,13 +240,13 @@ async function failover(daemons: readonly Daemon[]): Promise<Failover> {
     const kind = kinds[i % kinds.length]!;
     const id = `failover-${i}`;
     published.set(id, { at: performance.now(), session, expect: kind.expect });
-    socket.send(JSON.stringify({ type: 'ovos.utterance.handle', data: { utterances: [kind.utterance], lang: 'en-US' }, context: { session: { session_id: session }, utterance_id: id } }));
+    sockets[(i % FAILOVER.sessions) % FAILOVER.satellites]!.send(JSON.stringify({ type: 'ovos.utterance.handle', data: { utterances: [kind.utterance], lang: 'en-US' }, context: { session: { session_id: session }, utterance_id: id } }));
   }
   await kill;
   const deadline = Date.now() + 60_000;
   while ([...published.keys()].some((id) => !handled.has(id)) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
   await new Promise((resolve) => setTimeout(resolve, 1_000)); // doubles still arriving
-  socket.close();
+  for (const each of sockets) each.close();
   const times: number[] = [];
   let affected = 0;
   let lost = 0;
@@ -330,7 +337,7 @@ export async function benchCluster(): Promise<Section> {
       'latency = driver publishes ovos.utterance.handle → driver receives ovos.utterance.handled, both over the websocket of the first daemon; the skills are connected to the first daemon too',
       'the mixed load of benchmark 8: a command (five sequential fallback pings, the fifth willing) and a question (three common-query answers), alternating',
       `the cost of distribution, closed load: CPU per utterance of both daemons and nats-server ${cpuOf(two).toFixed(2)} ms against one embedded daemon's ${base.toFixed(2)} ms: ${ratio.toFixed(2)}× (target ≤ ${TARGET.cpuRatio}×); one daemon on NATS ${cpuOf(one).toFixed(2)} ms`,
-      `failover: ${failover.published} utterances at ${FAILOVER.ratePerSecond}/s over ${FAILOVER.sessions} sessions, the second daemon SIGKILLed after ${FAILOVER.killAfterMs} ms; ${failover.affected} of its sessions' utterances waited for the failover (in flight at the kill, or asked before its sessions moved); kill (or their arrival, if later) → their handled p50 ${times.p50.toFixed(0)} ms, p99 ${times.p99.toFixed(0)} ms, max ${times.max.toFixed(0)} ms; lost ${failover.lost}, doubled ${failover.doubled}`,
+      `failover: ${failover.published} utterances at ${FAILOVER.ratePerSecond}/s over ${FAILOVER.sessions} sessions on ${FAILOVER.satellites} connections, the second daemon SIGKILLed after ${FAILOVER.killAfterMs} ms; ${failover.affected} of its sessions' utterances waited for the failover (in flight at the kill, or asked before its sessions moved); kill (or their arrival, if later) → their handled p50 ${times.p50.toFixed(0)} ms, p99 ${times.p99.toFixed(0)} ms, max ${times.max.toFixed(0)} ms; lost ${failover.lost}, doubled ${failover.doubled}`,
       ...failover.examples.map((example) => `failover: ${example}`),
       `projection (from the closed-load figures; 2 cores shared by every process here, so a lower bound on what a core of its own does): ${projection(10_000)}; ${projection(100_000)}`,
       ...runs.flatMap((r) => r.result.examples.map((example) => `${r.setup}, ${r.label}: ${example}`)),
