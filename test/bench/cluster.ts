@@ -15,8 +15,7 @@
  * doubled: more than one handled or spoken line.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,7 +23,7 @@ import { WebSocket, type RawData } from 'ws';
 import { partitionOf } from '../../src/cluster/subjects.js';
 import { decodeFrame, utteranceIdOf } from '../../src/bus/message.js';
 import type { DriverResult } from './driver-process.js';
-import { COMMON_QUERY, FALLBACK, startDriver } from './mixed-load.js';
+import { COMMON_QUERY, cpuMsOf, FALLBACK, freePort, startDriver } from './mixed-load.js';
 import { profileArgv, startRemoteSkills } from './remote-skills.js';
 import type { Cell, Section } from './report.js';
 import { summarize } from './stats.js';
@@ -41,24 +40,6 @@ const PARTITIONS = 32;
 const NORMAL_MS = 200;
 /** Targets from the issue: the whole cluster's CPU per utterance against one embedded daemon's, and failover. */
 const TARGET = { cpuRatio: 1.5, failoverP99Ms: 2_000 };
-
-function cpuMsOf(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return 0;
-  }
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (typeof address !== 'object' || address === null) throw new Error('no port');
-  return address.port;
-}
 
 /** Wait until `test` holds, polling a process's output the benchmark already reads (a guard, not a pace). */
 async function until(test: () => boolean, label: string, ms = 20_000): Promise<void> {

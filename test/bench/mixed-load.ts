@@ -48,7 +48,7 @@ const OPEN_SECONDS = 5;
 const DAEMON_MAIN = process.env['BENCH_DAEMON_MAIN'] ?? fileURLToPath(new URL('../../src/daemon/main.js', import.meta.url));
 
 /** CPU time a process has used so far (user + system, ms), from /proc; 0 where there is no /proc. */
-function cpuMsOf(pid: number): number {
+export function cpuMsOf(pid: number): number {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
     // After "pid (comm) ": state is field 3, utime 14 and stime 15 (clock ticks, 100 per second on Linux).
@@ -58,7 +58,7 @@ function cpuMsOf(pid: number): number {
   }
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
