@@ -21,6 +21,7 @@ import { decodeFrame, reply, utteranceIdOf, withContext, type Message } from '..
 import { sessionIdOf, DEFAULT_SESSION_ID } from '../bus/session.js';
 import { systemClock, type Clock, type TimerId } from '../clock/clock.js';
 import type { Logger } from '../log/logger.js';
+import { startHeartbeat, type Heartbeat } from './heartbeat.js';
 import { topics } from '../dialect/spec-dialect.js';
 import { legacyTopics } from '../dialect/legacy-dialect.js';
 import {
@@ -54,6 +55,8 @@ export interface ClusterOptions {
   readonly nodeId?: string;
   /** How long a lost daemon's dispatched skill has to end its handler before its utterance ends with an error. */
   readonly handlerMs: number;
+  /** JetStream replicas of the partition table and the history (up to the NATS cluster's size; 3 survives a node). */
+  readonly replicas?: number;
   /** How long the registration history is kept (`fallback.forgetAfterMs`: a registration unheard for longer is forgotten anyway). */
   readonly historyMs: number;
 }
@@ -120,7 +123,11 @@ interface Owned {
 
 type Note =
   | { readonly kind: 'taken'; readonly partition: number; readonly node: string; readonly frame: string; readonly utterance_id: string }
-  | { readonly kind: 'released'; readonly partition: number; readonly node: string };
+  | { readonly kind: 'released'; readonly partition: number; readonly node: string }
+  /** A daemon whose NATS connection came back asks for the entries of its partitions it may have missed. */
+  | { readonly kind: 'resync'; readonly node: string; readonly partitions: readonly number[] }
+  /** An entry waiting for an owner, sent again to the daemon that owns its partition (`to`). */
+  | { readonly kind: 'missed'; readonly to: string; readonly frame: string; readonly connection: string | null; readonly message: unknown };
 
 type ConnectionNote = { readonly connection: string; readonly closed?: boolean; readonly late?: boolean };
 
@@ -162,6 +169,8 @@ export class NatsCluster implements BusRelay {
   /** Client connections open on the cluster's daemons (ids start with their daemon's name and "/"). */
   readonly #open = new Set<string>();
   #failovers = 0;
+  #closing = false;
+  #beat: Heartbeat | undefined;
   /** What this daemon relayed and has not heard back yet, oldest first. */
   readonly #sent: Array<{ readonly seq: number; readonly message: Message }> = [];
   readonly #recent = new Set<string>();
@@ -183,7 +192,8 @@ export class NatsCluster implements BusRelay {
   static async connect(options: ClusterOptions): Promise<NatsCluster> {
     const nc = await connect({ servers: [...options.servers], name: 'ovos-contests', maxReconnectAttempts: -1, reconnectTimeWait: 250 });
     try {
-      const kv = await new Kvm(nc).create(PARTITION_BUCKET, { history: 1 });
+      const replicas = options.replicas ?? 1;
+      const kv = await new Kvm(nc).create(PARTITION_BUCKET, { history: 1, replicas });
       const jsm = await jetstreamManager(nc);
       const stream = {
         name: STATE_STREAM,
@@ -192,6 +202,7 @@ export class NatsCluster implements BusRelay {
         max_age: nanos(options.historyMs),
         max_bytes: 256 * 1024 * 1024,
         discard: DiscardPolicy.Old,
+        num_replicas: replicas,
       };
       await jsm.streams.info(STATE_STREAM).then(
         () => jsm.streams.update(STATE_STREAM, stream),
@@ -234,12 +245,30 @@ export class NatsCluster implements BusRelay {
       for await (const entry of watch) this.#tableEntry(entry);
     })().catch((error: unknown) => this.#logger.warn({ reason: 'cluster_watch_failed', err: error }, 'partition table watch ended'));
     void (async () => {
+      // A NATS server gone: the client reconnects to another of the cluster at once. The contests run on (what this
+      // daemon sends meanwhile waits in the client); what others sent meanwhile is lost to it (core NATS is at most
+      // once): a reply counts as not given, and the utterance entries it missed are asked for again (`resync`).
       for await (const status of this.#nc.status()) {
-        if (status.type === 'disconnect') this.#emitStatus({ up: false, reason: 'nats_disconnected' });
-        else if (status.type === 'reconnect') this.#emitStatus({ up: true });
+        if (status.type === 'disconnect') this.#logger.warn({ reason: 'nats_disconnected', server: String(status.server ?? '') }, 'cluster: NATS connection lost; reconnecting');
+        else if (status.type === 'reconnect') {
+          this.#logger.info({ server: String(status.server ?? '') }, 'cluster: NATS connection back');
+          this.#publishNote({ kind: 'resync', node: this.node, partitions: [...this.#owned.keys()] });
+        }
       }
     })();
+    // Closed for good (never while it reconnects, as this daemon's client does for ever): no contest can go on.
+    void this.#nc.closed().then(() => {
+      if (!this.#closing) this.#emitStatus({ up: false, reason: 'nats_closed' });
+    });
     await this.#nc.flush();
+    // Beats from a thread of its own (heartbeat.ts): a busy event loop here is not a dead daemon.
+    this.#beat = await startHeartbeat({
+      servers: this.#options.servers,
+      node: this.node,
+      subject: NODE_SUBJECT,
+      heartbeatMs: this.#options.heartbeatMs,
+      stallMs: Math.max(60_000, 5 * this.#options.deadAfterMs),
+    });
     this.#heartbeat();
     this.#schedule();
   }
@@ -526,6 +555,23 @@ export class NatsCluster implements BusRelay {
   }
 
   #note(note: Note): void {
+    if (note.kind === 'resync') {
+      if (note.node === this.node || !Array.isArray(note.partitions)) return;
+      const wanted = new Set(note.partitions);
+      for (const [frame, waiting] of this.#entries) {
+        if (waiting.taken !== undefined || !wanted.has(waiting.partition)) continue;
+        this.#publishNote({ kind: 'missed', to: note.node, frame, connection: waiting.connection ?? null, message: waiting.message });
+      }
+      return;
+    }
+    if (note.kind === 'missed') {
+      if (note.to !== this.node || this.#entries.has(note.frame)) return;
+      const decoded = decodeFrame(JSON.stringify(note.message));
+      if (!decoded.ok) return;
+      const taken = this.#intake(note.frame, decoded.message, note.connection ?? undefined);
+      if (taken !== undefined) this.#server?.admit(taken, note.connection ?? undefined);
+      return;
+    }
     if (note.kind === 'taken') {
       if (note.node === this.node) return;
       const waiting = this.#entries.get(note.frame);
@@ -598,7 +644,7 @@ export class NatsCluster implements BusRelay {
   }
 
   #heartbeat(): void {
-    this.#nc.publish(NODE_SUBJECT, encoder.encode(JSON.stringify({ node: this.node, leaving: this.#leaving })));
+    this.#beat?.alive(this.#leaving);
   }
 
   /** Claim what should be ours and is free; give up what should be another's. */
@@ -756,6 +802,8 @@ export class NatsCluster implements BusRelay {
   }
 
   async close(): Promise<void> {
+    this.#closing = true;
+    await this.#beat?.stop();
     if (this.#tick !== undefined) this.#clock.clearTimeout(this.#tick);
     this.#sub?.unsubscribe();
     await this.#nc.drain().catch(() => {});

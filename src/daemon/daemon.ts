@@ -214,6 +214,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
       // A partition is given up once its utterances end: at most a whole match and a whole handler.
       drainMs: config.orchestrator.matchTimeoutMs + config.orchestrator.handlerTimeoutMs,
       historyMs: config.fallback.forgetAfterMs,
+      replicas: config.cluster.replicas,
       handlerMs: config.orchestrator.handlerTimeoutMs,
       logger: logger.child({ component: 'cluster' }),
       ...(config.cluster.nodeId === null ? {} : { nodeId: config.cluster.nodeId }),

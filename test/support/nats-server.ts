@@ -46,3 +46,37 @@ export async function startNatsServer(dir = mkdtempSync(join(tmpdir(), 'ovos-con
     },
   };
 }
+
+/**
+ * `n` NATS servers routed into one cluster with JetStream (each its own folder and name); resolves once JetStream
+ * has a metadata leader, so streams and buckets can be made.
+ */
+export async function startNatsCluster(n = 3): Promise<NatsServer[]> {
+  const ports = await Promise.all(Array.from({ length: n }, () => freePort()));
+  const routes = await Promise.all(Array.from({ length: n }, () => freePort()));
+  const servers: NatsServer[] = [];
+  const watchers: Array<ReturnType<typeof watchOutput>> = [];
+  for (let i = 0; i < n; i++) {
+    const dir = mkdtempSync(join(tmpdir(), 'ovos-contests-nats-'));
+    const others = routes.filter((_, j) => j !== i).map((port) => `nats://127.0.0.1:${port}`).join(',');
+    const args = ['-js', '-a', '127.0.0.1', '-p', String(ports[i]), '-sd', dir, '-n', `n${i}`, '--cluster_name', 'ovos-contests', '--cluster', `nats://127.0.0.1:${routes[i]}`, '--routes', others];
+    const child = spawn(BINARY, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    const watched = watchOutput(child);
+    watchers.push(watched);
+    servers.push({
+      url: `nats://127.0.0.1:${ports[i]}`,
+      port: ports[i]!,
+      child,
+      output: watched.output,
+      stop: async (signal = 'SIGTERM') => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        child.kill(signal);
+        await exited;
+      },
+    });
+  }
+  const leader = (output: string): boolean => /metadata leader|JetStream cluster new metadata leader/i.test(output);
+  await Promise.race(watchers.map((watched) => watched.until(leader)));
+  return servers;
+}

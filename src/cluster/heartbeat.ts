@@ -1,0 +1,66 @@
+/**
+ * A daemon's heartbeat, sent from a thread of its own with a NATS connection of its own: the cluster counts a daemon
+ * as alive while its process runs, not only while its event loop is free. A daemon busy with a burst keeps its
+ * partitions (its utterances just take longer); one that is killed stops beating at once and its partitions move.
+ * A daemon whose main thread stops answering the thread for `stallMs` (hung) stops beating too.
+ *
+ * The thread is plain CommonJS given as text (`eval`), so it runs the same from the TypeScript sources under the tests
+ * and from the build; it loads the NATS client from the path this module resolves.
+ */
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+
+const THREAD = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { connect } = require(workerData.client);
+(async () => {
+  const nc = await connect({ servers: workerData.servers, name: 'ovos-contests-heartbeat', maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+  let leaving = false;
+  let lastSeen = Date.now();
+  const beat = () => {
+    if (Date.now() - lastSeen > workerData.stallMs) return;
+    nc.publish(workerData.subject, JSON.stringify({ node: workerData.node, leaving }));
+  };
+  const timer = setInterval(beat, workerData.heartbeatMs);
+  parentPort.on('message', (message) => {
+    if (message === 'stop') {
+      clearInterval(timer);
+      nc.drain().catch(() => {}).finally(() => process.exit(0));
+      return;
+    }
+    lastSeen = Date.now();
+    if (message === 'leaving' && !leaving) {
+      leaving = true;
+      beat();
+    }
+  });
+  beat();
+  parentPort.postMessage('ready');
+})().catch((error) => parentPort.postMessage({ error: String(error) }));
+`;
+
+export interface Heartbeat {
+  /** The main thread is alive (call every heartbeat); `leaving`: the daemon is handing its partitions on. */
+  alive(leaving: boolean): void;
+  stop(): Promise<void>;
+}
+
+export async function startHeartbeat(options: { readonly servers: readonly string[]; readonly node: string; readonly subject: string; readonly heartbeatMs: number; readonly stallMs: number }): Promise<Heartbeat> {
+  const client = createRequire(import.meta.url).resolve('@nats-io/transport-node');
+  const worker = new Worker(THREAD, { eval: true, workerData: { ...options, servers: [...options.servers], client } });
+  worker.unref();
+  await new Promise<void>((resolve, reject) => {
+    worker.once('message', (message: unknown) => (message === 'ready' ? resolve() : reject(new Error(`heartbeat thread: ${JSON.stringify(message)}`))));
+    worker.once('error', reject);
+  });
+  const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+  return {
+    alive: (leaving) => worker.postMessage(leaving ? 'leaving' : 'alive'),
+    stop: async () => {
+      worker.postMessage('stop');
+      const timer = setTimeout(() => void worker.terminate(), 2_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}

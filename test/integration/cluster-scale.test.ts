@@ -1,0 +1,140 @@
+/**
+ * The cluster at the size the issue names, on loopback, started by the test: a 3-node NATS cluster with JetStream
+ * (replicas 3), three daemons — two in this process, one in a process of its own —, skills of both dialects on
+ * different daemons, users as satellites on the first two. 1,000 sessions × 10 utterances, a session's utterances in
+ * order (one round of every session at a time). Mid-run the third daemon is SIGKILLed and started again. Counted for
+ * every utterance: exactly one ovos.utterance.handled (OVOS-PIPELINE-1 §6) and the
+ * winner the pool order gives (OVOS-FALLBACK-1 §6.2).
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import { createMessage, reply, utteranceIdOf } from '../../src/bus/message.js';
+import { startDaemon, type Daemon } from '../../src/daemon/daemon.js';
+import { silentLogger } from '../../src/log/logger.js';
+import { natsServerAbsent, startNatsCluster, type NatsServer } from '../support/nats-server.js';
+import { Probe, configWith, freePort } from './probe.js';
+import { killGroup, npmStart, signalDaemon, type Spawned } from './spawn-daemon.js';
+
+const absent = natsServerAbsent();
+const SESSIONS = 1_000;
+const ROUNDS = 10;
+const SATELLITES = 20;
+const CLUSTER = { partitions: 32, heartbeatMs: 100, deadAfterMs: 1_500, replicas: 3 };
+// Every process of this test shares two cores: a round of 1,000 utterances holds a pong longer than ovos-core's
+// 0.5 s per-skill bound. The bound is tested elsewhere; here every reply counts.
+const FALLBACK = { pingTimeoutMs: 10_000 };
+
+const cleanups: Array<() => Promise<void>> = [];
+afterAll(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+}, 60_000);
+
+const utterance = (data: Record<string, unknown>): string => String((data['utterances'] as unknown[] | undefined)?.[0] ?? '');
+
+describe.skipIf(absent !== undefined)('a cluster at scale: 3 NATS servers, 3 daemons, 1,000 sessions × 10 utterances (src/cluster/README.md)', () => {
+  it('PIPELINE-1 §6, FALLBACK-1 §6.2: one handled each and the right winner, through a daemon SIGKILLed and started again', async () => {
+    const nats: NatsServer[] = await startNatsCluster(3);
+    for (const server of nats) cleanups.push(() => server.stop());
+    const servers = nats.map((server) => server.url).join(',');
+    const inProcess = async (nodeId: string): Promise<Daemon> => {
+      const daemon = await startDaemon(
+        configWith({ bus: { port: 0 }, exampleSkills: false, log: { level: 'silent' }, inspector: { enabled: false }, cluster: { ...CLUSTER, nats: servers, nodeId }, fallback: FALLBACK }),
+        silentLogger(),
+      );
+      cleanups.push(() => daemon.close());
+      return daemon;
+    };
+    const a = await inProcess('node-a');
+    const b = await inProcess('node-b');
+    const dir = mkdtempSync(join(tmpdir(), 'ovos-contests-scale-'));
+    const file = join(dir, 'c.json');
+    writeFileSync(file, JSON.stringify({ bus: { port: await freePort() }, exampleSkills: false, inspector: { enabled: false }, cluster: { ...CLUSTER, nats: servers }, fallback: FALLBACK }));
+    let c: Spawned = npmStart(['--config', file], dir);
+    cleanups.push(() => killGroup(c));
+    await c.printed('one daemon of a cluster on NATS');
+
+    // A spec skill on A (priority 10, "alpha"), an ovos-workshop skill on B (priority 20, "beta").
+    const connect = async (url: string): Promise<Probe> => {
+      const probe = await Probe.connect(url);
+      cleanups.push(() => probe.close());
+      return probe;
+    };
+    const spec = await connect(a.url);
+    spec.frames.subscribe(({ message }) => {
+      if (message?.type === 'a.spec.fallback.ping') spec.send(reply(message, 'a.spec.fallback.pong', { skill_id: 'a.spec', can_handle: utterance(message.data).includes('alpha') }));
+      if (message?.type === 'a.spec:fallback') {
+        spec.send(reply(message, 'ovos.utterance.speak', { utterance: 'a.spec here' }));
+        spec.send(reply(message, 'mycroft.skill.handler.complete', {}));
+      }
+    });
+    spec.send(createMessage('ovos.fallback.register', { skill_id: 'a.spec', priority: 10 }, { skill_id: 'a.spec' }));
+    const workshop = await connect(b.url);
+    workshop.frames.subscribe(({ message }) => {
+      if (message?.type === 'ovos.skills.fallback.ping') workshop.send(reply(message, 'ovos.skills.fallback.pong', { skill_id: 'b.workshop', can_handle: utterance(message.data).includes('beta') }));
+      if (message?.type === 'ovos.skills.fallback.b.workshop.request') {
+        workshop.send({ ...message, type: 'speak', data: { utterance: 'b.workshop here' } });
+        workshop.send({ ...message, type: 'ovos.skills.fallback.b.workshop.response', data: { result: true } });
+        workshop.send({ ...message, type: 'ovos.utterance.handled', data: {} });
+      }
+    });
+    workshop.send(createMessage('ovos.skills.fallback.register', { skill_id: 'b.workshop', priority: 20 }, {}));
+    await spec.barrier();
+    await workshop.barrier();
+    await expect.poll(() => [a, b].map((d) => [...d.system.fallback.registry.availableFor('default').keys()].sort().join()), { timeout: 10_000 }).toEqual(['a.spec,b.workshop', 'a.spec,b.workshop']);
+    await expect.poll(() => new Set(a.cluster!.view().owners).size, { timeout: 10_000 }).toBe(3);
+
+    // Satellites on A and B, which only send (they read nothing: this process runs the daemons A and B too); one
+    // observer counts what every utterance got (the bus is a broadcast).
+    const users = await Promise.all(
+      Array.from({ length: SATELLITES }, async (_, i) => {
+        const socket = new WebSocket(i % 2 === 0 ? a.url : b.url, { perMessageDeflate: false });
+        await new Promise<void>((resolve, reject) => {
+          socket.once('open', () => resolve());
+          socket.once('error', reject);
+        });
+        cleanups.push(async () => socket.close());
+        return {
+          utter: (text: string, options: { utteranceId: string; session: { session_id: string } }): void =>
+            socket.send(JSON.stringify({ type: 'ovos.utterance.handle', data: { utterances: [text], lang: 'en-US' }, context: { session: options.session, utterance_id: options.utteranceId } })),
+        };
+      }),
+    );
+    const observer = await connect(a.url);
+    const handled = new Map<string, number>();
+    const winners = new Map<string, string[]>();
+    observer.frames.subscribe(({ message }) => {
+      const id = message === undefined ? undefined : utteranceIdOf(message);
+      if (message === undefined || id === undefined || !id.startsWith('scale-')) return;
+      if (message.type === 'ovos.utterance.handled') handled.set(id, (handled.get(id) ?? 0) + 1);
+      if (message.type === 'ovos.intent.matched') winners.set(id, [...(winners.get(id) ?? []), String(message.data['skill_id'])]);
+    });
+    const texts: Array<[string, string | undefined]> = [['alpha', 'a.spec'], ['beta', 'b.workshop'], ['alpha beta', 'a.spec'], ['gamma', undefined]];
+    const expected = new Map<string, string | undefined>();
+    for (let round = 0; round < ROUNDS; round++) {
+      if (round === 3) {
+        // The third daemon dies mid-round and is started again (its state folder kept).
+        setTimeout(() => void signalDaemon(c, 'SIGKILL').then(() => {
+          c = npmStart(['--config', file], dir);
+        }), 100);
+      }
+      const ids: string[] = [];
+      for (let s = 0; s < SESSIONS; s++) {
+        const [text, winner] = texts[(s + round) % texts.length]!;
+        const id = `scale-s${s}-r${round}`;
+        expected.set(id, winner);
+        ids.push(id);
+        users[s % SATELLITES]!.utter(text, { utteranceId: id, session: { session_id: `scale-s${s}` } });
+      }
+      await Promise.all(ids.map((id) => observer.handled(id, 60_000)));
+    }
+    await observer.barrier();
+
+    const notOnce = [...expected.keys()].filter((id) => handled.get(id) !== 1);
+    const wrong = [...expected].filter(([id, winner]) => JSON.stringify(winners.get(id) ?? []) !== JSON.stringify(winner === undefined ? [] : [winner]));
+    expect(notOnce.map((id) => `${id}: ${handled.get(id) ?? 0}`)).toEqual([]);
+    expect(wrong.map(([id, winner]) => `${id}: ${JSON.stringify(winners.get(id) ?? [])}, expected ${winner}`)).toEqual([]);
+  }, 600_000);
+});
