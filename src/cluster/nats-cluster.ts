@@ -95,8 +95,10 @@ const READ_EVERYWHERE: ReadonlySet<string> = new Set(
   [...ENTRY_TOPICS, topics.utteranceHandled, topics.intentMatched, topics.intentUnmatched, topics.skillHandlerComplete, topics.skillHandlerError].map(busSubject),
 );
 
-/** How long a daemon remembers an utterance it saw end, for notes that arrive after its handled. */
+/** How long a daemon keeps an entry that waits for an owner, or a note heard before its entry. */
 const REMEMBER_MS = 10 * 60_000;
+/** How long a daemon remembers an utterance it saw end, for a taken note that arrives after its handled. */
+const ENDED_MS = 60_000;
 
 interface Waiting {
   readonly partition: number;
@@ -375,6 +377,7 @@ export class NatsCluster implements BusRelay {
     // An utterance's traffic (its pings, replies, dispatch, speech) matters in process only to the daemon running it:
     // the others hand the frame to their clients without reading it. What the cluster itself follows is read anyway.
     if (opened.partition !== undefined && !this.#owned.has(opened.partition) && !READ_EVERYWHERE.has(msg.subject)) {
+      if (opened.node === this.node) this.#echoOf(opened.seq); // heard back: no longer kept
       server.relayedToClients(frame);
       return;
     }
@@ -766,8 +769,15 @@ export class NatsCluster implements BusRelay {
 
   #prune(): void {
     const now = this.#clock.monotonic();
-    for (const [id, at] of this.#ended) if (now - at > REMEMBER_MS) this.#ended.delete(id);
-    for (const [frame, early] of this.#early) if (now - early.at > REMEMBER_MS) this.#early.delete(frame);
+    // Both in the order they were heard: the first young one ends the sweep.
+    for (const [id, at] of this.#ended) {
+      if (now - at <= ENDED_MS) break;
+      this.#ended.delete(id);
+    }
+    for (const [frame, early] of this.#early) {
+      if (now - early.at <= REMEMBER_MS) break;
+      this.#early.delete(frame);
+    }
     for (const [frame, waiting] of this.#entries) {
       if (now - waiting.at <= REMEMBER_MS) continue;
       this.#entries.delete(frame);
