@@ -11,10 +11,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { createMessage, reply, utteranceIdOf } from '../../src/bus/message.js';
+import { utteranceIdOf } from '../../src/bus/message.js';
 import { startDaemon, type Daemon } from '../../src/daemon/daemon.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { natsServerAbsent, startNatsCluster, type NatsServer } from '../support/nats-server.js';
+import { specWordSkill, workshopWordSkill } from '../support/word-skills.js';
 import { Probe, configWith, freePort } from './probe.js';
 import { killGroup, npmStart, signalDaemon, type Spawned } from './spawn-daemon.js';
 
@@ -31,8 +32,6 @@ const cleanups: Array<() => Promise<void>> = [];
 afterAll(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 }, 60_000);
-
-const utterance = (data: Record<string, unknown>): string => String((data['utterances'] as unknown[] | undefined)?.[0] ?? '');
 
 describe.skipIf(absent !== undefined)('a cluster at scale: 3 NATS servers, 3 daemons, 1,000 sessions × 10 utterances (src/cluster/README.md)', () => {
   it('PIPELINE-1 §6, FALLBACK-1 §6.2: one handled each and the right winner, through a daemon SIGKILLed and started again', async () => {
@@ -62,27 +61,8 @@ describe.skipIf(absent !== undefined)('a cluster at scale: 3 NATS servers, 3 dae
       cleanups.push(() => probe.close());
       return probe;
     };
-    const spec = await connect(a.url);
-    spec.frames.subscribe(({ message }) => {
-      if (message?.type === 'a.spec.fallback.ping') spec.send(reply(message, 'a.spec.fallback.pong', { skill_id: 'a.spec', can_handle: utterance(message.data).includes('alpha') }));
-      if (message?.type === 'a.spec:fallback') {
-        spec.send(reply(message, 'ovos.utterance.speak', { utterance: 'a.spec here' }));
-        spec.send(reply(message, 'mycroft.skill.handler.complete', {}));
-      }
-    });
-    spec.send(createMessage('ovos.fallback.register', { skill_id: 'a.spec', priority: 10 }, { skill_id: 'a.spec' }));
-    const workshop = await connect(b.url);
-    workshop.frames.subscribe(({ message }) => {
-      if (message?.type === 'ovos.skills.fallback.ping') workshop.send(reply(message, 'ovos.skills.fallback.pong', { skill_id: 'b.workshop', can_handle: utterance(message.data).includes('beta') }));
-      if (message?.type === 'ovos.skills.fallback.b.workshop.request') {
-        workshop.send({ ...message, type: 'speak', data: { utterance: 'b.workshop here' } });
-        workshop.send({ ...message, type: 'ovos.skills.fallback.b.workshop.response', data: { result: true } });
-        workshop.send({ ...message, type: 'ovos.utterance.handled', data: {} });
-      }
-    });
-    workshop.send(createMessage('ovos.skills.fallback.register', { skill_id: 'b.workshop', priority: 20 }, {}));
-    await spec.barrier();
-    await workshop.barrier();
+    await specWordSkill(await connect(a.url), 'a.spec', 10, 'alpha');
+    await workshopWordSkill(await connect(b.url), 'b.workshop', 20, 'beta');
     await expect.poll(() => [a, b].map((d) => [...d.system.fallback.registry.availableFor('default').keys()].sort().join()), { timeout: 10_000 }).toEqual(['a.spec,b.workshop', 'a.spec,b.workshop']);
     await expect.poll(() => new Set(a.cluster!.view().owners).size, { timeout: 10_000 }).toBe(3);
 

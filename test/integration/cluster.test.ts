@@ -13,6 +13,7 @@ import { createMessage, reply, utteranceIdOf, type Message } from '../../src/bus
 import { startDaemon, type Daemon } from '../../src/daemon/daemon.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { natsServerAbsent, startNatsServer, type NatsServer } from '../support/nats-server.js';
+import { specWordSkill, workshopWordSkill } from '../support/word-skills.js';
 import { Probe, configWith, freePort } from './probe.js';
 import { killGroup, npmStart, signalDaemon, type Spawned } from './spawn-daemon.js';
 
@@ -69,42 +70,8 @@ async function probe(url: string): Promise<Probe> {
 
 const utterance = (message: Message): string => String((message.data['utterances'] as unknown[] | undefined)?.[0] ?? message.data['utterance'] ?? '');
 
-/** A spec-dialect fallback skill (OVOS-FALLBACK-1 §3, §6.1): willing when the utterance names `word`. */
-async function specSkill(url: string, skillId: string, priority: number, word: string): Promise<Probe> {
-  const skill = await probe(url);
-  skill.frames.subscribe(({ message }) => {
-    if (message === undefined) return;
-    if (message.type === `${skillId}.fallback.ping`) {
-      skill.send(reply(message, `${skillId}.fallback.pong`, { skill_id: skillId, can_handle: utterance(message).includes(word) }));
-    }
-    if (message.type === `${skillId}:fallback`) {
-      skill.send(reply(message, 'ovos.utterance.speak', { utterance: `${skillId} here` }));
-      skill.send(reply(message, 'mycroft.skill.handler.complete', {}));
-    }
-  });
-  skill.send(createMessage('ovos.fallback.register', { skill_id: skillId, priority }, { skill_id: skillId }));
-  await skill.barrier();
-  return skill;
-}
-
-/** An ovos-workshop FallbackSkill as it is on the wire today (ovos-wire-today.md): broadcast ping, its own request. */
-async function workshopSkill(url: string, skillId: string, priority: number, word: string): Promise<Probe> {
-  const skill = await probe(url);
-  skill.frames.subscribe(({ message }) => {
-    if (message === undefined) return;
-    if (message.type === 'ovos.skills.fallback.ping') {
-      skill.send(reply(message, 'ovos.skills.fallback.pong', { skill_id: skillId, can_handle: utterance(message).includes(word) }));
-    }
-    if (message.type === `ovos.skills.fallback.${skillId}.request`) {
-      skill.send({ ...message, type: 'speak', data: { utterance: `${skillId} here` } });
-      skill.send({ ...message, type: `ovos.skills.fallback.${skillId}.response`, data: { result: true, fallback_handler: 'X.handle_fallback' } });
-      skill.send({ ...message, type: 'ovos.utterance.handled', data: {} });
-    }
-  });
-  skill.send(createMessage('ovos.skills.fallback.register', { skill_id: skillId, priority }, {}));
-  await skill.barrier();
-  return skill;
-}
+const specSkill = async (url: string, skillId: string, priority: number, word: string): Promise<Probe> => specWordSkill(await probe(url), skillId, priority, word);
+const workshopSkill = async (url: string, skillId: string, priority: number, word: string): Promise<Probe> => workshopWordSkill(await probe(url), skillId, priority, word);
 
 /** What the spec says wins: the first willing skill in pool order (a.spec at 10 before b.workshop at 20), or none. */
 function expectedWinner(text: string): string | undefined {
@@ -113,7 +80,8 @@ function expectedWinner(text: string): string | undefined {
   return undefined;
 }
 
-const TEXTS = ['alpha one', 'beta two', 'alpha and beta', 'gamma nobody'];
+// The same question twice in a session: two utterances, each its own contest and its own answer.
+const TEXTS = ['alpha one', 'beta two', 'alpha and beta', 'gamma nobody', 'alpha one'];
 
 interface Sent {
   readonly id: string;
@@ -154,7 +122,7 @@ async function sendAll(users: readonly Probe[], sessions: number, prefix: string
 }
 
 describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster/README.md)', () => {
-  it('PIPELINE-1 §6, FALLBACK-1 §6.2 across daemons: skills of both dialects on different daemons answer contests on either; 60 sessions × 4 utterances from users on both: one handled each, the right winner, every partition owned by exactly one daemon', async () => {
+  it('PIPELINE-1 §6, FALLBACK-1 §6.2 across daemons: skills of both dialects on different daemons answer contests on either; 60 sessions × 5 utterances (the same question twice) from users on both: one handled each, the right winner, every partition owned by exactly one daemon', async () => {
     const server = await nats();
     const a = await daemon(server.url, 'node-a');
     const b = await daemon(server.url, 'node-b');
@@ -193,7 +161,7 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     expect(sample('ovos_fallback_registrations')).toBe(2);
   }, 60_000);
 
-  it('a daemon that joins later replays the registrations it missed, takes its share of the partitions without a restart of the other, and leaves again gracefully: nothing lost, nothing doubled', async () => {
+  it('PIPELINE-1 §6, FALLBACK-1 §3: a daemon that joins later replays the registrations it missed, takes its share of the partitions without a restart of the other, and leaves again gracefully: nothing lost, nothing doubled', async () => {
     const server = await nats();
     const a = await daemon(server.url, 'node-a');
     await specSkill(a.url, 'a.spec', 10, 'alpha');
@@ -226,7 +194,7 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     expect(new Set(handledIds).size).toBe(handledIds.length);
   }, 60_000);
 
-  it('a daemon SIGKILLed mid-contest: its undecided utterances run again on the other daemon, its dispatched ones end with the skill\'s handler (or an error); each with exactly one handled, each answer spoken once', async () => {
+  it('PIPELINE-1 §6: a daemon SIGKILLed mid-contest: its undecided utterances run again on the other daemon, its dispatched ones end with the skill\'s handler (or an error); each with exactly one handled, each answer spoken once', async () => {
     const server = await nats();
     const a = await daemon(server.url, 'node-a');
     // B in a process of its own, started the way a user starts it.

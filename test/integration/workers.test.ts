@@ -9,8 +9,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createMessage, reply } from '../../src/bus/message.js';
 import { natsServerAbsent } from '../support/nats-server.js';
+import { specWordSkill, workshopWordSkill } from '../support/word-skills.js';
 import { Probe, freePort } from './probe.js';
 import { killGroup, npmStart, type Spawned } from './spawn-daemon.js';
 
@@ -49,7 +49,7 @@ async function connect(url: string): Promise<Probe> {
 }
 
 describe.skipIf(absent !== undefined)('npm start -- --workers N (src/cluster/README.md)', () => {
-  it('two workers behind one port on their own nats-server; a worker SIGKILLed is replaced and takes its share again; every utterance after ends once, with the right winner; SIGTERM stops the workers and nats-server', async () => {
+  it('PIPELINE-1 §6, FALLBACK-1 §6.2: two workers behind one port on their own nats-server; a worker SIGKILLed is replaced and takes its share again; every utterance after ends once, with the right winner; SIGTERM stops the workers and nats-server', async () => {
     const port = await freePort();
     const stateHome = mkdtempSync(join(tmpdir(), 'ovos-contests-workers-'));
     // The workers, the skills, this test and its users share two cores: a burst of 160 utterances holds a pong longer
@@ -70,27 +70,8 @@ describe.skipIf(absent !== undefined)('npm start -- --workers N (src/cluster/REA
     await spawned.until(() => settled(spawned, now));
 
     const url = `ws://127.0.0.1:${port}/core`;
-    const spec = await connect(url);
-    spec.frames.subscribe(({ message }) => {
-      if (message?.type === 'a.spec.fallback.ping') spec.send(reply(message, 'a.spec.fallback.pong', { skill_id: 'a.spec', can_handle: JSON.stringify(message.data).includes('alpha') }));
-      if (message?.type === 'a.spec:fallback') {
-        spec.send(reply(message, 'ovos.utterance.speak', { utterance: 'a.spec here' }));
-        spec.send(reply(message, 'mycroft.skill.handler.complete', {}));
-      }
-    });
-    spec.send(createMessage('ovos.fallback.register', { skill_id: 'a.spec', priority: 10 }, { skill_id: 'a.spec' }));
-    const workshop = await connect(url);
-    workshop.frames.subscribe(({ message }) => {
-      if (message?.type === 'ovos.skills.fallback.ping') workshop.send(reply(message, 'ovos.skills.fallback.pong', { skill_id: 'b.workshop', can_handle: JSON.stringify(message.data).includes('beta') }));
-      if (message?.type === 'ovos.skills.fallback.b.workshop.request') {
-        workshop.send({ ...message, type: 'speak', data: { utterance: 'b.workshop here' } });
-        workshop.send({ ...message, type: 'ovos.skills.fallback.b.workshop.response', data: { result: true } });
-        workshop.send({ ...message, type: 'ovos.utterance.handled', data: {} });
-      }
-    });
-    workshop.send(createMessage('ovos.skills.fallback.register', { skill_id: 'b.workshop', priority: 20 }, {}));
-    await spec.barrier();
-    await workshop.barrier();
+    await specWordSkill(await connect(url), 'a.spec', 10, 'alpha');
+    await workshopWordSkill(await connect(url), 'b.workshop', 20, 'beta');
     // Each worker has applied both registrations (whichever worker each skill connected to).
     await spawned.until((output) => (output.match(/"skill_id":"b.workshop","priority":20/g) ?? []).length >= 2 && (output.match(/"skill_id":"a.spec","priority":10/g) ?? []).length >= 2);
 

@@ -29,16 +29,24 @@ export interface NatsServer {
 /** `nats-server -js` on a free loopback port; resolves once it says it is ready. `dir` keeps JetStream's files (a restart passes it again). */
 export async function startNatsServer(dir = mkdtempSync(join(tmpdir(), 'ovos-contests-nats-')), port?: number): Promise<NatsServer> {
   const chosen = port ?? (await freePort());
-  const child = spawn(BINARY, ['-js', '-a', '127.0.0.1', '-p', String(chosen), '-sd', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const server = spawnServer(chosen, ['-sd', dir]);
+  const exited = new Promise<boolean>((resolve) => server.child.once('exit', () => resolve(false)));
+  const ready = await Promise.race([server.watched.printed('Server is ready').then(() => true), exited]);
+  if (!ready) throw new Error(`nats-server did not start: ${server.output()}`);
+  return server;
+}
+
+/** One `nats-server -js` on loopback at `port`, with `extra` arguments; its output watched from the start. */
+function spawnServer(port: number, extra: readonly string[]): NatsServer & { readonly watched: ReturnType<typeof watchOutput> } {
+  const child = spawn(BINARY, ['-js', '-a', '127.0.0.1', '-p', String(port), ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const watched = watchOutput(child);
-  const ready = await Promise.race([watched.printed('Server is ready').then(() => true), exited.then(() => false)]);
-  if (!ready) throw new Error(`nats-server did not start: ${watched.output()}`);
   return {
-    url: `nats://127.0.0.1:${chosen}`,
-    port: chosen,
+    url: `nats://127.0.0.1:${port}`,
+    port,
     child,
     output: watched.output,
+    watched,
     stop: async (signal = 'SIGTERM') => {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill(signal);
@@ -54,29 +62,12 @@ export async function startNatsServer(dir = mkdtempSync(join(tmpdir(), 'ovos-con
 export async function startNatsCluster(n = 3): Promise<NatsServer[]> {
   const ports = await Promise.all(Array.from({ length: n }, () => freePort()));
   const routes = await Promise.all(Array.from({ length: n }, () => freePort()));
-  const servers: NatsServer[] = [];
-  const watchers: Array<ReturnType<typeof watchOutput>> = [];
-  for (let i = 0; i < n; i++) {
+  const servers = ports.map((port, i) => {
+    const others = routes.filter((_, j) => j !== i).map((route) => `nats://127.0.0.1:${route}`).join(',');
     const dir = mkdtempSync(join(tmpdir(), 'ovos-contests-nats-'));
-    const others = routes.filter((_, j) => j !== i).map((port) => `nats://127.0.0.1:${port}`).join(',');
-    const args = ['-js', '-a', '127.0.0.1', '-p', String(ports[i]), '-sd', dir, '-n', `n${i}`, '--cluster_name', 'ovos-contests', '--cluster', `nats://127.0.0.1:${routes[i]}`, '--routes', others];
-    const child = spawn(BINARY, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    const watched = watchOutput(child);
-    watchers.push(watched);
-    servers.push({
-      url: `nats://127.0.0.1:${ports[i]}`,
-      port: ports[i]!,
-      child,
-      output: watched.output,
-      stop: async (signal = 'SIGTERM') => {
-        if (child.exitCode !== null || child.signalCode !== null) return;
-        child.kill(signal);
-        await exited;
-      },
-    });
-  }
-  const leader = (output: string): boolean => /metadata leader|JetStream cluster new metadata leader/i.test(output);
-  await Promise.race(watchers.map((watched) => watched.until(leader)));
+    return spawnServer(port, ['-sd', dir, '-n', `n${i}`, '--cluster_name', 'ovos-contests', '--cluster', `nats://127.0.0.1:${routes[i]}`, '--routes', others]);
+  });
+  const leader = (output: string): boolean => /metadata leader/i.test(output);
+  await Promise.race(servers.map((server) => server.watched.until(leader)));
   return servers;
 }
