@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { createMessage } from '../../src/bus/message.js';
 import { ManualClock } from '../../src/clock/manual-clock.js';
-import { fallbackMachine, type FallbackEmitted, type FallbackOutput } from '../../machines/fallback/fallback.machine.js';
+import { awaitsPong, fallbackMachine, type FallbackEmitted, type FallbackOutput } from '../../machines/fallback/fallback.machine.js';
 
 const T = 500;
 
@@ -820,5 +820,179 @@ describe('PIPELINE-1 §4.4 × FALLBACK-1 §6.1–6.2: the stage bound decides wi
     const unbounded = contest(['a'], 10_000_000);
     unbounded.clock.advance(9_999_999);
     expect(unbounded.done()).toBe(false);
+  });
+});
+
+// What each asked skill said is the contest's record (context.outcomes): the inspector shows it for every contest,
+// the stage bound's warning names the skills it had heard from, and a second pong is told late from duplicate by it.
+describe('OVOS-FALLBACK-1 §6.1: every asked skill’s answer is recorded, in asking order, whatever ends the contest', () => {
+  const LEGACY = 'OVOS-FALLBACK-1 §6.1 + ovos-wire-today legacy broadcast';
+
+  it('§6.1: declined, timed out, gone and declined again — each recorded as it happened, the pool exhausted (None)', () => {
+    const c = contest(['a', 'b', 'c', 'd']);
+    c.pong('a', false);
+    c.clock.advance(T);
+    c.gone('c');
+    expect(c.outcomes()).toEqual([
+      { skill_id: 'a', outcome: 'declined' },
+      { skill_id: 'b', outcome: 'timeout' },
+      { skill_id: 'c', outcome: 'gone' },
+    ]);
+    c.pong('d', false);
+    expect(c.outcomes()).toEqual([
+      { skill_id: 'a', outcome: 'declined' },
+      { skill_id: 'b', outcome: 'timeout' },
+      { skill_id: 'c', outcome: 'gone' },
+      { skill_id: 'd', outcome: 'declined' },
+    ]);
+    expect(c.actor.getSnapshot().value).toBe('exhausted');
+    expect(c.output()).toBeNull();
+  });
+
+  it('§6.1: the last skill of the pool — its timeout, or its connection closing, is recorded before the pool is exhausted', () => {
+    const silent = contest(['a']);
+    silent.clock.advance(T);
+    expect(silent.outcomes()).toEqual([{ skill_id: 'a', outcome: 'timeout' }]);
+    expect(silent.output()).toBeNull();
+    const gone = contest(['a', 'b']);
+    gone.pong('a', false);
+    gone.gone('b');
+    expect(gone.outcomes()).toEqual([
+      { skill_id: 'a', outcome: 'declined' },
+      { skill_id: 'b', outcome: 'gone' },
+    ]);
+    expect(gone.output()).toBeNull();
+  });
+
+  it(`${LEGACY}: early declines are recorded at their turns, the last one exhausting the pool`, () => {
+    const c = contest(['a', 'b', 'c'], T, { broadcast: ['a', 'b', 'c'] });
+    c.pong('b', false);
+    c.pong('c', false);
+    expect(c.outcomes()).toEqual([]);
+    c.pong('a', false);
+    expect(c.outcomes()).toEqual([
+      { skill_id: 'a', outcome: 'declined' },
+      { skill_id: 'b', outcome: 'declined' },
+      { skill_id: 'c', outcome: 'declined' },
+    ]);
+    expect(c.output()).toBeNull();
+  });
+
+  it(`${LEGACY}: broadcast skills silent past the broadcast's timeout are recorded timed out at their turns, the last one included`, () => {
+    const c = contest(['a', 'b', 'c'], T, { broadcast: ['a', 'b', 'c'] });
+    c.clock.advance(T);
+    expect(c.outcomes()).toEqual([
+      { skill_id: 'a', outcome: 'timeout' },
+      { skill_id: 'b', outcome: 'timeout' },
+      { skill_id: 'c', outcome: 'timeout' },
+    ]);
+    expect(c.timeouts.map((t) => t.skill_id)).toEqual(['a', 'b', 'c']);
+    expect(c.output()).toBeNull();
+  });
+
+  it(`${LEGACY}: a spec skill after silent broadcast skills — they are recorded timed out as its turn comes, and it is pinged then`, () => {
+    const c = contest(['a', 'b', 'spec'], T, { broadcast: ['a', 'b'] });
+    c.clock.advance(T);
+    expect(c.outcomes()).toEqual([
+      { skill_id: 'a', outcome: 'timeout' },
+      { skill_id: 'b', outcome: 'timeout' },
+    ]);
+    expect(c.pings.map((p) => [p.skill_id, p.at])).toEqual([['spec', T]]);
+    c.pong('spec', true);
+    expect(c.output()).toEqual({ skill_id: 'spec' });
+  });
+});
+
+describe('OVOS-FALLBACK-1 §6.1 × PIPELINE-1 §4.4: what the stage bound reports and where it ends', () => {
+  it('§6.2 at the bound with a willing skill: the contest ends matched (the inspector shows matched, not exhausted)', () => {
+    const c = contest(['a', 'b'], T, { broadcast: ['b'], boundMs: 100 });
+    c.pong('b', true);
+    c.clock.advance(100);
+    expect(c.actor.getSnapshot().value).toBe('matched');
+    expect(c.output()).toEqual({ skill_id: 'b' });
+    const none = contest(['a', 'b'], T, { broadcast: ['b'], boundMs: 100 });
+    none.pong('b', false);
+    none.clock.advance(100);
+    expect(none.actor.getSnapshot().value).toBe('exhausted');
+  });
+
+  it('§6.1 at the bound: a skill gone before it is not recorded as cut, nor reported silent', () => {
+    const silent: string[][] = [];
+    const c = contest(['a', 'b', 'c'], T, { broadcast: ['a', 'b', 'c'], boundMs: 100 });
+    c.actor.on('ping.timeouts', (event) => silent.push([...event.silent]));
+    c.gone('b');
+    c.clock.advance(100);
+    expect(c.outcomes()).toEqual([
+      { skill_id: 'a', outcome: 'cut' },
+      { skill_id: 'c', outcome: 'cut' },
+    ]);
+    expect(silent).toEqual([['a', 'c']]);
+  });
+
+  it('§6.1 at the bound: only skills that were asked are reported silent — the awaited one, not those never pinged', () => {
+    const silent: string[][] = [];
+    const c = contest(['a', 'b', 'c'], T, { boundMs: 100 });
+    c.actor.on('ping.timeouts', (event) => silent.push([...event.silent]));
+    c.clock.advance(100);
+    expect(silent).toEqual([['a']]);
+    expect(c.timeouts).toEqual([]);
+  });
+
+  it('§6.1 at a bound exactly one ping timeout long: silent broadcast skills have had their whole timeout — reported timed out', () => {
+    const c = contest(['a', 'b', 'live'], T, { broadcast: ['a', 'b', 'live'], boundMs: T });
+    c.pong('live', true);
+    c.clock.advance(T);
+    expect(c.output()).toEqual({ skill_id: 'live' });
+    expect(c.timeouts.map((t) => [t.skill_id, t.at])).toEqual([['a', T], ['b', T]]);
+  });
+});
+
+describe('OVOS-FALLBACK-1 §6.1: a stray pong is reported with its reason', () => {
+  it('§6.1: after a decline, a pong from a skill outside the pool is not_awaited, not a duplicate of the decline', () => {
+    const c = contest(['a', 'b']);
+    c.pong('a', false);
+    c.pong('stranger', true);
+    expect(c.ignored).toEqual([{ type: 'pong.ignored', skill_id: 'stranger', reason: 'not_awaited' }]);
+  });
+
+  it('ovos-wire-today legacy broadcast: once the broadcast has timed out, a pong from a skill of another pool is not_in_pool, not late', () => {
+    const c = contest(['a', 'spec'], T, { broadcast: ['a'] });
+    c.clock.advance(T);
+    c.pong('other.pool', true);
+    expect(c.ignored).toEqual([{ type: 'pong.ignored', skill_id: 'other.pool', reason: 'not_in_pool' }]);
+  });
+});
+
+// awaitsPong routes a pong that carries no ids of its own (a legacy skill's reply) to the one contest waiting for it.
+describe('OVOS-FALLBACK-1 §6.1 + ovos-wire-today: which contest a pong with no ids belongs to (awaitsPong)', () => {
+  const awaits = (c: ReturnType<typeof contest>, skill: string): boolean => awaitsPong(c.actor.getSnapshot().context, skill);
+
+  it('the awaited skill, until it has answered; never a skill behind it, outside the pool, or not asked yet', () => {
+    const c = contest(['a', 'b', 'c']);
+    expect(awaits(c, 'a')).toBe(true);
+    expect(awaits(c, 'b')).toBe(false);
+    expect(awaits(c, 'stranger')).toBe(false);
+    c.pong('a', false);
+    expect(awaits(c, 'a')).toBe(false);
+    expect(awaits(c, 'b')).toBe(true);
+    c.pong('b', true);
+    // The contest is over with b's answer: b is still at its index, but answered.
+    expect(awaits(c, 'b')).toBe(false);
+  });
+
+  it('a broadcast skill ahead, until it answers early or the broadcast times out; never one that is gone', () => {
+    const c = contest(['a', 'b', 'c', 'd'], T, { broadcast: ['a', 'b', 'c'] });
+    expect(awaits(c, 'b')).toBe(true);
+    expect(awaits(c, 'd')).toBe(false); // a spec skill ahead: not asked yet
+    c.pong('b', false);
+    expect(awaits(c, 'b')).toBe(false);
+    c.gone('c');
+    expect(awaits(c, 'c')).toBe(false);
+    c.clock.advance(T - 1);
+    expect(awaits(c, 'a')).toBe(true);
+    const expired = contest(['a', 'spec', 'b'], T, { broadcast: ['a', 'b'] });
+    expired.clock.advance(T);
+    expect(awaits(expired, 'spec')).toBe(true);
+    expect(awaits(expired, 'b')).toBe(false);
   });
 });
