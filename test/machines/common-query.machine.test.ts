@@ -1430,3 +1430,55 @@ describe('embedding the contest machine (src/index.ts exports it): effects the e
     expect(errors.map((e) => String(e))).toEqual(['Error: not provided: sendRequests']);
   });
 });
+
+describe('OVOS-COMMON-QUERY-1 §6.3/§7.2: a skill gone during the poll is remembered, whatever it does to the poll then', () => {
+  const gone = (c: Contest, skill_id: string): void => {
+    c.actor.send({ type: 'GONE', skill_id });
+  };
+
+  it('§7.2: a claimant gone before the poll closes counts as declining — the claim bound ends the contest, nobody is asked', () => {
+    const c = contest({ knownSkills: ['a', 'b'] });
+    c.at(5);
+    c.pong('a');
+    c.at(10);
+    gone(c, 'a'); // b is still silent: the poll stays open
+    expect(c.done()).toBe(false);
+    c.at(CLAIM);
+    expect(c.requests).toEqual([]);
+    expect(c.doneAt()).toBe(CLAIM);
+    expect(c.output()?.closedBy).toBe('all_answered');
+  });
+
+  it('§6.3: a skill known to answer every poll, gone before the claim bound, is not waited for past it', () => {
+    const c = contest({ knownSkills: ['a', 'b', 'c'], answeringSkills: ['b'] });
+    c.at(5);
+    c.pong('a');
+    c.at(10);
+    gone(c, 'b'); // c is still silent: the poll stays open
+    c.at(CLAIM);
+    expect(c.requests).toEqual([{ at: CLAIM, claimants: [{ skill_id: 'a' }] }]);
+  });
+
+  it('§6.3: a known skill whose going completes rule 1 closes the poll at once, and is recorded gone (the inspector shows it)', () => {
+    const c = contest({ knownSkills: ['a', 'b'] });
+    c.at(5);
+    c.pong('a');
+    c.at(10);
+    gone(c, 'b');
+    expect(c.requests).toEqual([{ at: 10, claimants: [{ skill_id: 'a' }] }]);
+    expect(c.actor.getSnapshot().context.gone).toEqual(['b']);
+  });
+
+  it('§6.3: past the claim bound, a second pong of a skill already heard is reported duplicate and changes nothing', () => {
+    const c = contest({ knownSkills: ['a', 'b', 'c'], answeringSkills: ['b', 'c'] });
+    c.at(5);
+    c.pong('a');
+    c.at(CLAIM);
+    c.at(CLAIM + 10);
+    c.pong('b', false); // c still outstanding: the poll waits for it
+    c.pong('b', true);
+    expect(c.pongIgnored).toEqual([{ type: 'pong.ignored', skill_id: 'b', reason: 'duplicate' }]);
+    c.pong('c', false);
+    expect(c.requests).toEqual([{ at: CLAIM + 10, claimants: [{ skill_id: 'a' }] }]);
+  });
+});
