@@ -11,10 +11,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { partitionOf } from '../../src/cluster/subjects.js';
 import { createMessage, reply, utteranceIdOf, type Message } from '../../src/bus/message.js';
 import { startDaemon, type Daemon } from '../../src/daemon/daemon.js';
-import { silentLogger } from '../../src/log/logger.js';
+import { silentLogger, type Logger } from '../../src/log/logger.js';
 import { natsServerAbsent, startNatsServer, type NatsServer } from '../support/nats-server.js';
 import { specWordSkill, workshopWordSkill } from '../support/word-skills.js';
-import { Probe, configWith, freePort } from './probe.js';
+import { Probe, captureLogs, configWith, freePort } from './probe.js';
 import { killGroup, npmStart, signalDaemon, type Spawned } from './spawn-daemon.js';
 
 const absent = natsServerAbsent();
@@ -38,7 +38,7 @@ async function nats(): Promise<NatsServer> {
   return server;
 }
 
-async function daemon(url: string, nodeId: string): Promise<Daemon & { stopped: () => boolean }> {
+async function daemon(url: string, nodeId: string, logger: Logger = silentLogger()): Promise<Daemon & { stopped: () => boolean }> {
   const config = configWith({
     bus: { port: 0 },
     exampleSkills: false,
@@ -48,7 +48,7 @@ async function daemon(url: string, nodeId: string): Promise<Daemon & { stopped: 
     cluster: { ...CLUSTER, nats: url, nodeId },
     fallback: FALLBACK,
   });
-  const started = await startDaemon(config, silentLogger());
+  const started = await startDaemon(config, logger);
   let closed = false;
   cleanups.push(async () => {
     if (!closed) await started.close();
@@ -192,6 +192,68 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     // Nothing beyond the utterances sent ended (no stray handled).
     const handledIds = userA.messages.filter((m) => m.type === 'ovos.utterance.handled').map(utteranceIdOf);
     expect(new Set(handledIds).size).toBe(handledIds.length);
+  }, 60_000);
+
+  it('FALLBACK-1 §6.1, COMMON-QUERY-1 §7.2 across daemons: a skill on daemon A whose connection closes mid-contest is not waited for by the contest on daemon B; a reply after the utterance ended changes nothing', async () => {
+    const server = await nats();
+    const a = await daemon(server.url, 'node-a');
+    const logs = captureLogs('info');
+    const b = await daemon(server.url, 'node-b', logs.logger);
+    await expect.poll(() => b.cluster!.view().owned.length, { timeout: 5_000 }).toBeGreaterThan(0);
+    await expect.poll(() => a.cluster!.view().owned.length + b.cluster!.view().owned.length, { timeout: 5_000 }).toBe(PARTITIONS);
+    // Sessions whose contests run on B, asked by a user on B; the skills that leave are on A.
+    const onB = (prefix: string): string => {
+      for (let i = 0; ; i++) if (b.cluster!.view().owned.includes(partitionOf(`${prefix}-${i}`, PARTITIONS))) return `${prefix}-${i}`;
+    };
+    const user = await probe(b.url);
+
+    // Common query: q.gone (on A) claims with a long declared latency and leaves when asked; q.live (on B) answers.
+    const question = 'what is the speed of light';
+    const cqSkill = async (url: string, skillId: string, latency: number, onRequest: (skill: Probe, request: Message) => void): Promise<Probe> => {
+      const skill = await probe(url);
+      skill.frames.subscribe(({ message }) => {
+        if (message?.type === 'ovos.common_query.ping' && message.data['utterance'] === question) {
+          skill.send(reply(message, 'ovos.common_query.pong', { utterance: question, skill_id: skillId, can_answer: true, latency_ms: latency }));
+        }
+        if (message?.type === `${skillId}:common_query`) onRequest(skill, message);
+      });
+      return skill;
+    };
+    await cqSkill(a.url, 'q.gone', 4_000, (skill) => void skill.close());
+    const answers: Message[] = [];
+    const live = await cqSkill(b.url, 'q.live', 20, (skill, request) => {
+      const response = reply(request, 'q.live.common_query.response', { utterance: question, skill_id: 'q.live', answer: 'about 300,000 km per second', conf: 0.8 });
+      answers.push(response);
+      skill.send(response);
+    });
+    user.utter(question, { utteranceId: 'cq-gone', session: { session_id: onB('question') }, lang: 'en-US' });
+    await user.handled('cq-gone');
+    const decided = logs.lines.items.filter((line) => line.msg === 'common query decided');
+    expect(decided.map((line) => [line['winner'], line['closed_by']])).toEqual([['q.live', 'all_answered']]);
+    // The same answer again, after the utterance ended: dropped, never spoken twice.
+    live.send(answers[0]!);
+    await live.barrier();
+    await user.barrier();
+    const messages = user.of('cq-gone');
+    expect(messages.filter((m) => m.type === 'ovos.utterance.speak').map((m) => m.data['utterance'])).toEqual(['about 300,000 km per second']);
+    expect(messages.filter((m) => m.type === 'ovos.utterance.handled')).toHaveLength(1);
+
+    // Fallback (last: a connection opening after quiet.spec left would make it worth asking again, src/plugins/README.md):
+    // quiet.spec (10, on A) is pinged and leaves without a word; sure.spec (20, on B) is willing for zebras.
+    const quiet = await probe(a.url);
+    quiet.frames.subscribe(({ message }) => {
+      if (message?.type === 'quiet.spec.fallback.ping') void quiet.close(); // asked, and gone: never answers
+    });
+    quiet.send(createMessage('ovos.fallback.register', { skill_id: 'quiet.spec', priority: 10 }, { skill_id: 'quiet.spec' }));
+    await quiet.barrier();
+    await specSkill(b.url, 'sure.spec', 20, 'zebra');
+    await expect.poll(() => [...b.system.fallback.registry.availableFor('default').keys()].sort(), { timeout: 5_000 }).toEqual(['quiet.spec', 'sure.spec']);
+    user.utter('a zebra crossing', { utteranceId: 'fb-gone', session: { session_id: onB('gone') }, lang: 'en-US' });
+    await user.handled('fb-gone');
+    expect(user.of('fb-gone').filter((m) => m.type === 'ovos.intent.matched').map((m) => m.data['skill_id'])).toEqual(['sure.spec']);
+    // Passed because its connection closed, not after its 10 s ping timeout.
+    const metrics = await (await fetch(b.metricsUrl!)).text();
+    expect(metrics).not.toMatch(/^ovos_fallback_ping_timeouts_total\{[^}]*\} [1-9]/m);
   }, 60_000);
 
   it('PIPELINE-1 §6: a daemon SIGKILLed mid-contest: its undecided utterances run again on the other daemon, its dispatched ones end with the skill\'s handler (or an error); each with exactly one handled, each answer spoken once', async () => {
