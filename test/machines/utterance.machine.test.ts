@@ -201,3 +201,98 @@ describe('OVOS-PIPELINE-1 §8: a handler that fails is reported with what failed
     expect(told.errors).toEqual(['KeyError: weather']);
   });
 });
+
+/**
+ * A live utterance actor on the ManualClock: stages answer with `answer` (a stage that never settles is a Promise
+ * that never resolves), events and time driven by the test.
+ */
+function live(stages: readonly string[], answer: (stage: string) => Promise<Match | null>) {
+  const clock = new ManualClock();
+  const asked: string[] = [];
+  const errors: string[] = [];
+  const emitted: Array<{ type: string; skill_id?: string; reason?: string }> = [];
+  const machine = utteranceMachine.provide({
+    actors: {
+      matchStage: fromPromise(async ({ input }: { input: { pipelineId: string; request: UtteranceRequest } }) => {
+        asked.push(input.pipelineId);
+        return answer(input.pipelineId);
+      }),
+    },
+    actions: { dispatch: () => undefined, prepareDispatch: () => undefined, handlerError: (_args, params: { exception: string }) => void errors.push(params.exception) },
+  });
+  const entry = createMessage('ovos.utterance.handle', { utterances: ['hello'] }, { session: { session_id: 's' } });
+  const actor = createActor(machine, {
+    clock,
+    input: { request: { entry, utterances: ['hello'], lang: 'en-US', session: sessionFromObject({ session_id: 's' }) }, stages, inProcessHandlers: [], matchTimeoutMs: 1_000, handlerTimeoutMs: 1_000 },
+  });
+  actor.on('*', (event: { type: string; skill_id?: string; reason?: string }) => emitted.push(event));
+  actor.start();
+  actor.send({ type: 'BEGIN' });
+  /** Let the stages' promises settle (they resolve on the microtask queue). */
+  const settle = async (): Promise<void> => {
+    for (let i = 0; i < 5; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+  };
+  return { clock, actor, asked, errors, emitted, settle, declined: () => actor.getSnapshot().context.declined };
+}
+
+const never = (): Promise<Match | null> => new Promise<Match | null>(() => {});
+
+describe('OVOS-PIPELINE-1 §4.4 / §6: a stage that throws or overruns its match bound declines, and the next stage is asked once', () => {
+  it('§6: a stage that throws counts as declining (why: error): the next is asked once; the last one throwing ends unmatched', async () => {
+    const u = live(['a', 'b'], async () => {
+      throw new Error('stage broke');
+    });
+    await u.settle();
+    expect(u.asked).toEqual(['a', 'b']);
+    expect(u.declined()).toEqual([
+      { stage: 'a', why: 'error' },
+      { stage: 'b', why: 'error' },
+    ]);
+    expect(u.actor.getSnapshot().output).toEqual({ outcome: 'unmatched', match: null, stage: null });
+    // The final state records its outcome in the context too (the inspector shows the context).
+    expect(u.actor.getSnapshot().context.outcome).toBe('unmatched');
+  });
+
+  it('§4.4: a stage silent for its whole match bound declines (why: timeout) at exactly the bound: the next is asked once; the last one ends unmatched', async () => {
+    const u = live(['a', 'b'], never);
+    await u.settle();
+    u.clock.advance(999);
+    await u.settle();
+    expect(u.asked).toEqual(['a']);
+    u.clock.advance(1);
+    await u.settle();
+    expect(u.asked).toEqual(['a', 'b']);
+    expect(u.declined()).toEqual([{ stage: 'a', why: 'timeout' }]);
+    u.clock.advance(1_000);
+    await u.settle();
+    expect(u.asked).toEqual(['a', 'b']);
+    expect(u.declined()).toEqual([
+      { stage: 'a', why: 'timeout' },
+      { stage: 'b', why: 'timeout' },
+    ]);
+    expect(u.actor.getSnapshot().output).toEqual({ outcome: 'unmatched', match: null, stage: null });
+  });
+});
+
+describe('OVOS-PIPELINE-1 §8: only the dispatched skill ends its handler', () => {
+  const match: Match = { skill_id: 'bus.skill', intent_name: 'x', lang: 'en-US', utterance: 'hello', slots: {} };
+
+  it('§8: another skill\'s connection closing while the handler is awaited changes nothing; the dispatched skill\'s closing fails it (SkillDisconnected)', async () => {
+    const u = live(['a'], async () => match);
+    await u.settle();
+    expect(u.actor.getSnapshot().matches({ handling: 'awaitingSkill' })).toBe(true);
+    u.actor.send({ type: 'SKILL_GONE', skill_id: 'other.skill' });
+    expect(u.actor.getSnapshot().status).toBe('active');
+    u.actor.send({ type: 'SKILL_GONE', skill_id: 'bus.skill' });
+    expect(u.actor.getSnapshot().output).toMatchObject({ outcome: 'handler_error' });
+    expect(u.errors).toEqual(['SkillDisconnected: the bus connection of bus.skill closed before its handler completed']);
+  });
+
+  it('§8: a completion signal while the stages are still asked is reported ignored (not_awaited), and changes nothing', async () => {
+    const u = live(['a'], never);
+    await u.settle();
+    u.actor.send({ type: 'HANDLER_DONE', skill_id: 'bus.skill', ok: true });
+    expect(u.emitted).toEqual([{ type: 'handler_done.ignored', skill_id: 'bus.skill', reason: 'not_awaited' }]);
+    expect(u.actor.getSnapshot().status).toBe('active');
+  });
+});
