@@ -22,6 +22,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createMessage, reply } from '../../src/bus/message.js';
 import { startDaemon, type Daemon } from '../../src/daemon/daemon.js';
 import { silentLogger } from '../../src/log/logger.js';
+import { partitionOf } from '../../src/cluster/subjects.js';
+import { natsServerAbsent, startNatsServer } from '../support/nats-server.js';
 import { Probe, captureLogs, configWith } from '../integration/probe.js';
 
 const CHROMIUM = [process.env['CHROMIUM_PATH'], '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((path): path is string => path !== undefined && existsSync(path));
@@ -185,5 +187,50 @@ describe.skipIf(CHROMIUM === undefined)('a web page in Chromium and the bus: onl
     expect(await openBusFrom(sites.browser, `http://friend.example.com:${sites.port}`, daemon.url)).toBe('open');
     expect(await openBusFrom(sites.browser, `http://localhost:${sites.port}`, daemon.url)).toBe('open');
     expect(logs.lines.items.filter((l) => l.reason === 'origin_not_allowed')).toHaveLength(1);
+  }, 60_000);
+});
+
+const NATS_ABSENT = natsServerAbsent();
+
+describe.skipIf(CHROMIUM === undefined || NATS_ABSENT !== undefined)('the Cluster panel of a daemon on NATS, in Chromium (src/cluster/README.md)', () => {
+  it('shows this daemon, the partitions each daemon owns, and which daemon runs each recent session', async () => {
+    const nats = await startNatsServer();
+    cleanups.push(() => nats.stop());
+    const daemons: Daemon[] = [];
+    for (const nodeId of ['node-a', 'node-b']) {
+      const config = configWith({ bus: { port: 0 }, exampleSkills: false, log: { level: 'silent' }, inspector: { port: 0 }, cluster: { nats: nats.url, nodeId, partitions: 8, heartbeatMs: 100, deadAfterMs: 1_500 } });
+      const daemon = await startDaemon(config, silentLogger());
+      cleanups.push(() => daemon.close());
+      daemons.push(daemon);
+    }
+    const [a, b] = daemons as [Daemon, Daemon];
+    await expect.poll(() => a.cluster!.view().owned.length + b.cluster!.view().owned.length, PATIENT).toBe(8);
+    await expect.poll(() => b.cluster!.view().owned.length, PATIENT).toBeGreaterThan(0);
+    const user = await Probe.connect(a.url);
+    cleanups.push(() => user.close());
+    const sessions = ['hall', 'attic', 'porch', 'garage', 'cellar', 'study'];
+    for (const session of sessions) user.utter('nobody answers this', { utteranceId: `u-${session}`, session: { session_id: session } });
+    for (const session of sessions) await user.handled(`u-${session}`);
+
+    const page = await browser!.newPage({ viewport: { width: 1500, height: 1000 } });
+    cleanups.push(() => page.close());
+    await page.goto(a.inspector!.url);
+    await expect.poll(() => page.getByTestId('cluster').isVisible(), PATIENT).toBe(true);
+    const view = a.cluster!.view();
+    await expect.poll(() => page.locator('#cluster-summary').textContent(), PATIENT).toBe(
+      `this daemon: node-a, owns ${view.owned.length} of 8 partitions · daemons: node-a, node-b · waiting for an owner: 0 · failovers: 0`,
+    );
+    const rows = (testId: string): Promise<string[][]> =>
+      page.locator(`[data-testid=${testId}]`).evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')));
+    await expect.poll(() => rows('cluster-owner'), PATIENT).toEqual([
+      ['node-a (this one)', view.owned.join(' ')],
+      ['node-b', b.cluster!.view().owned.join(' ')],
+    ]);
+    const owners = view.owners;
+    await expect.poll(async () => (await rows('cluster-session')).sort(), PATIENT).toEqual(
+      sessions.map((session) => [session, String(partitionOf(session, 8)), owners[partitionOf(session, 8)] ?? 'none']).sort(),
+    );
+    // Both daemons run some of these sessions (partitions are spread by session).
+    expect(new Set(sessions.map((session) => owners[partitionOf(session, 8)]))).toEqual(new Set(['node-a', 'node-b']));
   }, 60_000);
 });
