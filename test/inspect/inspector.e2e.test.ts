@@ -204,8 +204,16 @@ describe.skipIf(CHROMIUM === undefined || NATS_ABSENT !== undefined)('the Cluste
       daemons.push(daemon);
     }
     const [a, b] = daemons as [Daemon, Daemon];
-    await expect.poll(() => a.cluster!.view().owned.length + b.cluster!.view().owned.length, PATIENT).toBe(8);
-    await expect.poll(() => b.cluster!.view().owned.length, PATIENT).toBeGreaterThan(0);
+    // Settled: both daemons read the same table, every partition owned by one of them, each owning some.
+    const settled = (): boolean => {
+      const [va, vb] = [a.cluster!.view(), b.cluster!.view()];
+      return (
+        va.owned.length > 0 && vb.owned.length > 0 && va.owned.length + vb.owned.length === 8 &&
+        va.owners.every((owner, p) => owner === vb.owners[p] && owner === (va.owned.includes(p) ? 'node-a' : 'node-b')) &&
+        va.waiting === 0 && vb.waiting === 0
+      );
+    };
+    await expect.poll(settled, PATIENT).toBe(true);
     const user = await Probe.connect(a.url);
     cleanups.push(() => user.close());
     const sessions = ['hall', 'attic', 'porch', 'garage', 'cellar', 'study'];
@@ -216,6 +224,8 @@ describe.skipIf(CHROMIUM === undefined || NATS_ABSENT !== undefined)('the Cluste
     cleanups.push(() => page.close());
     await page.goto(a.inspector!.url);
     await expect.poll(() => page.getByTestId('cluster').isVisible(), PATIENT).toBe(true);
+    // Nothing moves partitions from here on (no daemon joins or leaves): the table read now is the one the page shows.
+    expect(settled()).toBe(true);
     const view = a.cluster!.view();
     await expect.poll(() => page.locator('#cluster-summary').textContent(), PATIENT).toBe(
       `this daemon: node-a, owns ${view.owned.length} of 8 partitions · daemons: node-a, node-b · waiting for an owner: 0 · failovers: 0`,
@@ -230,6 +240,7 @@ describe.skipIf(CHROMIUM === undefined || NATS_ABSENT !== undefined)('the Cluste
     await expect.poll(async () => (await rows('cluster-session')).sort(), PATIENT).toEqual(
       sessions.map((session) => [session, String(partitionOf(session, 8)), owners[partitionOf(session, 8)] ?? 'none']).sort(),
     );
+    expect(settled()).toBe(true);
     // Both daemons run some of these sessions (partitions are spread by session).
     expect(new Set(sessions.map((session) => owners[partitionOf(session, 8)]))).toEqual(new Set(['node-a', 'node-b']));
   }, 60_000);

@@ -38,8 +38,9 @@ async function nats(): Promise<NatsServer> {
   return server;
 }
 
-async function daemon(url: string, nodeId: string, logger: Logger = silentLogger()): Promise<Daemon & { stopped: () => boolean }> {
+async function daemon(url: string, nodeId: string, logger: Logger = silentLogger(), extra: Record<string, unknown> = {}): Promise<Daemon & { stopped: () => boolean }> {
   const config = configWith({
+    ...extra,
     bus: { port: 0 },
     exampleSkills: false,
     log: { level: 'silent' },
@@ -194,11 +195,13 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     expect(new Set(handledIds).size).toBe(handledIds.length);
   }, 60_000);
 
-  it('FALLBACK-1 §6.1, COMMON-QUERY-1 §7.2 across daemons: a skill on daemon A whose connection closes mid-contest is not waited for by the contest on daemon B; a reply after the utterance ended changes nothing', async () => {
+  it('FALLBACK-1 §6.1, COMMON-QUERY-1 §7.2 across daemons: a skill on daemon A whose connection closes mid-contest is not waited for by the contest on daemon B; COMMON-QUERY-1 §7.1: a reply after the utterance ended changes nothing', async () => {
     const server = await nats();
     const a = await daemon(server.url, 'node-a');
     const logs = captureLogs('info');
-    const b = await daemon(server.url, 'node-b', logs.logger);
+    // The poll waits for every claim up to its ceiling (a claim crossing two daemons on a loaded machine may come
+    // after the 125 ms claim bound): both common-query skills below are claimants.
+    const b = await daemon(server.url, 'node-b', logs.logger, { commonQuery: { pollClaimBoundMs: 500, pollWindowMs: 500 } });
     await expect.poll(() => b.cluster!.view().owned.length, { timeout: 5_000 }).toBeGreaterThan(0);
     await expect.poll(() => a.cluster!.view().owned.length + b.cluster!.view().owned.length, { timeout: 5_000 }).toBe(PARTITIONS);
     // Sessions whose contests run on B, asked by a user on B; the skills that leave are on A.
@@ -229,7 +232,7 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     user.utter(question, { utteranceId: 'cq-gone', session: { session_id: onB('question') }, lang: 'en-US' });
     await user.handled('cq-gone');
     const decided = logs.lines.items.filter((line) => line.msg === 'common query decided');
-    expect(decided.map((line) => [line['winner'], line['closed_by']])).toEqual([['q.live', 'all_answered']]);
+    expect(decided.map((line) => [line['claimants'], line['winner'], line['closed_by']])).toEqual([[2, 'q.live', 'all_answered']]);
     // The same answer again, after the utterance ended: dropped, never spoken twice.
     live.send(answers[0]!);
     await live.barrier();
@@ -249,11 +252,11 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     await specSkill(b.url, 'sure.spec', 20, 'zebra');
     await expect.poll(() => [...b.system.fallback.registry.availableFor('default').keys()].sort(), { timeout: 5_000 }).toEqual(['quiet.spec', 'sure.spec']);
     user.utter('a zebra crossing', { utteranceId: 'fb-gone', session: { session_id: onB('gone') }, lang: 'en-US' });
-    await user.handled('fb-gone');
+    // A guard, not a timing: quiet.spec's ping timeout (10 s) and the match bound (10 s) are both far past it, so the
+    // handled comes in time only if B passed quiet.spec when its connection closed.
+    await user.handled('fb-gone', 5_000);
     expect(user.of('fb-gone').filter((m) => m.type === 'ovos.intent.matched').map((m) => m.data['skill_id'])).toEqual(['sure.spec']);
-    // Passed because its connection closed, not after its 10 s ping timeout.
-    const metrics = await (await fetch(b.metricsUrl!)).text();
-    expect(metrics).not.toMatch(/^ovos_fallback_ping_timeouts_total\{[^}]*\} [1-9]/m);
+    expect(logs.lines.items.filter((line) => line.reason === 'match_bound_cut')).toEqual([]);
   }, 60_000);
 
   it('PIPELINE-1 §6: a daemon SIGKILLed mid-contest: its undecided utterances run again on the other daemon, its dispatched ones end with the skill\'s handler (or an error); each with exactly one handled, each answer spoken once', async () => {

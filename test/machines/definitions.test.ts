@@ -13,24 +13,21 @@ const LOADERS: Record<string, () => Promise<AnyStateMachine>> = {
   utterance: async () => (await import('../../machines/utterance/utterance.machine.js')).utteranceMachine,
 };
 
-/** Every state node of `node`'s tree, and every transition target and initial state each one names, resolved. */
+/**
+ * Every state node of `node`'s tree, its initial state resolved. (`createMachine` already resolves every transition
+ * target, throwing for a missing one; an initial state is resolved when first read, here.)
+ */
 function resolveAll(node: AnyStateNode): string[] {
-  const paths: string[] = [node.id];
-  // The getters resolve lazily: reading them resolves `#id` and relative targets and throws for one that is missing.
+  const ids: string[] = [node.id];
   void node.initial;
-  for (const transitions of node.transitions.values()) for (const transition of transitions) void transition.target;
-  for (const transition of node.always ?? []) void transition.target;
-  for (const transition of node.after) void transition.target;
-  for (const child of Object.values(node.states)) paths.push(...resolveAll(child));
-  return paths;
+  for (const child of Object.values(node.states)) ids.push(...resolveAll(child));
+  return ids;
 }
 
 describe('PIPELINE-1 §6: every machine definition loads and resolves', () => {
   it.each(Object.keys(LOADERS))('the %s machine loads with its id, and every initial state and target it names exists', async (name) => {
     const machine = await LOADERS[name]!();
     expect(machine.id).toBe(name);
-    const ids = resolveAll(machine.root);
-    expect(ids[0]).toBe(name);
-    expect(ids.length).toBeGreaterThan(2);
+    expect(resolveAll(machine.root).length).toBeGreaterThan(2);
   });
 });
