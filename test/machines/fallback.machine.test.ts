@@ -990,6 +990,10 @@ describe('OVOS-FALLBACK-1 §6.1 + ovos-wire-today: which contest a pong with no 
     expect(awaits(c, 'c')).toBe(false);
     c.clock.advance(T - 1);
     expect(awaits(c, 'a')).toBe(true);
+    const turned = contest(['a', 'b'], T, { broadcast: ['a', 'b'] });
+    turned.pong('a', false); // at its turn: recorded, not kept as an early answer
+    expect(awaits(turned, 'a')).toBe(false); // behind the awaited one now
+    expect(awaits(turned, 'b')).toBe(true);
     const expired = contest(['a', 'spec', 'b'], T, { broadcast: ['a', 'b'] });
     expired.clock.advance(T);
     expect(awaits(expired, 'spec')).toBe(true);
