@@ -16,6 +16,9 @@
  *     answer every poll (`answeringSkills`: it has said `can_answer: false` before) is still outstanding: it is
  *     waited for until (3), so load on the bus never turns its late claim into a lost answer;
  *  3. the poll-window ceiling `pollWindow` (Appendix A 500 ms). What is in hand then are the claimants (§6.2).
+ * In a cold start (`awaitFirstClaim`: the plugin has just started and its roster cannot be trusted yet), a poll with no
+ * live claim in hand at the claim bound, and nobody known outstanding, keeps waiting (`awaitingClaim`) — up to the
+ * ceiling — for its first claim, which closes it: a claim late for the claim bound is not lost to the cold start.
  * So a claim within the claim bound is never lost while no other claim is in hand; with one in hand, a skill unknown
  * to the plugin that claims after every known skill has answered is heard from its next question on.
  * A skill whose connection closes (`GONE`) is not waited for any more: it counts as having answered the poll, and as
@@ -88,6 +91,11 @@ export interface CommonQueryInput {
    * themselves before they are asked), so rule 1 needs no claim in hand. Default false.
    */
   readonly rosterComplete?: boolean;
+  /**
+   * The cold start: past the claim bound with no live claim in hand (and nobody known outstanding), wait for the first
+   * claim up to the ceiling instead of closing. Default false.
+   */
+  readonly awaitFirstClaim?: boolean;
   /** The live policy when `match` started the contest itself; null for an early start (joined later). */
   readonly policy: SelectionPolicy | null;
 }
@@ -276,6 +284,10 @@ export const commonQueryMachine = setup({
     /** With this pong, no skill known to answer every poll is outstanding (ends the wait past the claim bound). */
     lastAnswering: ({ context, event }) => heardAll(context, [...context.polled, eventOf(event, 'PONG').skill_id], context.answeringSkills),
     answeringOutstanding: ({ context }) => !heardAll(context, context.polled, context.answeringSkills),
+    /** The cold start, and no live claim in hand: the poll waits on for its first claim. */
+    awaitsFirstClaim: ({ context }) => context.awaitFirstClaim === true && liveClaims(context) === 0,
+    /** This pong is a claim. */
+    claims: ({ event }) => eventOf(event, 'PONG').can_answer,
     /** With this skill gone, rule 1 holds: a claim in hand, every known skill heard or gone. */
     goneKnownHeard: ({ context, event }) => {
       const after = withGone(context, eventOf(event, 'GONE').skill_id);
@@ -356,7 +368,11 @@ export const commonQueryMachine = setup({
       states: {
         open: {
           after: {
-            pollClaimBound: [{ guard: 'answeringOutstanding', target: 'awaitingKnown' }, { target: '#commonQuery.closingPoll' }],
+            pollClaimBound: [
+              { guard: 'answeringOutstanding', target: 'awaitingKnown' },
+              { guard: 'awaitsFirstClaim', target: 'awaitingClaim' },
+              { target: '#commonQuery.closingPoll' },
+            ],
           },
           // A gone skill no longer holds the poll open (rule 1).
           on: {
@@ -373,6 +389,17 @@ export const commonQueryMachine = setup({
               { actions: 'reportPongIgnored' },
             ],
             GONE: [{ guard: or(['goneKnownHeard', 'goneAnsweringHeard']), target: '#commonQuery.closingPoll', actions: 'markGone' }, { actions: 'markGone' }],
+          },
+        },
+
+        // The cold start, past the claim bound with no claim in hand: the first claim closes the poll; the ceiling still applies.
+        awaitingClaim: {
+          on: {
+            PONG: [
+              { guard: and(['firstPong', 'claims']), target: '#commonQuery.closingPoll', actions: 'recordPong' },
+              { guard: 'firstPong', actions: 'recordPong' },
+              { actions: 'reportPongIgnored' },
+            ],
           },
         },
       },

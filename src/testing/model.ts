@@ -31,7 +31,10 @@ export function initialWindowOf(cq: CollectionConfig, claims: readonly CommonQue
   return Math.min(window, cq.collectionCeilingMs);
 }
 
-/** Questions the harness asks before the measured one so the roster is what a running deployment has learnt. */
+/**
+ * Questions the harness asks before the measured one so the roster is what a running deployment has learnt (after the
+ * `commonQuery.warmupPolls` questions of its cold start, which teach no streak).
+ */
 export const WARM_UPS = 4;
 
 export interface Expected {

@@ -88,8 +88,12 @@ export async function runScenario(
   const players = scenario.skills.map((skill) => playSkill(bus, clock, skill));
   await settle();
   const cqId = config.commonQuery.pipelineId;
-  if (accepted && config.pipeline.includes(cqId) && scenario.skills.some((s) => s.kind === 'common_query')) {
-    for (let i = 0; i < WARM_UPS; i++) {
+  // A running deployment is past its cold start (src/plugins/README.md "Common-query poll"): its first
+  // `warmupPolls` questions, then WARM_UPS to learn the roster as the model has it.
+  const coldPolls = (options.systemConfig ?? config).commonQuery.warmupPolls;
+  const hasCqSkills = scenario.skills.some((s) => s.kind === 'common_query');
+  if (accepted && config.pipeline.includes(cqId)) {
+    for (let i = 0; i < coldPolls + (hasCqSkills ? WARM_UPS : 0); i++) {
       bus.publish(entry(config, scenario.utterance, { session_id: `warm-up-${i}`, pipeline: [cqId] }));
       await runUntil(clock.now() + 60_000);
     }

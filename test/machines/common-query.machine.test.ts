@@ -378,6 +378,91 @@ describe('OVOS-COMMON-QUERY-1 §6.3 skills known to answer every poll, and the p
   });
 });
 
+describe('OVOS-COMMON-QUERY-1 §6.2/§6.3 the cold start (awaitFirstClaim): no claim is lost for the claim bound while the roster is new', () => {
+  it('§6.3 cold start: no claim at the claim bound → the poll waits on; a claim at 300 ms is a claimant and closes the poll at once', () => {
+    const c = contest({ awaitFirstClaim: true });
+    c.at(CLAIM);
+    expect(c.done()).toBe(false);
+    expect(c.requests).toEqual([]);
+    c.at(300);
+    c.pong('a', true, 100);
+    expect(c.requests).toEqual([{ at: 300, claimants: [{ skill_id: 'a', latency_ms: 100 }] }]);
+  });
+
+  it('§6.3 cold start, boundary poll ceiling − 1: a first claim at 499 ms counts', () => {
+    const c = contest({ awaitFirstClaim: true });
+    c.at(POLL - 1);
+    c.pong('a');
+    expect(c.requests).toEqual([{ at: POLL - 1, claimants: [{ skill_id: 'a' }] }]);
+  });
+
+  it('§6.2 cold start, boundary poll ceiling: nobody claimed → no_claimant at exactly 500 ms; a claim then is ignored (poll_closed)', () => {
+    const c = contest({ awaitFirstClaim: true });
+    openUntil(c, POLL, 'no_claimant');
+    expect(c.output()).toEqual({ utterance: Q, lang: 'en-US', claimants: [], waited: [], polled: [], responses: [], closedBy: 'no_claimant' });
+    expect(c.clock.pending).toBe(0);
+  });
+
+  it('§6.2 cold start: declines past the claim bound do not close the poll (a decline is not a claim); the first claim after them does', () => {
+    const c = contest({ awaitFirstClaim: true, knownSkills: ['a', 'b'] });
+    c.at(200);
+    c.pong('a', false);
+    c.pong('b', false);
+    expect(c.done()).toBe(false);
+    c.at(350);
+    c.pong('c');
+    expect(c.requests).toEqual([{ at: 350, claimants: [{ skill_id: 'c' }] }]);
+    expect(c.actor.getSnapshot().context.polled).toEqual(['a', 'b', 'c']);
+  });
+
+  it('§6.2 cold start: a skill that declined cannot claim later in the same poll (duplicate) — the poll stays open for another', () => {
+    const c = contest({ awaitFirstClaim: true });
+    c.at(200);
+    c.pong('a', false);
+    c.pong('a');
+    expect(c.pongIgnored).toEqual([{ type: 'pong.ignored', skill_id: 'a', reason: 'duplicate' }]);
+    expect(c.done()).toBe(false);
+    expect(c.claimantIds()).toEqual([]);
+  });
+
+  it('§6.3 cold start: a claim in hand at the claim bound closes the poll there, as when warm (the wait is only for a first claim)', () => {
+    const c = contest({ awaitFirstClaim: true });
+    c.at(10);
+    c.pong('a');
+    c.at(CLAIM - 1);
+    expect(c.requests).toEqual([]);
+    c.at(CLAIM);
+    expect(c.requests).toEqual([{ at: CLAIM, claimants: [{ skill_id: 'a' }] }]);
+  });
+
+  it('§6.3 cold start: the claim of a skill gone before the claim bound is no claim in hand — the poll waits on for one that can be answered', () => {
+    const c = contest({ awaitFirstClaim: true });
+    c.at(10);
+    c.pong('a');
+    c.actor.send({ type: 'GONE', skill_id: 'a' });
+    c.at(CLAIM);
+    expect(c.done()).toBe(false);
+    c.at(200);
+    c.pong('b');
+    expect(c.requests).toEqual([{ at: 200, claimants: [{ skill_id: 'a' }, { skill_id: 'b' }] }]);
+  });
+
+  it('§6.3 cold start: a skill known to answer every poll, outstanding at the claim bound, is waited for first (its decline then closes the poll, as when warm)', () => {
+    const c = contest({ awaitFirstClaim: true, knownSkills: ['a'], answeringSkills: ['a'] });
+    c.at(CLAIM);
+    expect(c.done()).toBe(false);
+    c.at(200);
+    c.pong('a', false);
+    expect(c.doneAt()).toBe(200);
+    expect(c.output()?.closedBy).toBe('no_claimant');
+  });
+
+  it('§6.3 without the cold start (the default) the same silent poll closes at the claim bound', () => {
+    const c = contest({ awaitFirstClaim: false });
+    openUntil(c, CLAIM, 'no_claimant');
+  });
+});
+
 describe('OVOS-COMMON-QUERY-1 §6.2 claims', () => {
   it('§6.2: can_answer false is not a claim — recorded as polled, never reported as ignored, never asked', () => {
     const c = contest();

@@ -1,6 +1,10 @@
 /**
  * Test harness: the whole actor system on an in-process bus and a deterministic clock, plus scripted skills.
  * Every message on the bus is recorded, so tests assert what a user would see on the wire.
+ *
+ * The harness's config (`HARNESS_CONFIG`, and `withConfig`'s starting point) is the default one past the common-query
+ * cold start (`commonQuery.warmupPolls: 0`): the tests of the poll's rules are of a deployment that has run a while,
+ * and the cold start (src/plugins/README.md "Common-query poll") has tests of its own that set `warmupPolls`.
  */
 import { LocalBus } from '../../src/bus/local-bus.js';
 import { createMessage, forward, reply, type JsonObject, type Message } from '../../src/bus/message.js';
@@ -32,15 +36,18 @@ export interface Harness {
   utter(utterance: string, options?: { session?: JsonObject; lang?: string; utteranceId?: string }): Message;
 }
 
+/** The default config past the common-query cold start (see the top of this file). */
+export const HARNESS_CONFIG: Config = { ...DEFAULT_CONFIG, commonQuery: { ...DEFAULT_CONFIG.commonQuery, warmupPolls: 0 } };
+
 export function withConfig(patch: (config: Config) => Config): Config {
-  return patch(structuredClone(DEFAULT_CONFIG) as Config);
+  return patch(structuredClone(HARNESS_CONFIG) as Config);
 }
 
 /** More due instants than this within one `advance` is a timer loop, not a contest. */
 const MAX_ADVANCE_STEPS = 100_000;
 
 export function createHarness(
-  config: Config = DEFAULT_CONFIG,
+  config: Config = HARNESS_CONFIG,
   options: {
     reranker?: Reranker;
     recorder?: Omit<RecorderOptions, 'clock'>;

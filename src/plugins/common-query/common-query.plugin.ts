@@ -16,6 +16,14 @@
  * closes (embedded bus), and the contests waiting for it stop waiting (`GONE`); one that misses a poll is no longer
  * waited for past the claim bound until it has answered `PROMOTE_AFTER` polls in a row again — so a skill that
  * answers only some polls never makes the poll wait past the claim bound.
+ *
+ * The cold start: until `commonQuery.warmupPolls` polls have run to their end since the plugin started (or its bus
+ * last came back), the roster cannot be trusted to know every skill — a skill that follows §6.2 is unknown until it
+ * first claims, and the first questions after a start are when skills answer slowest. A poll begun then that has no
+ * claim in hand at the claim bound (and nobody known outstanding) waits on for its first claim up to the ceiling
+ * (`awaitFirstClaim`), so a claim late for the claim bound is not lost to the cold start; a poll with a claim in hand
+ * closes as when warm. Such a poll teaches who the skills are and which claim late, but no streak: a skill that
+ * answers in 200 ms is not promoted by polls that waited for their first claim past the claim bound.
  */
 import type { Unsubscribe } from '../../bus/bus.js';
 import type { Config } from '../../config/defaults.js';
@@ -118,8 +126,10 @@ export class CommonQueryPlugin implements PipelineStage {
   readonly #legacyWinners = new Map<string, LegacyWinner>();
   /** The dialects asked in every poll (Config['dialects']): the spec ping, ovos-core's question, or both. */
   readonly #dialects: { readonly spec: boolean; readonly legacy: boolean };
-  /** The legacy discovery's bus status listener, let go by `close`. */
-  #unsubscribeStatus: Unsubscribe | undefined;
+  /** The bus status listeners (the cold start's; the legacy discovery's), let go by `close`. */
+  readonly #unsubscribeStatus: Unsubscribe[] = [];
+  /** Polls run to their end since the plugin started or its bus last came back: below `warmupPolls`, a poll is cold. */
+  #warmPolls = 0;
   #lastGate: { readonly entry: Message; readonly utterance: string; readonly lang: string; readonly accept: boolean } | undefined;
 
   constructor(supervisor: Supervisor, settings: CommonQuerySettings, options: { reranker?: Reranker; dialects?: Config['dialects'] } = {}) {
@@ -129,6 +139,10 @@ export class CommonQueryPlugin implements PipelineStage {
     this.#reranker = options.reranker;
     this.#dialects = options.dialects ?? { spec: true, legacy: false };
     const bus = supervisor.bus;
+    // The bus came back: skills may have restarted or changed meanwhile — a cold start again.
+    this.#unsubscribeStatus.push(bus.onStatus((status) => {
+      if (status.up) this.#warmPolls = 0;
+    }));
     if (this.#dialects.legacy) this.#discoverLegacy();
     this.#machine = commonQueryMachine.provide({
       actions: {
@@ -207,15 +221,14 @@ export class CommonQueryPlugin implements PipelineStage {
     this.#supervisor.on('common_query.discovered', (inbound) => {
       this.#heard(inbound.skill_id, { saysNo: true, classic: inbound.classic });
     });
-    this.#unsubscribeStatus = this.#supervisor.bus.onStatus((status) => {
+    this.#unsubscribeStatus.push(this.#supervisor.bus.onStatus((status) => {
       if (status.up) this.#supervisor.bus.publish(createMessage(legacyTopics.commonQueryPing, {}, { source: this.pipelineId, session: { session_id: 'default' } }));
-    });
+    }));
   }
 
   /** Stop listening to the bus (the system closes): a closed plugin publishes nothing when the bus comes back. */
   close(): void {
-    this.#unsubscribeStatus?.();
-    this.#unsubscribeStatus = undefined;
+    for (const unsubscribe of this.#unsubscribeStatus.splice(0)) unsubscribe();
   }
 
   /** Skills on the roster right now, and which of them answer every poll (for tests and inspection). */
@@ -406,6 +419,8 @@ export class CommonQueryPlugin implements PipelineStage {
       const entry = this.#roster.get(skill);
       return entry !== undefined && waitedFor(entry);
     });
+    // The cold start (see the top of this file): a poll with no claim at the claim bound waits for its first one.
+    const cold = this.#warmPolls < this.#settings.warmupPolls;
     // The ping goes out as the contest starts: a pong's delay after this is the bus's round trip right now (§7.2).
     const pingedAt = clock.now();
     const contest = this.#supervisor.spawn({
@@ -424,6 +439,7 @@ export class CommonQueryPlugin implements PipelineStage {
         answeringSkills,
         // Legacy skills announce themselves; with the spec dialect off no silent, unknown skill can claim.
         rosterComplete: !this.#dialects.spec,
+        awaitFirstClaim: cold,
         collectionInitialMs: this.#settings.collectionInitialMs,
         collectionAllowanceMs: this.#settings.collectionAllowanceMs,
         collectionCeilingMs: this.#settings.collectionCeilingMs,
@@ -469,7 +485,9 @@ export class CommonQueryPlugin implements PipelineStage {
     void contest.done.then((result) => {
       this.#contests.delete(contest);
       this.#notes.delete(contest.info.id);
-      if (result.status === 'done') this.#tally(knownSkills, result.output.waited, result.output.polled, contest);
+      if (result.status !== 'done') return;
+      if (cold) this.#warmPolls += 1;
+      else this.#tally(knownSkills, result.output.waited, result.output.polled, contest);
     });
     return contest;
   }

@@ -20,6 +20,7 @@ import type { Match, PipelineStage } from '../../../src/pipeline/plugin.js';
 import { createHarness, fallbackSkill, withConfig, type Harness } from '../../support/harness.js';
 import { cqSkill, langSeenBySkill, sessionOf, timedWire } from '../../support/cq-skills.js';
 import { PROMOTE_AFTER } from '../../../src/plugins/common-query/common-query.plugin.js';
+import { StatusBus } from '../../support/status-bus.js';
 
 const PIPELINE = ['common_query', 'fallback_high', 'fallback_medium', 'fallback_low'];
 const CLAIM_BOUND = 125; // the poll closes here on a fresh roster (nobody known yet)
@@ -1414,5 +1415,115 @@ describe('OVOS-COMMON-QUERY-1 §6.3: the poll learns a skill that claims after t
     }
     expect(answers).toEqual(['fb says hi', 'fb says hi', 'Paris', 'fb says hi', 'Paris', 'fb says hi', 'Paris']);
     expect(h.logs.filter((l) => l['reason'] === 'poll_missed')).toEqual([]);
+  });
+});
+
+describe('OVOS-COMMON-QUERY-1 §6.2/§6.3: the cold start — the first polls after a start wait for a first claim up to the ceiling (src/plugins/README.md "Common-query poll")', () => {
+  const WARMUP = 3;
+  const cold = (warmupPolls = WARMUP): Config => config((cq) => ({ ...cq, warmupPolls }));
+  /** One question at a time, each given time to finish; who answered each ("-" when nobody did). */
+  async function questions(h: Harness, n: number, utterance = FRANCE): Promise<string[]> {
+    const answers: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const before = spoken(h).length;
+      h.utter(utterance, { session: { session_id: `q${i}` }, utteranceId: `q${i}` });
+      await h.advance(POLL + ALLOWANCE + 200);
+      answers.push(spoken(h).length > before ? spoken(h).at(-1)! : '-');
+    }
+    return answers;
+  }
+  const thinker = (h: Harness, pongDelayMs: number) => cqSkill(h, 'thinker', { latencyMs: 50, pongDelayMs, answer: 'Paris', conf: 0.8, responseDelayMs: 10 });
+
+  it.each([CLAIM_BOUND, 200, POLL - 1])('§6.3 cold start: a skill claiming %i ms after the ping (late for the claim bound, before the ceiling) is answered from the very first question on', async (at) => {
+    const h = createHarness(cold());
+    thinker(h, at);
+    await h.settle();
+    expect(await questions(h, 6)).toEqual(Array(6).fill('Paris'));
+    // The cold polls still teach the roster that it claims late, so the warm ones wait for it.
+    expect(h.logs.filter((l) => l['reason'] === 'slow_claim')).toEqual([expect.objectContaining({ skill_id: 'thinker', after_ms: at })]);
+    expectOneHandledEach(h);
+  });
+
+  it('§6.3 cold start, boundary poll ceiling: a claim at 500 ms is too late even then — every question goes to fallback', async () => {
+    const h = createHarness(cold());
+    thinker(h, POLL);
+    fallbackSkill(h, 'fb', 10);
+    await h.settle();
+    expect(await questions(h, 4)).toEqual(Array(4).fill('fb says hi'));
+  });
+
+  it('§6.3 without a cold start (warmupPolls 0) the first question of the same skill is lost — what the cold start is for', async () => {
+    const h = createHarness(cold(0));
+    thinker(h, 200);
+    await h.settle();
+    expect(await questions(h, 3)).toEqual(['-', 'Paris', 'Paris']);
+  });
+
+  it('§6.3 cold start: a burst of 20 sessions asking at once on a fresh plugin, the skill claiming each at 200 ms — all 20 answered, once each (with warmupPolls 0: all 20 lost)', async () => {
+    for (const [warmupPolls, expected] of [[WARMUP, 'Paris'], [0, 'fb says hi']] as const) {
+      const h = createHarness(cold(warmupPolls));
+      thinker(h, 200);
+      fallbackSkill(h, 'fb', 10);
+      await h.settle();
+      for (let i = 0; i < 20; i++) h.utter(FRANCE, { session: { session_id: `burst${i}` }, utteranceId: `burst${i}` });
+      await h.advance(POLL + ALLOWANCE + 200);
+      for (let i = 0; i < 20; i++) expect(spoken(h, `burst${i}`), `warmupPolls ${warmupPolls}, burst${i}`).toEqual([expected]);
+      expectOneHandledEach(h);
+    }
+  });
+
+  it('§6.3 cold start: what it costs — the first 3 questions nobody claims reach fallback at the ceiling (500 ms), every later one at the claim bound (125 ms)', async () => {
+    const h = createHarness(cold());
+    fallbackSkill(h, 'fb', 10);
+    await h.settle();
+    const wire = timedWire(h);
+    expect(await questions(h, 5)).toEqual(Array(5).fill('fb says hi'));
+    const decidedAfter = [0, 1, 2, 3, 4].map((i) => {
+      const of = (type: string): number => wire.find((w) => w.message.type === type && w.message.context['utterance_id'] === `q${i}`)!.at;
+      return of('fb:fallback') - of('ovos.utterance.handle');
+    });
+    expect(decidedAfter).toEqual([POLL, POLL, POLL, CLAIM_BOUND, CLAIM_BOUND]);
+  });
+
+  it('§6.3 cold start: a claim in hand at the claim bound closes the poll there, as when warm — a quick skill costs the first question nothing', async () => {
+    const h = createHarness(cold());
+    cqSkill(h, 'wiki', { latencyMs: 20, pongDelayMs: 10, answer: 'Paris', conf: 0.8, responseDelayMs: 5 });
+    await h.settle();
+    const wire = timedWire(h);
+    const t0 = h.clock.now();
+    h.utter(FRANCE);
+    await h.advance(POLL);
+    expect(spoken(h)).toEqual(['Paris']);
+    expect(wire.filter((w) => w.message.type === 'wiki:common_query').map((w) => w.at - t0)).toEqual([CLAIM_BOUND]);
+  });
+
+  it('§6.3 cold start: its polls teach who the skills are but no streak — a skill declining every question at 200 ms (past the claim bound) is not taken for one that answers every poll in time', async () => {
+    // Five cold polls that nobody claims: each waits to the ceiling, so the slow "no" comes in every one of them. Had
+    // they counted, it would be known to answer every poll (3 in a row), and a later claimed question would wait for it.
+    const h = createHarness(cold(5));
+    cqSkill(h, 'slow.no', { claim: false, pongDelayMs: 200 });
+    cqSkill(h, 'wiki', { claim: (u) => (u === ELECTRICITY ? true : 'silent'), latencyMs: 20, pongDelayMs: 10, answer: 'Edison', conf: 0.8, responseDelayMs: 5 });
+    fallbackSkill(h, 'fb', 10);
+    await h.settle();
+    expect(await questions(h, 5)).toEqual(Array(5).fill('fb says hi'));
+    const wire = timedWire(h);
+    const t0 = h.clock.now();
+    h.utter(ELECTRICITY, { session: { session_id: 'warm' }, utteranceId: 'warm' });
+    await h.advance(POLL + ALLOWANCE + 200);
+    expect(spoken(h, 'warm')).toEqual(['Edison']);
+    expect(wire.filter((w) => w.message.type === 'wiki:common_query').map((w) => w.at - t0)).toEqual([CLAIM_BOUND]);
+  });
+
+  it('§6.3 cold start again when the bus comes back (skills may have restarted meanwhile): the next 3 polls wait for a first claim', async () => {
+    const bus = new StatusBus();
+    const h = createHarness(cold(), { bus });
+    fallbackSkill(h, 'fb', 10);
+    await h.settle();
+    expect(await questions(h, 4)).toEqual(Array(4).fill('fb says hi')); // past the cold start
+    bus.report({ up: false, reason: 'socket closed' });
+    bus.report({ up: true });
+    thinker(h, 200); // a skill that came up with the bus, claiming late
+    await h.settle();
+    expect(await questions(h, 2)).toEqual(['Paris', 'Paris']);
   });
 });
