@@ -63,6 +63,18 @@ function after(h: Harness, sessionId: string, type: string): string[] {
   return line.slice(line.indexOf(type));
 }
 
+/** `n` questions one after another (sessions q0, q1, …), each given time to finish; who answered each ("-": nobody). */
+async function questions(h: Harness, n: number): Promise<string[]> {
+  const answers: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const before = spoken(h).length;
+    h.utter(FRANCE, { session: { session_id: `q${i}` }, utteranceId: `q${i}` });
+    await h.advance(POLL + ALLOWANCE + 200);
+    answers.push(spoken(h).length > before ? spoken(h).at(-1)! : '-');
+  }
+  return answers;
+}
+
 /** A pipeline stage that holds the pipeline for `ms` on the clock, then declines. */
 function slowStage(h: Harness, ms: number): PipelineStage {
   return {
@@ -1325,17 +1337,6 @@ describe('default pipeline (config): fallback_high, common_query, fallback_mediu
 });
 
 describe('OVOS-COMMON-QUERY-1 §6.3: the poll learns a skill that claims after the claim bound (src/plugins/README.md "Common-query poll")', () => {
-  /** Ten questions one after another, each given time to finish; who answered each ("-" when nobody did). */
-  async function questions(h: Harness, n: number): Promise<string[]> {
-    const answers: string[] = [];
-    for (let i = 0; i < n; i++) {
-      const before = spoken(h).length;
-      h.utter(FRANCE, { session: { session_id: `q${i}` }, utteranceId: `q${i}` });
-      await h.advance(POLL + ALLOWANCE + 200);
-      answers.push(spoken(h).length > before ? spoken(h).at(-1)! : '-');
-    }
-    return answers;
-  }
   const slow = (h: Harness, pongDelayMs: number) => cqSkill(h, 'thinker', { latencyMs: 50, pongDelayMs, answer: 'Paris', conf: 0.8, responseDelayMs: 10 });
 
   it('§6.3 at the claim bound − 1 (124 ms): in time — every question answered, nothing to learn', async () => {
@@ -1421,17 +1422,6 @@ describe('OVOS-COMMON-QUERY-1 §6.3: the poll learns a skill that claims after t
 describe('OVOS-COMMON-QUERY-1 §6.2/§6.3: the cold start — the first polls after a start wait for a first claim up to the ceiling (src/plugins/README.md "Common-query poll")', () => {
   const WARMUP = 3;
   const cold = (warmupPolls = WARMUP): Config => config((cq) => ({ ...cq, warmupPolls }));
-  /** One question at a time, each given time to finish; who answered each ("-" when nobody did). */
-  async function questions(h: Harness, n: number, utterance = FRANCE): Promise<string[]> {
-    const answers: string[] = [];
-    for (let i = 0; i < n; i++) {
-      const before = spoken(h).length;
-      h.utter(utterance, { session: { session_id: `q${i}` }, utteranceId: `q${i}` });
-      await h.advance(POLL + ALLOWANCE + 200);
-      answers.push(spoken(h).length > before ? spoken(h).at(-1)! : '-');
-    }
-    return answers;
-  }
   const thinker = (h: Harness, pongDelayMs: number) => cqSkill(h, 'thinker', { latencyMs: 50, pongDelayMs, answer: 'Paris', conf: 0.8, responseDelayMs: 10 });
 
   it.each([CLAIM_BOUND, 200, POLL - 1])('§6.3 cold start: a skill claiming %i ms after the ping (late for the claim bound, before the ceiling) is answered from the very first question on', async (at) => {
