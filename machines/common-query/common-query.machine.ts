@@ -12,13 +12,14 @@
  *     When no such skill can exist (`rosterComplete`: only the legacy dialect, whose skills announce themselves), every
  *     known skill having answered closes the poll with or without a claim;
  *  2. the claim bound `pollClaimBound` (Appendix A's 100 ms skill-side pong bound plus a transport allowance):
- *     a skill that honours the pong bound has answered by then, so silence means "no" — unless a skill known to
- *     answer every poll (`answeringSkills`: it has said `can_answer: false` before) is still outstanding: it is
- *     waited for until (3), so load on the bus never turns its late claim into a lost answer;
+ *     a skill that honours the pong bound has answered by then, so silence means "no" — unless the poll is not
+ *     settled (`pastClaimBound` then waits until it is, or until (3)):
+ *     - a skill known to answer every poll (`answeringSkills`: it has said `can_answer: false` before, or claims
+ *       late) is still outstanding: load on the bus never turns its late claim into a lost answer;
+ *     - in a cold start (`awaitFirstClaim`: the plugin has just started and its roster cannot be trusted yet), no
+ *       live claim is in hand (and rule 1 does not hold): the first claim is waited for, so a claim late for the
+ *       claim bound is not lost to the cold start;
  *  3. the poll-window ceiling `pollWindow` (Appendix A 500 ms). What is in hand then are the claimants (§6.2).
- * In a cold start (`awaitFirstClaim`: the plugin has just started and its roster cannot be trusted yet), a poll with no
- * live claim in hand at the claim bound, and nobody known outstanding, keeps waiting (`awaitingClaim`) — up to the
- * ceiling — for its first claim, which closes it: a claim late for the claim bound is not lost to the cold start.
  * So a claim within the claim bound is never lost while no other claim is in hand; with one in hand, a skill unknown
  * to the plugin that claims after every known skill has answered is heard from its next question on.
  * A skill whose connection closes (`GONE`) is not waited for any more: it counts as having answered the poll, and as
@@ -205,7 +206,22 @@ const claimantsSettled = (context: CommonQueryContext, extra: string): boolean =
 /** Claims in hand from skills not gone: a gone claimant's claim will never be answered. */
 const liveClaims = (context: CommonQueryContext): number => context.claimants.filter((c) => !context.gone.includes(c.skill_id)).length;
 const withGone = (context: CommonQueryContext, skillId: string): CommonQueryContext => ({ ...context, gone: [...context.gone, skillId] });
+/** The context as this pong would leave it (for the guards that judge the poll with it). */
+const withPong = (context: CommonQueryContext, pong: Extract<CommonQueryEvent, { type: 'PONG' }>): CommonQueryContext => ({
+  ...context,
+  polled: [...context.polled, pong.skill_id],
+  claimants: pong.can_answer ? [...context.claimants, { skill_id: pong.skill_id }] : context.claimants,
+});
 const isClaimant = (context: CommonQueryContext, skillId: string): boolean => context.claimants.some((c) => c.skill_id === skillId);
+/** Rule 1: a live claim in hand (or the roster complete) and every skill on the roster heard from or gone. */
+const rule1 = (context: CommonQueryContext): boolean =>
+  (liveClaims(context) > 0 || context.rosterComplete === true) && context.knownSkills.length > 0 && heardAll(context, context.polled, context.knownSkills);
+/**
+ * Nobody the poll still waits for past the claim bound: every skill known to answer every poll has answered or is
+ * gone, and — in a cold start — a live claim is in hand or rule 1 holds.
+ */
+const settled = (context: CommonQueryContext): boolean =>
+  heardAll(context, context.polled, context.answeringSkills) && (context.awaitFirstClaim !== true || liveClaims(context) > 0 || rule1(context));
 
 export const commonQueryMachine = setup({
   types: {
@@ -273,28 +289,17 @@ export const commonQueryMachine = setup({
   guards: {
     firstPong: ({ context, event }) => !context.polled.includes(eventOf(event, 'PONG').skill_id),
     /** With this pong, a claim is in hand (or the roster is complete) and every skill on it has answered or is gone (rule 1). */
-    lastKnown: ({ context, event: received }) => {
-      const event = eventOf(received, 'PONG');
-      return (
-        (event.can_answer || liveClaims(context) > 0 || context.rosterComplete === true) &&
-        context.knownSkills.length > 0 &&
-        heardAll(context, [...context.polled, event.skill_id], context.knownSkills)
-      );
-    },
+    lastKnown: ({ context, event }) => rule1(withPong(context, eventOf(event, 'PONG'))),
     /** With this pong, no skill known to answer every poll is outstanding (ends the wait past the claim bound). */
-    lastAnswering: ({ context, event }) => heardAll(context, [...context.polled, eventOf(event, 'PONG').skill_id], context.answeringSkills),
-    answeringOutstanding: ({ context }) => !heardAll(context, context.polled, context.answeringSkills),
-    /** The cold start, and no live claim in hand: the poll waits on for its first claim. */
-    awaitsFirstClaim: ({ context }) => context.awaitFirstClaim === true && liveClaims(context) === 0,
-    /** This pong is a claim. */
-    claims: ({ event }) => eventOf(event, 'PONG').can_answer,
+    /** The poll may close at the claim bound (rule 2): nobody it still waits for (`settled`). */
+    settledAtBound: ({ context }) => settled(context),
+    /** Past the claim bound, with this pong the poll has nobody left to wait for. */
+    settlesWithPong: ({ context, event }) => settled(withPong(context, eventOf(event, 'PONG'))),
+    /** Past the claim bound, with this skill gone the poll has nobody left to wait for. */
+    settlesWithGone: ({ context, event }) => settled(withGone(context, eventOf(event, 'GONE').skill_id)),
     /** With this skill gone, rule 1 holds: a claim in hand, every known skill heard or gone. */
-    goneKnownHeard: ({ context, event }) => {
-      const after = withGone(context, eventOf(event, 'GONE').skill_id);
-      return (liveClaims(after) > 0 || context.rosterComplete === true) && context.knownSkills.length > 0 && heardAll(after, context.polled, context.knownSkills);
-    },
+    goneKnownHeard: ({ context, event }) => rule1(withGone(context, eventOf(event, 'GONE').skill_id)),
     /** With this skill gone, nobody known to answer every poll is outstanding. */
-    goneAnsweringHeard: ({ context, event }) => heardAll(withGone(context, eventOf(event, 'GONE').skill_id), context.polled, context.answeringSkills),
     /**
      * With this skill gone every claimant has responded or is gone. (While collecting, some claimant is outstanding:
      * so this holds only for the GONE of the last outstanding one.)
@@ -368,11 +373,7 @@ export const commonQueryMachine = setup({
       states: {
         open: {
           after: {
-            pollClaimBound: [
-              { guard: 'answeringOutstanding', target: 'awaitingKnown' },
-              { guard: 'awaitsFirstClaim', target: 'awaitingClaim' },
-              { target: '#commonQuery.closingPoll' },
-            ],
+            pollClaimBound: [{ guard: 'settledAtBound', target: '#commonQuery.closingPoll' }, { target: 'pastClaimBound' }],
           },
           // A gone skill no longer holds the poll open (rule 1).
           on: {
@@ -380,26 +381,16 @@ export const commonQueryMachine = setup({
           },
         },
 
-        // Past the claim bound, only for skills known to answer every poll; the ceiling still applies.
-        awaitingKnown: {
+        // Past the claim bound, until the poll is settled (a skill known to answer every poll has answered; in a cold
+        // start, a first claim is in hand); the ceiling still applies.
+        pastClaimBound: {
           on: {
             PONG: [
-              { guard: and(['firstPong', 'lastAnswering']), target: '#commonQuery.closingPoll', actions: 'recordPong' },
+              { guard: and(['firstPong', 'settlesWithPong']), target: '#commonQuery.closingPoll', actions: 'recordPong' },
               { guard: 'firstPong', actions: 'recordPong' },
               { actions: 'reportPongIgnored' },
             ],
-            GONE: [{ guard: or(['goneKnownHeard', 'goneAnsweringHeard']), target: '#commonQuery.closingPoll', actions: 'markGone' }, { actions: 'markGone' }],
-          },
-        },
-
-        // The cold start, past the claim bound with no claim in hand: the first claim closes the poll; the ceiling still applies.
-        awaitingClaim: {
-          on: {
-            PONG: [
-              { guard: and(['firstPong', 'claims']), target: '#commonQuery.closingPoll', actions: 'recordPong' },
-              { guard: 'firstPong', actions: 'recordPong' },
-              { actions: 'reportPongIgnored' },
-            ],
+            GONE: [{ guard: or(['goneKnownHeard', 'settlesWithGone']), target: '#commonQuery.closingPoll', actions: 'markGone' }, { actions: 'markGone' }],
           },
         },
       },

@@ -396,7 +396,7 @@ describe('OVOS-COMMON-QUERY-1 §6.2/§6.3 the cold start (awaitFirstClaim): no c
     expect(c.requests).toEqual([{ at: POLL - 1, claimants: [{ skill_id: 'a' }] }]);
   });
 
-  it('§6.2 cold start, boundary poll ceiling: nobody claimed → no_claimant at exactly 500 ms; a claim then is ignored (poll_closed)', () => {
+  it('§6.2 cold start, boundary poll ceiling: nobody claimed → no_claimant at exactly 500 ms, nothing left armed', () => {
     const c = contest({ awaitFirstClaim: true });
     openUntil(c, POLL, 'no_claimant');
     expect(c.output()).toEqual({ utterance: Q, lang: 'en-US', claimants: [], waited: [], polled: [], responses: [], closedBy: 'no_claimant' });
@@ -447,14 +447,64 @@ describe('OVOS-COMMON-QUERY-1 §6.2/§6.3 the cold start (awaitFirstClaim): no c
     expect(c.requests).toEqual([{ at: 200, claimants: [{ skill_id: 'a' }, { skill_id: 'b' }] }]);
   });
 
-  it('§6.3 cold start: a skill known to answer every poll, outstanding at the claim bound, is waited for first (its decline then closes the poll, as when warm)', () => {
+  it('§6.3 cold start: a skill known to answer every poll is waited for, and once it has declined the poll still waits for a first claim — a newcomer claiming at 300 ms is a claimant', () => {
     const c = contest({ awaitFirstClaim: true, knownSkills: ['a'], answeringSkills: ['a'] });
-    c.at(CLAIM);
-    expect(c.done()).toBe(false);
     c.at(200);
     c.pong('a', false);
-    expect(c.doneAt()).toBe(200);
+    expect(c.done()).toBe(false);
+    c.at(300);
+    c.pong('newcomer');
+    expect(c.requests).toEqual([{ at: 300, claimants: [{ skill_id: 'newcomer' }] }]);
+  });
+
+  it('§6.3 cold start: a first claim does not close the poll while a skill known to answer every poll is outstanding — its answer does', () => {
+    const c = contest({ awaitFirstClaim: true, knownSkills: ['a'], answeringSkills: ['a'] });
+    c.at(150);
+    c.pong('b');
+    expect(c.done()).toBe(false);
+    c.at(250);
+    c.pong('a', false);
+    expect(c.requests).toEqual([{ at: 250, claimants: [{ skill_id: 'b' }] }]);
+  });
+
+  it('§6.3 cold start: a skill learnt to claim late while the poll waits (AWAIT) is waited for too — another skill\'s first claim does not close the poll without it', () => {
+    const c = contest({ awaitFirstClaim: true });
+    c.at(150);
+    c.actor.send({ type: 'AWAIT', skill_id: 'late' });
+    c.pong('b');
+    expect(c.done()).toBe(false);
+    c.at(300);
+    c.pong('late');
+    expect(c.requests).toEqual([{ at: 300, claimants: [{ skill_id: 'b' }, { skill_id: 'late' }] }]);
+  });
+
+  it('§6.3 cold start: the skill awaited past the claim bound going away leaves the poll waiting for a first claim (none in hand)', () => {
+    const c = contest({ awaitFirstClaim: true, knownSkills: ['a'], answeringSkills: ['a'] });
+    c.at(200);
+    c.actor.send({ type: 'GONE', skill_id: 'a' });
+    expect(c.done()).toBe(false);
+    c.at(320);
+    c.pong('b');
+    expect(c.requests).toEqual([{ at: 320, claimants: [{ skill_id: 'b' }] }]);
+  });
+
+  it('§6.3 cold start with a complete roster (only the legacy dialect): every known skill declining past the claim bound closes the poll at the last answer, not at the ceiling', () => {
+    const c = contest({ awaitFirstClaim: true, rosterComplete: true, knownSkills: ['a', 'b'] });
+    c.at(30);
+    c.pong('a', false);
+    c.at(180);
+    c.pong('b', false);
+    expect(c.doneAt()).toBe(180);
     expect(c.output()?.closedBy).toBe('no_claimant');
+  });
+
+  it('§6.3 cold start with a complete roster: the last known skill going away past the claim bound closes the poll too', () => {
+    const c = contest({ awaitFirstClaim: true, rosterComplete: true, knownSkills: ['a', 'b'] });
+    c.at(30);
+    c.pong('a', false);
+    c.at(180);
+    c.actor.send({ type: 'GONE', skill_id: 'b' });
+    expect(c.doneAt()).toBe(180);
   });
 
   it('§6.3 without the cold start (the default) the same silent poll closes at the claim bound', () => {

@@ -17,13 +17,15 @@
  * waited for past the claim bound until it has answered `PROMOTE_AFTER` polls in a row again — so a skill that
  * answers only some polls never makes the poll wait past the claim bound.
  *
- * The cold start: until `commonQuery.warmupPolls` polls have run to their end since the plugin started (or its bus
- * last came back), the roster cannot be trusted to know every skill — a skill that follows §6.2 is unknown until it
- * first claims, and the first questions after a start are when skills answer slowest. A poll begun then that has no
- * claim in hand at the claim bound (and nobody known outstanding) waits on for its first claim up to the ceiling
- * (`awaitFirstClaim`), so a claim late for the claim bound is not lost to the cold start; a poll with a claim in hand
- * closes as when warm. Such a poll teaches who the skills are and which claim late, but no streak: a skill that
- * answers in 200 ms is not promoted by polls that waited for their first claim past the claim bound.
+ * The cold start: until `commonQuery.warmupPolls` polls have run to their end since the plugin started (or, on the
+ * client of an existing bus, since it last came back; or since skills left the roster with their connection — a
+ * skills process restarting), the roster cannot be trusted to know every skill: a skill that follows §6.2 is unknown
+ * until it first claims, and the first questions after a start are when skills answer slowest. Every poll begun
+ * then is cold (`awaitFirstClaim`): with no claim in hand at the claim bound it waits on for its first claim (and for
+ * the skills it waits for anyway) up to the ceiling, so a claim late for the claim bound is not lost to the cold
+ * start; with one in hand it closes as when warm. A cold poll teaches who the skills are, which claim late and which
+ * missed it, but earns nobody a streak: a skill that answers in 200 ms is not promoted by polls that waited past the
+ * claim bound.
  */
 import type { Unsubscribe } from '../../bus/bus.js';
 import type { Config } from '../../config/defaults.js';
@@ -188,7 +190,10 @@ export class CommonQueryPlugin implements PipelineStage {
         this.#departed.add(skill);
         if (this.#departed.size > MAX_ROSTER) this.#departed.delete(this.#departed.values().next().value!);
       }
-      if (left.length > 0) supervisor.logger.info({ reason: 'connection_closed', skills: left }, 'common-query skills left the roster');
+      if (left.length === 0) return;
+      supervisor.logger.info({ reason: 'connection_closed', skills: left }, 'common-query skills left the roster');
+      // They may come back (a skills process restarting), silent until they claim: a cold start again.
+      this.#warmPolls = 0;
     });
   }
 
@@ -280,12 +285,12 @@ export class CommonQueryPlugin implements PipelineStage {
    * bound any more; one known to claim late is not after `SLOW_CLAIM_MISSES` such polls in a row — each logged when
    * it stops being waited for).
    */
-  #tally(known: readonly string[], waited: readonly string[], polled: readonly string[], contest: Contest<Machine>): void {
+  #tally(known: readonly string[], waited: readonly string[], polled: readonly string[], contest: Contest<Machine>, credit: boolean): void {
     for (const skillId of new Set([...known, ...waited])) {
       const entry = this.#roster.get(skillId);
       if (entry === undefined) continue;
       if (polled.includes(skillId)) {
-        entry.streak += 1;
+        if (credit) entry.streak += 1;
         entry.slowMisses = 0;
         continue;
       }
@@ -487,7 +492,7 @@ export class CommonQueryPlugin implements PipelineStage {
       this.#notes.delete(contest.info.id);
       if (result.status !== 'done') return;
       if (cold) this.#warmPolls += 1;
-      else this.#tally(knownSkills, result.output.waited, result.output.polled, contest);
+      this.#tally(knownSkills, result.output.waited, result.output.polled, contest, !cold);
     });
     return contest;
   }

@@ -12,7 +12,7 @@
  * published at that instant is delivered: "at T" means just too late for a window that closes at T.
  */
 import { describe, expect, it } from 'vitest';
-import { createMessage, type JsonObject, type Message } from '../../../src/bus/message.js';
+import { createMessage, reply, type JsonObject, type Message } from '../../../src/bus/message.js';
 import { sessionFromObject, type SessionView } from '../../../src/bus/session.js';
 import type { Config } from '../../../src/config/defaults.js';
 import type { DropReason } from '../../../src/dialect/spec-dialect.js';
@@ -1515,5 +1515,54 @@ describe('OVOS-COMMON-QUERY-1 §6.2/§6.3: the cold start — the first polls af
     thinker(h, 200); // a skill that came up with the bus, claiming late
     await h.settle();
     expect(await questions(h, 2)).toEqual(['Paris', 'Paris']);
+  });
+});
+
+describe('OVOS-COMMON-QUERY-1 §6.3: the cold start comes again when the roster may be wrong (src/plugins/README.md "Common-query poll")', () => {
+  const cold = (): Config => config((cq) => ({ ...cq, warmupPolls: 3 }));
+
+  it('§6.3 (embedded bus): skills leaving the roster with their connection (a skills process restarting) start a cold start — a late claimer that comes with the new process is answered from its first question', async () => {
+    const h = createHarness(cold());
+    // 'remote' declines every question over connection c1, as a skill of another process does.
+    const stopRemote = h.bus.subscribe((m) => {
+      if (m.type === 'ovos.common_query.ping' && typeof m.data['utterance'] === 'string') {
+        h.bus.publish(reply(m, 'ovos.common_query.pong', { utterance: m.data['utterance'], skill_id: 'remote', can_answer: false }), 'c1');
+      }
+    });
+    await h.settle();
+    expect(await questions(h, 4)).toEqual(['-', '-', '-', '-']); // past the first cold start
+    stopRemote();
+    h.bus.closeConnection('c1');
+    await h.settle();
+    expect(h.system.commonQuery.roster()).toEqual([]);
+    cqSkill(h, 'thinker', { latencyMs: 50, pongDelayMs: 200, answer: 'Paris', conf: 0.8, responseDelayMs: 10 });
+    await h.settle();
+    expect(await questions(h, 2)).toEqual(['Paris', 'Paris']);
+  });
+
+  it('§6.3 a cold poll still tells a skill that missed it from one that answered: a skill known to answer every poll that is gone without a word after the bus came back is waited for once, then no more', async () => {
+    const bus = new StatusBus();
+    const h = createHarness(cold(), { bus });
+    const no = cqSkill(h, 'no', { claim: false, pongDelayMs: 10 });
+    cqSkill(h, 'wiki', { latencyMs: 20, pongDelayMs: 10, answer: 'Paris', conf: 0.8, responseDelayMs: 5 });
+    await h.settle();
+    // 3 cold questions, then 4 warm ones: 'no' has answered 3 in a row in time — known to answer every poll.
+    expect(await questions(h, 7)).toEqual(Array(7).fill('Paris'));
+    expect(h.system.commonQuery.roster()).toContainEqual({ skill_id: 'no', answersEveryPoll: true });
+    bus.report({ up: false, reason: 'socket closed' });
+    bus.report({ up: true });
+    no.stop(); // it did not come back, and nothing said so
+    await h.settle();
+    const wire = timedWire(h);
+    const requestedAfter: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const t0 = h.clock.now();
+      h.utter(FRANCE, { session: { session_id: `after${i}` }, utteranceId: `after${i}` });
+      await h.advance(POLL + ALLOWANCE + 200);
+      requestedAfter.push(wire.find((w) => w.message.type === 'wiki:common_query' && w.message.context['utterance_id'] === `after${i}`)!.at - t0);
+    }
+    // Waited for to the ceiling once (poll_missed), then the claim in hand closes each poll at the claim bound.
+    expect(requestedAfter).toEqual([POLL, CLAIM_BOUND, CLAIM_BOUND]);
+    expect(h.logs.filter((l) => l['reason'] === 'poll_missed')).toEqual([expect.objectContaining({ skill_id: 'no' })]);
   });
 });
