@@ -249,6 +249,7 @@ describe('OVOS-PIPELINE-1 §8 handler lifecycle for a bus skill', () => {
     expect(String(error.data['exception'])).toMatch(/timeout/i);
     expect(String(error.data['exception'])).toContain(String(HANDLER_TIMEOUT_MS));
     expect(h.timeline('s1').slice(-3)).toEqual(['ovos.intent.handler.start', 'ovos.intent.handler.error', 'ovos.utterance.handled']);
+    expect(only(h.of('ovos.utterance.handled')).data).toEqual({}); // the lifecycle's own, not an early end's
     expectOneHandledEach(h, ['u1']);
   });
 
@@ -285,6 +286,8 @@ describe('OVOS-PIPELINE-1 §8 handler lifecycle for a bus skill', () => {
     ]);
     expect(only(h.of('ovos.intent.handler.error')).data).toEqual({ skill_id: 'a', intent_name: 'fallback', exception: 'boom' });
     expect(h.of('ovos.intent.handler.complete')).toEqual([]);
+    // The lifecycle's own handled, sent as the utterance ends: no `error` (that marks an utterance ended early).
+    expect(only(h.of('ovos.utterance.handled')).data).toEqual({});
   });
 
   it('§8: a completion signal from a different skill is ignored; the dispatched skill’s own completes', async () => {
