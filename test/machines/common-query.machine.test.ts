@@ -369,6 +369,26 @@ describe('OVOS-COMMON-QUERY-1 §6.3 skills known to answer every poll, and the p
     expect(c.actor.getSnapshot().context.polled).toEqual(['newcomer', 'b', 'a']);
   });
 
+  it('§6.3: past the claim bound, the skill waited for going away closes the poll at once — a known skill not waited for (b) need not have answered', () => {
+    const c = contest({ knownSkills: ['a', 'b'], answeringSkills: ['a'] });
+    c.pong('newcomer');
+    c.at(200);
+    expect(c.done()).toBe(false);
+    c.actor.send({ type: 'GONE', skill_id: 'a' });
+    expect(c.requests).toEqual([{ at: 200, claimants: [{ skill_id: 'newcomer' }] }]);
+  });
+
+  it('§6.3: past the claim bound, one of two skills waited for going away is no longer waited for — the other one\'s answer closes the poll', () => {
+    const c = contest({ knownSkills: ['a', 'b'], answeringSkills: ['a', 'b'] });
+    c.at(150);
+    c.actor.send({ type: 'GONE', skill_id: 'a' });
+    expect(c.done()).toBe(false);
+    c.at(200);
+    c.pong('b', false);
+    expect(c.doneAt()).toBe(200);
+    expect(c.output()?.closedBy).toBe('no_claimant');
+  });
+
   it('§6.3: the ceiling comes from input (deployment-defined)', () => {
     const c = contest({ pollWindowMs: 300, knownSkills: ['a'], answeringSkills: ['a'] });
     c.at(299);
@@ -505,6 +525,17 @@ describe('OVOS-COMMON-QUERY-1 §6.2/§6.3 the cold start (awaitFirstClaim): no c
     c.at(180);
     c.actor.send({ type: 'GONE', skill_id: 'b' });
     expect(c.doneAt()).toBe(180);
+  });
+
+  it('§6.3 cold start: a claim from a skill already gone is no claim in hand — the poll waits on for one that can be answered', () => {
+    const c = contest({ awaitFirstClaim: true });
+    c.actor.send({ type: 'GONE', skill_id: 'a' });
+    c.at(150);
+    c.pong('a');
+    expect(c.done()).toBe(false);
+    c.at(200);
+    c.pong('b');
+    expect(c.requests).toEqual([{ at: 200, claimants: [{ skill_id: 'a' }, { skill_id: 'b' }] }]);
   });
 
   it('§6.3 without the cold start (the default) the same silent poll closes at the claim bound', () => {
