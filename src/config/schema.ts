@@ -318,7 +318,7 @@ const commonQuery = section({
   // The cold start: until the roster has seen this many polls through, nobody can say every skill is known yet.
   warmupPolls: intIn(0)
     .default(3)
-    .describe('the cold start: a poll begun before this many polls have run to their end (since the start, skills leaving with their connection, or the bus coming back) that has no claim in hand at pollClaimBoundMs waits for its first claim up to pollWindowMs, so a claim that is slow or from a skill not heard from yet is not lost; 0: none'),
+    .describe('the cold start: a poll begun before this many polls have run to their end (since the start, skills leaving with their connection, or the bus coming back) waits for every skill on the roster, and with no claim in hand at pollClaimBoundMs for its first claim, up to pollWindowMs, so a claim that is slow or from a skill not heard from yet is not lost; 0: none'),
   collectionInitialMs: ms(0)
     .default(3_000)
     .describe('collection window when no claimant gave latency_ms (Appendix A); ≤ collectionCeilingMs'),

@@ -21,9 +21,10 @@
  * client of an existing bus, since it last came back; or since skills left the roster with their connection — a
  * skills process restarting), the roster cannot be trusted to know every skill: a skill that follows §6.2 is unknown
  * until it first claims, and the first questions after a start are when skills answer slowest. Every poll begun
- * then is cold (`awaitFirstClaim`): with no claim in hand at the claim bound it waits on for its first claim (and for
- * the skills it waits for anyway) up to the ceiling, so a claim late for the claim bound is not lost to the cold
- * start; with one in hand it closes as when warm. A cold poll teaches who the skills are, which claim late and which
+ * then is cold (`awaitFirstClaim`): with no claim in hand at the claim bound it waits on for its first claim, and it
+ * waits for every skill on the roster as for one known to answer every poll, up to the ceiling — so a claim late for
+ * the claim bound (a first call, a burst's load) is not lost to the cold start; with a claim in hand and every known
+ * skill heard it closes as when warm. A cold poll teaches who the skills are, which claim late and which
  * missed it, but earns nobody a streak: a skill that answers in 200 ms is not promoted by polls that waited past the
  * claim bound.
  */
@@ -424,7 +425,8 @@ export class CommonQueryPlugin implements PipelineStage {
       const entry = this.#roster.get(skill);
       return entry !== undefined && waitedFor(entry);
     });
-    // The cold start (see the top of this file): a poll with no claim at the claim bound waits for its first one.
+    // The cold start (see the top of this file): a poll with no claim at the claim bound waits for its first one, and
+    // every skill on the roster is waited for past the claim bound (a claim late under the load of a burst is heard).
     const cold = this.#warmPolls < this.#settings.warmupPolls;
     // The ping goes out as the contest starts: a pong's delay after this is the bus's round trip right now (§7.2).
     const pingedAt = clock.now();
@@ -441,7 +443,7 @@ export class CommonQueryPlugin implements PipelineStage {
         pollWindowMs: this.#settings.pollWindowMs,
         pollClaimBoundMs: this.#settings.pollClaimBoundMs,
         knownSkills,
-        answeringSkills,
+        answeringSkills: cold ? knownSkills : answeringSkills,
         // Legacy skills announce themselves; with the spec dialect off no silent, unknown skill can claim.
         rosterComplete: !this.#dialects.spec,
         awaitFirstClaim: cold,
@@ -492,7 +494,9 @@ export class CommonQueryPlugin implements PipelineStage {
       this.#notes.delete(contest.info.id);
       if (result.status !== 'done') return;
       if (cold) this.#warmPolls += 1;
-      this.#tally(knownSkills, result.output.waited, result.output.polled, contest, !cold);
+      // Only the skills a warm poll would have waited for count as waited (a silent one is no miss of a cold poll).
+      const waited = cold ? result.output.waited.filter((skill) => answeringSkills.includes(skill) || !knownSkills.includes(skill)) : result.output.waited;
+      this.#tally(knownSkills, waited, result.output.polled, contest, !cold);
     });
     return contest;
   }

@@ -1487,6 +1487,20 @@ describe('OVOS-COMMON-QUERY-1 §6.2/§6.3: the cold start — the first polls af
     expect(wire.filter((w) => w.message.type === 'wiki:common_query').map((w) => w.at - t0)).toEqual([CLAIM_BOUND]);
   });
 
+  it('§6.3 cold start: a burst asked at once while known skills claim late under its load — every question waits for them (up to the ceiling) and speaks the best answer', async () => {
+    const h = createHarness(cold());
+    let loaded = false;
+    cqSkill(h, 'quick', { latencyMs: 20, pongDelayMs: 10, answer: 'quick answer', conf: 0.6, responseDelayMs: 5 });
+    cqSkill(h, 'best', { latencyMs: 20, pongDelayFor: () => (loaded ? 200 : 10), answer: 'best answer', conf: 0.85, responseDelayMs: 5 });
+    await h.settle();
+    expect(await questions(h, 1)).toEqual(['best answer']); // both on the roster, neither late yet
+    loaded = true;
+    for (let i = 0; i < 10; i++) h.utter(FRANCE, { session: { session_id: `burst${i}` }, utteranceId: `burst${i}` });
+    await h.advance(POLL + ALLOWANCE + 200);
+    for (let i = 0; i < 10; i++) expect(spoken(h, `burst${i}`), `burst${i}`).toEqual(['best answer']);
+    expectOneHandledEach(h);
+  });
+
   it('§6.3 cold start: its polls teach who the skills are but no streak — a skill declining every question at 200 ms (past the claim bound) is not taken for one that answers every poll in time', async () => {
     // Five cold polls that nobody claims: each waits to the ceiling, so the slow "no" comes in every one of them. Had
     // they counted, it would be known to answer every poll (3 in a row), and a later claimed question would wait for it.
@@ -1540,7 +1554,7 @@ describe('OVOS-COMMON-QUERY-1 §6.3: the cold start comes again when the roster 
     expect(await questions(h, 2)).toEqual(['Paris', 'Paris']);
   });
 
-  it('§6.3 a cold poll still tells a skill that missed it from one that answered: a skill known to answer every poll that is gone without a word after the bus came back is waited for once, then no more', async () => {
+  it('§6.3 a cold poll still tells a skill that missed it from one that answered: a skill known to answer every poll that is gone without a word after the bus came back is not waited for once the cold start is over', async () => {
     const bus = new StatusBus();
     const h = createHarness(cold(), { bus });
     const no = cqSkill(h, 'no', { claim: false, pongDelayMs: 10 });
@@ -1555,14 +1569,15 @@ describe('OVOS-COMMON-QUERY-1 §6.3: the cold start comes again when the roster 
     await h.settle();
     const wire = timedWire(h);
     const requestedAfter: number[] = [];
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < 4; i++) {
       const t0 = h.clock.now();
       h.utter(FRANCE, { session: { session_id: `after${i}` }, utteranceId: `after${i}` });
       await h.advance(POLL + ALLOWANCE + 200);
       requestedAfter.push(wire.find((w) => w.message.type === 'wiki:common_query' && w.message.context['utterance_id'] === `after${i}`)!.at - t0);
     }
-    // Waited for to the ceiling once (poll_missed), then the claim in hand closes each poll at the claim bound.
-    expect(requestedAfter).toEqual([POLL, CLAIM_BOUND, CLAIM_BOUND]);
+    // The cold polls wait for every skill on the roster to the ceiling; the first one's miss demotes it (poll_missed),
+    // so the warm poll after them closes at the claim bound with the claim in hand.
+    expect(requestedAfter).toEqual([POLL, POLL, POLL, CLAIM_BOUND]);
     expect(h.logs.filter((l) => l['reason'] === 'poll_missed')).toEqual([expect.objectContaining({ skill_id: 'no' })]);
   });
 });
