@@ -9,13 +9,15 @@
  * already passed), duplicate (it already answered), or unsolicited (not asked yet, not in the pool) — changes
  * nothing and is reported with a reason.
  *
- * Skills asked by one broadcast (`broadcast`: the legacy dialect's single ping reaches every skill at once) are
- * asked when the contest starts; the order of decision is still the pool's: an answer from a broadcast skill ahead
- * in the pool is kept (`early`) and decides the moment its turn comes. Their ping went out with the broadcast, so
- * their ping timeout runs from it (§6.1): `BROADCAST_TIMEOUT`, raised `pingTimeout` after the start, makes every
- * broadcast skill still silent timed out — the awaited one moves on then, and one whose turn comes later is passed at
- * its turn, at once; a pong after it is late. Silent broadcast skills cost one ping timeout together, as ovos-core's
- * own wait does. So the winner is always the first willing skill in pool order, never the first to answer.
+ * Skills asked by one broadcast (`broadcast`: the legacy dialect's single ping reaches every skill at once) were
+ * asked before the contest's turn for them — the broadcast went out `broadcastAgoMs` before the start (the plugin
+ * sends it, one per utterance for all its stages) — so the contest pings none of them; the order of decision is still
+ * the pool's: an answer from a broadcast skill ahead in the pool is kept (`early`; those already in hand at the start
+ * come as `answered`) and decides the moment its turn comes. Their ping went out with the broadcast, so their ping
+ * timeout runs from it (§6.1): `BROADCAST_TIMEOUT`, raised when `pingTimeout` has passed since the broadcast, makes
+ * every broadcast skill still silent timed out — the awaited one moves on then, and one whose turn comes later is
+ * passed at its turn, at once; a pong after it is late. Silent broadcast skills cost one ping timeout together, as
+ * ovos-core's own wait does. So the winner is always the first willing skill in pool order, never the first to answer.
  *
  * The stage bound (`stageBound`, when `boundMs` is given: the orchestrator's match bound, PIPELINE-1 §4.4, less a
  * margin so the result still counts) ends the contest while skills are still silent. The silent skills are treated
@@ -23,8 +25,7 @@
  * did answer, in pool order: a broadcast skill that already said yes is never thrown away for stale skills ahead of
  * it that never answer. With no such answer the pool is exhausted (`cut` says the bound decided).
  *
- * No bus here: `sendPing` and `sendBroadcast` are provided from outside (the plugin derives the pings by `reply` /
- * `forward` of the utterance).
+ * No bus here: `sendPing` is provided from outside (the plugin derives the pings by `reply` of the utterance).
  */
 import { and, assign, emit, enqueueActions, raise, setup } from 'xstate';
 import type { Message } from '../../src/bus/message.js';
@@ -35,8 +36,6 @@ export interface FallbackQuery {
   readonly origin: Message;
   readonly utterances: readonly string[];
   readonly lang: string;
-  /** The stage's priority range, for a broadcast that names it (the legacy ping's `range`). */
-  readonly range?: readonly [number, number];
 }
 
 export interface FallbackInput {
@@ -44,8 +43,12 @@ export interface FallbackInput {
   /** The effective pool, already ordered (§5). */
   readonly pool: readonly string[];
   readonly pingTimeoutMs: number;
-  /** Skills of the pool asked together by one broadcast when the contest starts (none: every skill its own ping). */
+  /** Skills of the pool asked together by one broadcast, not by a ping of this contest (none: every skill its own ping). */
   readonly broadcast?: readonly string[];
+  /** How long before the contest's start the broadcast went out (0: at the start): their ping timeout runs from it. */
+  readonly broadcastAgoMs?: number;
+  /** Answers (can_handle) to the broadcast already in hand at the start, by skill: each decides at its turn, at once. */
+  readonly answered?: Readonly<Record<string, boolean>>;
   /** The stage must decide within this many ms of its start (the match bound less a margin); absent: no bound. */
   readonly boundMs?: number;
 }
@@ -66,8 +69,10 @@ export interface FallbackContext {
   readonly outcomes: ReadonlyArray<{ readonly skill_id: string; readonly outcome: SkillOutcome }>;
   /** Skills reported unreachable during the contest: never asked. */
   readonly gone: readonly string[];
-  /** Skills asked by the broadcast at the start. */
+  /** Skills asked by the broadcast. */
   readonly broadcast: readonly string[];
+  /** How long before the start the broadcast went out. */
+  readonly broadcastAgoMs: number;
   /** Answers (can_handle) of broadcast skills received before their turn. */
   readonly early: Readonly<Record<string, boolean>>;
   /** The broadcast's ping timeout has passed: a broadcast skill with no answer in `early` is timed out. */
@@ -82,7 +87,7 @@ export interface FallbackContext {
 export type FallbackEvent =
   | { readonly type: 'PONG'; readonly skill_id: string; readonly can_handle: boolean }
   | { readonly type: 'GONE'; readonly skill_id: string }
-  /** Raised by the contest itself `pingTimeout` after the broadcast: the broadcast skills' ping timeout. */
+  /** Raised by the contest itself `pingTimeout` after the broadcast went out: the broadcast skills' ping timeout. */
   | { readonly type: 'BROADCAST_TIMEOUT' };
 
 export type FallbackEmitted =
@@ -148,8 +153,6 @@ export const fallbackMachine = setup({
   actions: {
     /** Provided by the plugin: send `<skill_id>.fallback.ping` for the current skill. */
     sendPing: (_args: { context: FallbackContext }, _params: { skill_id: string }) => {},
-    /** Provided by the plugin: the one broadcast that asks every skill of `broadcast`. */
-    sendBroadcast: (_args: { context: FallbackContext }) => {},
     recordEarly: assign({
       early: ({ context, event: received }) => {
         const event = eventOf(received, 'PONG');
@@ -183,7 +186,7 @@ export const fallbackMachine = setup({
     }),
     markGone: assign({ gone: ({ context, event }) => [...context.gone, eventOf(event, 'GONE').skill_id] }),
     /** §6.1: the broadcast skills' ping timeout, counted from the broadcast. */
-    scheduleBroadcastTimeout: raise({ type: 'BROADCAST_TIMEOUT' }, { delay: 'pingTimeout' }),
+    scheduleBroadcastTimeout: raise({ type: 'BROADCAST_TIMEOUT' }, { delay: 'broadcastTimeout' }),
     expireBroadcast: assign({ broadcastExpired: true }),
     reportTimeout: emit(({ context }) => ({
       type: 'ping.timeout' as const,
@@ -238,6 +241,7 @@ export const fallbackMachine = setup({
   },
   delays: {
     pingTimeout: ({ context }) => context.pingTimeoutMs,
+    broadcastTimeout: ({ context }) => Math.max(0, context.pingTimeoutMs - context.broadcastAgoMs),
     stageBound: ({ context }) => context.boundMs,
   },
 }).createMachine({
@@ -250,7 +254,8 @@ export const fallbackMachine = setup({
     outcomes: [],
     gone: [],
     broadcast: (input.broadcast ?? []).filter((skill) => input.pool.includes(skill)),
-    early: {},
+    broadcastAgoMs: input.broadcastAgoMs ?? 0,
+    early: Object.fromEntries(Object.entries(input.answered ?? {}).filter(([skill]) => input.pool.includes(skill) && (input.broadcast ?? []).includes(skill))),
     broadcastExpired: false,
     boundMs: input.boundMs ?? NO_BOUND_MS,
     cut: false,
@@ -270,7 +275,7 @@ export const fallbackMachine = setup({
     start: {
       always: [
         { guard: 'poolEmpty', target: 'exhausted' },
-        { guard: 'hasBroadcast', target: 'querying', actions: ['sendBroadcast', 'scheduleBroadcastTimeout'] },
+        { guard: 'hasBroadcast', target: 'querying', actions: 'scheduleBroadcastTimeout' },
         { target: 'querying' },
       ],
     },

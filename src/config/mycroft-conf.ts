@@ -561,6 +561,14 @@ export function mycroftLayer(files: readonly MycroftConfText[], base: Config = D
     take('fallback.stages', OVOS_CORE_FALLBACK_STAGES, { from: `intents.pipeline names an ${OVOS_CONTESTS_PLUGIN_PREFIX}… plugin: ovos-core's fallback tiers (0, 5] / (5, 90] / (90, 101]`, files: filesOf(['intents', 'pipeline']) });
     values.delete('pipeline'); // ovos-core's list, not one our orchestrator runs
     origins.delete('pipeline');
+    // A stage ovos-core never asks starts nothing early: its skills would be asked about every utterance for nothing.
+    const named = (prefix: string): boolean => pipeline.some((id) => typeof id === 'string' && id.startsWith(prefix));
+    if (!named(`${OVOS_CONTESTS_PLUGIN_PREFIX}fallback-pipeline-plugin`)) {
+      take('fallback.earlyStart', false, { from: `intents.pipeline names no ${OVOS_CONTESTS_PLUGIN_PREFIX}fallback-pipeline-plugin… tier: ovos-core asks our fallback stages nothing`, files: filesOf(['intents', 'pipeline']) });
+    }
+    if (!named(`${OVOS_CONTESTS_PLUGIN_PREFIX}common-query-pipeline-plugin`)) {
+      take('commonQuery.earlyStart', false, { from: `intents.pipeline names no ${OVOS_CONTESTS_PLUGIN_PREFIX}common-query-pipeline-plugin: ovos-core asks our common-query stage nothing`, files: filesOf(['intents', 'pipeline']) });
+    }
   }
 
   // intents.common_query.max_response_wait (seconds) → the collection ceiling (ms). 0 and null are ovos' "unset".

@@ -231,6 +231,11 @@ const fallback = section({
   pingTimeoutMs: ms(1)
     .default(500)
     .describe('per-skill query timeout (OVOS-FALLBACK-1 §6.1; deployment-defined, ovos-core uses 0.5 s)'),
+  earlyStart: bool()
+    .default(true)
+    .describe(
+      "send the utterance's one broadcast ping to legacy (ovos-workshop) fallback skills when the utterance arrives, so their answers are in hand when a fallback stage is reached; false: when the first fallback stage with a legacy skill is reached. Either way its answers serve every fallback stage of the utterance",
+    ),
   stages: keyedBy(
     z.string().regex(PIPELINE_ID),
     'a stage id is a pipeline_id and may use only [A-Za-z0-9_-] (OVOS-PIPELINE-1)',

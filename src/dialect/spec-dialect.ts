@@ -119,7 +119,7 @@ export type DropReason =
   /** Refused by the fallback plugin: a new registration beyond fallback.maxSkillsPerConnection bound to the sender's
    *  connection in that session (embedded bus). */
   | 'connection_quota'
-  /** A reply naming one of our contest runs that has already finished (a pong to an earlier stage's broadcast). */
+  /** A reply naming one of our contest runs (or utterance broadcasts) that has already finished: a late one. */
   | 'finished_contest'
   /** A reply naming a contest run of another daemon (a cluster: every daemon hears every reply, src/cluster/). */
   | 'other_daemon'

@@ -74,14 +74,17 @@ export class StageService {
     this.#system = system;
     const { bus } = system.supervisor;
     // ovos-core takes the utterances: the common-query contest still starts at their arrival (OVOS-COMMON-QUERY-1
-    // §5), and ovos-core's request, when its pipeline reaches the stage, joins it.
+    // §5), and ovos-core's request, when its pipeline reaches the stage, joins it; so does the legacy fallback
+    // skills' one broadcast (src/plugins/README.md "Legacy fallback skills"), whose answers ovos-core's fallback tiers take.
     if (!system.config.orchestrator.takesUtterances) {
       this.#unsubscribe.push(
         system.supervisor.on('utterance.handle', (inbound, message) => {
           const parsed = readSession(message);
           if (!parsed.ok || inbound.utterances.length === 0) return;
           const entry: Message = { ...message, data: { ...message.data, utterances: [...inbound.utterances] } };
-          system.commonQuery.onUtterance(entry, resolveLang(entry, parsed.session, system.config.lang), parsed.session, true);
+          const lang = resolveLang(entry, parsed.session, system.config.lang);
+          system.commonQuery.onUtterance(entry, lang, parsed.session, true);
+          system.fallback.onUtterance(entry, lang, parsed.session, true);
         }),
       );
     }

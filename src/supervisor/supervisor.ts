@@ -123,7 +123,13 @@ const CONTEST_KINDS: ReadonlySet<InboundKind> = new Set<InboundKind>([
   'skill.handler.done',
 ]);
 
-type ServiceHandler<K extends InboundKind> = (inbound: InboundOf<K>, message: Message) => void;
+/**
+ * What an observer of a contest kind may say of a reply it owns (the answers to the fallback plugin's utterance
+ * broadcasts): `'taken'`, it took the reply itself; `{ drop }`, the reply is dropped with that reason. Either way it is
+ * not routed to a contest. Anything else: routed.
+ */
+export type ServiceVerdict = 'taken' | { readonly drop: DropReason };
+type ServiceHandler<K extends InboundKind> = (inbound: InboundOf<K>, message: Message) => ServiceVerdict | void;
 
 /**
  * A client connection closed. `skills`: the skill_ids that spoke over it and over no other open connection — now
@@ -152,7 +158,7 @@ export class Supervisor {
   readonly #classify: (message: Message) => Classified;
   readonly #routes = new Map<string, Set<Live>>();
   readonly #live = new Map<string, Live>();
-  readonly #services = new Map<InboundKind, Array<(inbound: Inbound, message: Message) => void>>();
+  readonly #services = new Map<InboundKind, Array<(inbound: Inbound, message: Message) => ServiceVerdict | void>>();
   readonly #unsubscribe: Unsubscribe;
   readonly #unsubscribeClosed: Unsubscribe;
   /** connection → skill_ids seen speaking over it (only on a bus with connection identity). */
@@ -332,10 +338,10 @@ export class Supervisor {
   }
 
   /** Register the owner of a service message kind (registrations, utterances, introspection), or an observer of a
-   *  contest kind (called before the message is routed to its contest). */
+   *  contest kind (called before the message is routed to its contest; one that says `'taken'` keeps it from routing). */
   on<K extends InboundKind>(kind: K, handler: ServiceHandler<K>): Unsubscribe {
     const list = this.#services.get(kind) ?? [];
-    const wrapped = handler as (inbound: Inbound, message: Message) => void;
+    const wrapped = handler as (inbound: Inbound, message: Message) => ServiceVerdict | void;
     list.push(wrapped);
     this.#services.set(kind, list);
     return () => {
@@ -385,22 +391,23 @@ export class Supervisor {
       return;
     }
     // Owners of service kinds act on them; observers of contest kinds (the common-query roster) see them before
-    // they are routed.
+    // they are routed, and may take one (the answers to the fallback plugin's utterance broadcasts).
+    let verdict: ServiceVerdict | void = undefined;
     for (const handler of this.#services.get(inbound.kind) ?? []) {
       try {
-        handler(inbound, message);
+        verdict = handler(inbound, message) ?? verdict;
       } catch (error) {
         this.logger.error({ err: error, type: message.type, reason: 'service_threw' }, 'service handler threw');
       }
     }
-    if (CONTEST_KINDS.has(inbound.kind)) this.#route(inbound, message, sessionId);
+    if (typeof verdict === 'object') this.#drop(verdict.drop, message, undefined, inbound.kind);
+    else if (verdict !== 'taken' && CONTEST_KINDS.has(inbound.kind)) this.#route(inbound, message, sessionId);
   }
 
   #route(inbound: Inbound, message: Message, sessionId: string): void {
     const contestId = stringField(message.context, 'contest_id');
-    // A reply to one of our runs that has finished (late, or — every legacy skill answers every broadcast — to the
-    // previous stage's a moment ago), or to an id no contest has (`reserveId`): dropped as such, before any live
-    // contest is asked.
+    // A reply to one of our runs that has finished (late, or to the fallback plugin's broadcast of an utterance that
+    // is over), or to an id no contest has (`reserveId`): dropped as such, before any live contest is asked.
     if (contestId !== undefined && contestId.includes(`:${this.#prefix}.`) && !this.#live.has(contestId)) {
       this.#drop('finished_contest', message);
       return;
@@ -513,7 +520,7 @@ export class Supervisor {
       this.bus.publish(registrationRefused(message, reason));
       return;
     }
-    // Every legacy skill answers every broadcast, also the previous stage's: those late pongs are expected traffic.
+    // Every legacy skill answers every broadcast, also one of an utterance that is over: those late pongs are expected traffic.
     const expected = (reason === 'finished_contest' && message.type === legacyTopics.fallbackPong) || reason === 'other_daemon';
     const quiet = reason === 'no_live_contest' || reason === 'finished_contest' || reason === 'not_awaited' || reason === 'duplicate';
     const level = expected ? 'debug' : quiet ? 'info' : 'warn';

@@ -57,12 +57,20 @@ export const DELAY_BOUNDARIES: Readonly<Record<string, DelayBoundary>> = {
   pingTimeout: {
     machine: 'fallback',
     clause: 'OVOS-FALLBACK-1 §6.1 ping timeout',
-    // A spec skill's ping is sent when its turn comes; a legacy skill's is the stage's broadcast, and its timeout runs
-    // from it: T after the stage's start either way, as its pong is timed (a skill never asked has no turn).
+    // A spec skill's ping is sent when its turn comes: T after it, as its pong is timed.
+    place: (config, skill) => {
+      const s = fallbackOnly(skill);
+      return s === null || s.dialect === 'legacy' ? null : { T: config.fallback.pingTimeoutMs, at: (ms) => ({ ...s, pongAfterMs: ms }) };
+    },
+  },
+  broadcastTimeout: {
+    machine: 'fallback',
+    clause: 'OVOS-FALLBACK-1 §6.1 ping timeout, from the utterance broadcast',
+    // A legacy skill's ping is the utterance's one broadcast, and its timeout runs from it: T after it, as its pong is
+    // timed (a skill never asked has no turn).
     place: (config, skill, roster, utterance) => {
       const s = fallbackOnly(skill);
-      if (s === null) return null;
-      if (s.dialect === 'legacy' && marksOf(config, roster, utterance).turns.get(s.skill_id) === undefined) return null;
+      if (s === null || s.dialect !== 'legacy' || marksOf(config, roster, utterance).turns.get(s.skill_id) === undefined) return null;
       return { T: config.fallback.pingTimeoutMs, at: (ms) => ({ ...s, pongAfterMs: ms }) };
     },
   },

@@ -106,25 +106,31 @@ export interface Marks {
  * was armed first): the skills still silent count as can_handle false, and the first skill from the awaited one on, in
  * pool order, that has already said yes wins (src/plugins/README.md "The match bound never throws a yes away"); with none, None.
  *
- * Legacy skills (src/plugins/README.md "Legacy fallback skills") are all asked by one broadcast when the stage starts, so a legacy
- * skill's pong is due `pongAfterMs` after the stage's start, not after its turn, and its ping timeout runs from the
- * broadcast too (§6.1: from its ping); the order of decision stays the pool's: a pong within that timeout that came
- * before the skill's turn decides at its turn, one that comes during its turn decides when it comes, and a silent one
- * is passed when the timeout ends, or at once at its turn if it already has.
+ * Legacy skills (src/plugins/README.md "Legacy fallback skills") are all asked by the utterance's one broadcast — at
+ * its arrival (`broadcast.at` 0, set by `evaluate`), else when the first stage with a legacy skill in its pool starts —
+ * so a legacy skill's pong is due `pongAfterMs` after the broadcast, not after its turn, and its ping timeout runs from
+ * the broadcast too (§6.1: from its ping); the order of decision stays the pool's: a pong within that timeout that
+ * came before the skill's turn decides at its turn, one that comes during its turn decides when it comes, and a silent
+ * one is passed when the timeout ends, or at once at its turn if it already has.
  */
-function fallbackStage(config: Config, stage: string, start: number, skills: readonly FallbackSkillScript[], trail: string[], { turns }: Marks): StageEnd {
+function fallbackStage(config: Config, stage: string, start: number, skills: readonly FallbackSkillScript[], broadcast: { at?: number }, trail: string[], { turns }: Marks): StageEnd {
   const T = config.fallback.pingTimeoutMs;
   const cut = start + stageBoundMs(config.orchestrator.matchTimeoutMs);
   let t = start;
   const pool = fallbackPool(config, stage, skills).filter((s) => spoken(config, s));
-  if (pool.some((s) => s.dialect === 'legacy' && (s.disconnectAtMs ?? Infinity) > start)) trail.push(`${stage}: one broadcast ovos.skills.fallback.ping at ${start} ms asks its legacy skills at once (src/plugins/README.md, Legacy fallback skills)`);
+  if (broadcast.at === undefined && pool.some((s) => s.dialect === 'legacy' && (s.disconnectAtMs ?? Infinity) > start)) {
+    broadcast.at = start;
+    trail.push(`${stage}: the utterance's one broadcast ovos.skills.fallback.ping at ${start} ms asks every legacy skill at once (src/plugins/README.md, Legacy fallback skills)`);
+  }
+  /** When the legacy skills were asked. */
+  const B = broadcast.at ?? start;
   /** At the bound: the first skill from `from` on that has already answered the broadcast with yes, still connected. */
   const atBound = (from: number, awaited: string | undefined): StageEnd => {
     for (const skill of pool.slice(from)) {
       const pong = skill.pongAfterMs ?? FALLBACK_DEFAULTS.pongAfterMs;
       if (skill.dialect !== 'legacy' || pong === 'never' || (skill.disconnectAtMs ?? Infinity) <= cut) continue;
-      if (start + pong >= cut || !(skill.willing ?? FALLBACK_DEFAULTS.willing)) continue;
-      trail.push(`${stage}: the stage bound at ${cut} ms${awaited === undefined ? '' : ` while ${awaited} is awaited`}: ${skill.skill_id} had said yes at ${start + pong} ms — the first willing in pool order, the silent ones ahead count as can_handle false (OVOS-PIPELINE-1 §4.4, OVOS-FALLBACK-1 §6.2)`);
+      if (B + pong >= cut || B + pong >= B + T || !(skill.willing ?? FALLBACK_DEFAULTS.willing)) continue;
+      trail.push(`${stage}: the stage bound at ${cut} ms${awaited === undefined ? '' : ` while ${awaited} is awaited`}: ${skill.skill_id} had said yes at ${B + pong} ms — the first willing in pool order, the silent ones ahead count as can_handle false (OVOS-PIPELINE-1 §4.4, OVOS-FALLBACK-1 §6.2)`);
       return { winner: skill.skill_id, at: cut };
     }
     trail.push(`${stage}: the stage bound cuts the stage at ${cut} ms${awaited === undefined ? '' : ` while ${awaited} is awaited`}, nobody has said yes → None (OVOS-PIPELINE-1 §4.4)`);
@@ -141,10 +147,10 @@ function fallbackStage(config: Config, stage: string, start: number, skills: rea
     turns.set(skill.skill_id, { stageStart: start, turn: t });
     const pong = skill.pongAfterMs ?? FALLBACK_DEFAULTS.pongAfterMs;
     const legacy = skill.dialect === 'legacy';
-    const sent = pong === 'never' ? Infinity : (legacy ? start : t) + pong;
+    const sent = pong === 'never' ? Infinity : (legacy ? B : t) + pong;
     const arrives = Math.max(sent, t);
-    const deadline = legacy ? Math.max(t, start + T) : t + T;
-    if (sent < gone && sent < (legacy ? start + T : deadline) && arrives < cut) {
+    const deadline = legacy ? Math.max(t, B + T) : t + T;
+    if (sent < gone && sent < (legacy ? B + T : deadline) && arrives < cut) {
       const early = sent < t ? `, answered the broadcast at ${sent} ms` : '';
       if (skill.willing ?? FALLBACK_DEFAULTS.willing) {
         trail.push(`${stage}: ${skill.skill_id} willing at ${arrives} ms${early}, before its ping timeout ${deadline} ms — the winner (OVOS-FALLBACK-1 §6.2)`);
@@ -161,8 +167,8 @@ function fallbackStage(config: Config, stage: string, start: number, skills: rea
     }
     if (cut <= deadline) return atBound(index + 1, skill.skill_id);
     trail.push(
-      legacy && deadline === t && t > start + T
-        ? `${stage}: ${skill.skill_id} silent since the broadcast, its ping timeout ${start + T} ms passed before its turn — passed at once (§6.1)`
+      legacy && deadline === t && t > B + T
+        ? `${stage}: ${skill.skill_id} silent since the broadcast, its ping timeout ${B + T} ms passed before its turn — passed at once (§6.1)`
         : `${stage}: ${skill.skill_id} silent until its ping timeout ${deadline} ms — treated as can_handle false (§6.1)`,
     );
     t = deadline;
@@ -415,6 +421,15 @@ function evaluate(config: Config, scenario: TimingScenario, gateAccepts: boolean
   const cqId = config.commonQuery.pipelineId;
   const cqIndex = config.pipeline.indexOf(cqId);
   let t = 0;
+  // The utterance's one broadcast to the legacy fallback skills: at its arrival with fallback.earlyStart when a fallback
+  // stage is in the pipeline and a legacy skill is there to answer it, else when the first stage that has one starts.
+  const broadcast: { at?: number } = {};
+  const fallbackStages = Object.keys(config.fallback.stages);
+  const legacyHere = fallbackSkills.filter((s) => isLegacy(s) && spoken(config, s) && (s.disconnectAtMs ?? Infinity) > 0);
+  if (config.fallback.earlyStart && config.pipeline.some((id) => fallbackStages.includes(id)) && fallbackStages.some((id) => fallbackPool(config, id, legacyHere).length > 0)) {
+    broadcast.at = 0;
+    trail.push('the utterance\'s one broadcast ovos.skills.fallback.ping at its arrival (0 ms) asks every legacy fallback skill at once, for every fallback stage (fallback.earlyStart; src/plugins/README.md, Legacy fallback skills)');
+  }
   for (const [index, stage] of config.pipeline.entries()) {
     if (stage === cqId) {
       if (!gateAccepts) {
@@ -444,7 +459,7 @@ function evaluate(config: Config, scenario: TimingScenario, gateAccepts: boolean
       continue;
     }
     if (config.fallback.stages[stage] === undefined) continue;
-    const result = fallbackStage(config, stage, t, fallbackSkills, trail, marks);
+    const result = fallbackStage(config, stage, t, fallbackSkills, broadcast, trail, marks);
     t = result.at;
     if (result.winner !== null) {
       const skill = fallbackSkills.find((s) => s.skill_id === result.winner)!;

@@ -89,9 +89,9 @@ export function traceToScenario(config: Config, trace: Trace): ReconstructedScen
       notes.push(`pool of ${stage} recorded, but the config has no such fallback stage: left out`);
       continue;
     }
-    // The stage's legacy broadcast (src/plugins/README.md "Legacy fallback skills"): the one `ovos.skills.fallback.ping` naming its
-    // range; the pongs to it carry its contest_id (they are replies).
-    const broadcast = first((m) => m.type === legacyTopics.fallbackPing && JSON.stringify(m.data['range']) === JSON.stringify(range));
+    // The utterance's legacy broadcast (src/plugins/README.md "Legacy fallback skills"): its one `ovos.skills.fallback.ping`,
+    // which asked for every stage; the pongs to it carry its contest_id (they are replies).
+    const broadcast = first((m) => m.type === legacyTopics.fallbackPing);
     const contestId = broadcast === undefined ? undefined : stringField(broadcast.context, 'contest_id');
     for (const [index, skillId] of pool.entries()) {
       // Only the order inside a stage matters (§5): priorities are placed in the stage's range in pool order.

@@ -27,7 +27,7 @@ const ROUNDS = 20_000;
 const WARMUP = 5_000;
 const origin = createMessage('ovos.utterance.handle', { utterances: ['tell me something'] }, { session: { session_id: 's1' } });
 const neverFires = { setTimeout: () => 0, clearTimeout: () => {} };
-const contestLogic = fallbackMachine.provide({ actions: { sendPing: () => {}, sendBroadcast: () => {} } });
+const contestLogic = fallbackMachine.provide({ actions: { sendPing: () => {} } });
 const MATCH: Match = { skill_id: 'c', intent_name: 'fallback', utterance: 'tell me something', lang: 'en-US', slots: {} };
 
 const contestInput = { query: { origin, utterances: ['tell me something'], lang: 'en-US' }, pool: ['a', 'b', 'c'], pingTimeoutMs: 500 };

@@ -417,6 +417,16 @@ describe('ovos-wire-today mycroft.conf: loadConfig layering', () => {
     expect(own.result.config.orchestrator.takesUtterances).toBe(true);
   });
 
+  it('intents.pipeline naming only some of our plugins: the stages ovos-core never asks start nothing early (no fallback broadcast, no common-query poll for every utterance)', () => {
+    const both = loadWith([], { mycroft: { [SYSTEM]: '{"intents": {"pipeline": ["ovos-contests-fallback-pipeline-plugin-low", "ovos-contests-common-query-pipeline-plugin"]}}' } }).result.config;
+    expect([both.fallback.earlyStart, both.commonQuery.earlyStart]).toEqual([true, true]);
+    const cqOnly = loadWith([], { mycroft: { [SYSTEM]: '{"intents": {"pipeline": ["ovos-fallback-pipeline-plugin-high", "ovos-contests-common-query-pipeline-plugin"]}}' } });
+    expect([cqOnly.result.config.fallback.earlyStart, cqOnly.result.config.commonQuery.earlyStart]).toEqual([false, true]);
+    expect(cqOnly.result.mycroft?.keys.get('fallback.earlyStart')).toMatchObject({ files: [SYSTEM] });
+    const fallbackOnly = loadWith([], { mycroft: { [SYSTEM]: '{"intents": {"pipeline": ["ovos-contests-fallback-pipeline-plugin-high", "ovos-common-query-pipeline-plugin"]}}' } }).result.config;
+    expect([fallbackOnly.fallback.earlyStart, fallbackOnly.commonQuery.earlyStart]).toEqual([true, false]);
+  });
+
   it('precedence: mycroft.conf < our config file < environment < flags', () => {
     const mycroft = { [USER]: '{"lang": "de-de", "skills": {"fallbacks": {"fallback_mode": "whitelist", "fallback_whitelist": ["a"]}}}' };
     const ourFiles = { 'ours.json': '{"fallback": {"mode": "accept_all"}}' };

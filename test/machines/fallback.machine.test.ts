@@ -20,10 +20,12 @@ type Ignored = Extract<FallbackEmitted, { type: 'pong.ignored' }>;
 type TimedOut = Extract<FallbackEmitted, { type: 'ping.timeout' }>;
 
 interface ContestOptions {
-  /** Skills of the pool asked together by one broadcast at the start (the legacy ping). */
+  /** Skills of the pool asked together by one broadcast (the legacy ping, sent by the plugin). */
   readonly broadcast?: readonly string[];
-  /** The stage's range, carried for the legacy broadcast ping. */
-  readonly range?: readonly [number, number];
+  /** How long before the contest's start that broadcast went out. */
+  readonly broadcastAgoMs?: number;
+  /** Answers to that broadcast in hand at the start. */
+  readonly answered?: Readonly<Record<string, boolean>>;
   /** The stage bound (the match bound less its margin). */
   readonly boundMs?: number;
 }
@@ -31,13 +33,6 @@ interface ContestOptions {
 function contest(pool: readonly string[], pingTimeoutMs = T, options: ContestOptions = {}) {
   const clock = new ManualClock(0);
   const pings: Array<{ skill_id: string; at: number; utterances: readonly string[]; lang: string }> = [];
-  const broadcasts: Array<{
-    at: number;
-    group: readonly string[];
-    utterances: readonly string[];
-    lang: string;
-    range: readonly [number, number] | undefined;
-  }> = [];
   const ignored: Ignored[] = [];
   const timeouts: Array<TimedOut & { at: number }> = [];
   const errors: unknown[] = [];
@@ -46,23 +41,15 @@ function contest(pool: readonly string[], pingTimeoutMs = T, options: ContestOpt
       sendPing: ({ context }, { skill_id }) => {
         pings.push({ skill_id, at: clock.now(), utterances: context.query.utterances, lang: context.query.lang });
       },
-      sendBroadcast: ({ context }) => {
-        broadcasts.push({
-          at: clock.now(),
-          group: context.broadcast,
-          utterances: context.query.utterances,
-          lang: context.query.lang,
-          range: context.query.range,
-        });
-      },
     },
   });
-  const query = options.range === undefined ? QUERY : { ...QUERY, range: options.range };
   const input = {
     pool,
     pingTimeoutMs,
-    query,
+    query: QUERY,
     ...(options.broadcast === undefined ? {} : { broadcast: options.broadcast }),
+    ...(options.broadcastAgoMs === undefined ? {} : { broadcastAgoMs: options.broadcastAgoMs }),
+    ...(options.answered === undefined ? {} : { answered: options.answered }),
     ...(options.boundMs === undefined ? {} : { boundMs: options.boundMs }),
   };
   const actor = createActor(machine, { input, clock });
@@ -79,7 +66,6 @@ function contest(pool: readonly string[], pingTimeoutMs = T, options: ContestOpt
     actor,
     pings,
     pinged: () => pings.map((p) => p.skill_id),
-    broadcasts,
     gone: (skill_id: string): void => actor.send({ type: 'GONE', skill_id }),
     outcomes: () => actor.getSnapshot().context.outcomes,
     ignored,
@@ -327,26 +313,12 @@ describe('OVOS-FALLBACK-1 §6.1/§6.2 + ovos-wire-today legacy broadcast', () =>
   const at = (c: ReturnType<typeof contest>) => c.pings.map((p) => [p.skill_id, p.at]);
 
   describe('one broadcast, no individual pings for its skills', () => {
-    it(`${LEGACY}: sendBroadcast is called exactly once, at the start, with the pool's broadcast group and the query`, () => {
-      const c = contest(['a', 'b', 'c'], T, { broadcast: ['b', 'c'], range: [5, 90] });
-      expect(c.broadcasts).toEqual([{ at: 0, group: ['b', 'c'], utterances: ['what is love'], lang: 'en-US', range: [5, 90] }]);
-      c.clock.advance(10);
-      c.pong('a', false); // b's turn
-      c.clock.advance(T); // b timed out, c's turn
-      c.clock.advance(T); // c timed out: exhausted
-      expect(c.done()).toBe(true);
-      expect(c.output()).toBeNull();
-      expect(c.broadcasts).toHaveLength(1);
-      expect(c.errors).toEqual([]);
-    });
-
-    it(`${LEGACY}: sendBroadcast is never called when the broadcast group is absent or empty`, () => {
+    it(`${LEGACY}: with no broadcast group (absent or empty) every skill gets its own ping at its turn`, () => {
       for (const options of [{}, { broadcast: [] }] satisfies ContestOptions[]) {
         const c = contest(['a', 'b'], T, options);
         c.pong('a', false);
         c.pong('b', false);
         expect(c.done()).toBe(true);
-        expect(c.broadcasts).toEqual([]);
         expect(c.pinged()).toEqual(['a', 'b']);
       }
     });
@@ -354,7 +326,6 @@ describe('OVOS-FALLBACK-1 §6.1/§6.2 + ovos-wire-today legacy broadcast', () =>
     it(`${LEGACY}: broadcast skills get no individual sendPing; the others get theirs at their turn`, () => {
       const c = contest(['a', 'b', 'c', 'd'], T, { broadcast: ['a', 'c'] });
       expect(c.pings).toEqual([]); // a, first in the pool, was asked by the broadcast
-      expect(c.broadcasts).toHaveLength(1);
       c.clock.advance(3 * T); // everyone silent
       // a and c were pinged by the broadcast at 0: their timeout is T after it — c, at its turn (2T), is passed at once.
       expect(at(c)).toEqual([
@@ -377,7 +348,6 @@ describe('OVOS-FALLBACK-1 §6.1/§6.2 + ovos-wire-today legacy broadcast', () =>
       c.pong('a', false);
       expect(c.output()).toEqual({ skill_id: 'b' });
       expect(c.pings).toEqual([]);
-      expect(c.broadcasts).toHaveLength(1);
       expect(c.clock.pending).toBe(0);
     });
   });
@@ -513,6 +483,79 @@ describe('OVOS-FALLBACK-1 §6.1/§6.2 + ovos-wire-today legacy broadcast', () =>
     });
   });
 
+  describe('§6.1 a broadcast sent before the contest (one per utterance, for all its stages): answers in hand, timeout from it', () => {
+    it(`${LEGACY}: an answer in hand decides at its turn, at once — willing first in the pool wins at the start, nobody pinged`, () => {
+      const c = contest(['a', 'b'], T, { broadcast: ['a', 'b'], broadcastAgoMs: 80, answered: { a: true, b: true } });
+      expect(c.output()).toEqual({ skill_id: 'a' });
+      expect(c.clock.now()).toBe(0);
+      expect(c.pings).toEqual([]);
+      expect(c.outcomes()).toEqual([{ skill_id: 'a', outcome: 'willing' }]);
+      expect(c.clock.pending).toBe(0);
+    });
+
+    it(`${LEGACY}: a decline in hand passes its turn at once; a spec skill after it gets its own ping then; pool order still decides`, () => {
+      const c = contest(['a', 'b', 'c'], T, { broadcast: ['a', 'c'], broadcastAgoMs: 80, answered: { a: false, c: true } });
+      expect(at(c)).toEqual([['b', 0]]);
+      c.clock.advance(7);
+      c.pong('b', true); // b, ahead of c in the pool, wins though c's yes was in hand
+      expect(c.output()).toEqual({ skill_id: 'b' });
+      expect(c.outcomes()).toEqual([
+        { skill_id: 'a', outcome: 'declined' },
+        { skill_id: 'b', outcome: 'willing' },
+      ]);
+    });
+
+    it(`${LEGACY}: answers of skills outside the pool or not asked by the broadcast are not taken — a spec skill is still pinged and awaited`, () => {
+      const c = contest(['a', 'c'], T, { broadcast: ['a'], answered: { a: false, c: true, x: true } });
+      expect(at(c)).toEqual([['c', 0]]);
+      expect(c.done()).toBe(false);
+      expect(awaitsPong(c.actor.getSnapshot().context, 'c')).toBe(true);
+      c.pong('c', false);
+      expect(c.output()).toBeNull();
+    });
+
+    it(`${LEGACY}: a pong from a skill whose answer was in hand is a duplicate, and not awaited`, () => {
+      const c = contest(['a', 'b'], T, { broadcast: ['b'], answered: { b: true } });
+      expect(awaitsPong(c.actor.getSnapshot().context, 'b')).toBe(false);
+      c.pong('b', false);
+      expect(c.ignored).toEqual([{ type: 'pong.ignored', skill_id: 'b', reason: 'duplicate' }]);
+      c.pong('a', false);
+      expect(c.output()).toEqual({ skill_id: 'b' });
+    });
+
+    it(`${LEGACY}: boundary — sent 200 ms before the start, a silent broadcast skill's pong at T-200-1 after the start counts`, () => {
+      const c = contest(['b', 'c'], T, { broadcast: ['b'], broadcastAgoMs: 200 });
+      c.clock.advance(T - 200 - 1);
+      expect(c.timeouts).toEqual([]);
+      c.pong('b', true);
+      expect(c.output()).toEqual({ skill_id: 'b' });
+      expect(c.clock.pending).toBe(0);
+    });
+
+    it(`${LEGACY}: boundary — sent 200 ms before the start, it times out at T-200 after the start (T after its ping) and the next skill is asked then`, () => {
+      const c = contest(['b', 'c'], T, { broadcast: ['b'], broadcastAgoMs: 200 });
+      c.clock.advance(T - 200 - 1);
+      expect(c.pings).toEqual([]);
+      c.clock.advance(1);
+      expect(c.timeouts).toEqual([{ type: 'ping.timeout', skill_id: 'b', after_ms: T, at: T - 200 }]);
+      expect(at(c)).toEqual([['c', T - 200]]);
+      c.pong('b', true); // after its timeout: late
+      expect(c.ignored).toEqual([{ type: 'pong.ignored', skill_id: 'b', reason: 'late' }]);
+      c.pong('c', true);
+      expect(c.output()).toEqual({ skill_id: 'c' });
+    });
+
+    it(`${LEGACY}: sent T or more before the start, a skill still silent is timed out at its turn, at once`, () => {
+      for (const ago of [T, T + 1, 3 * T]) {
+        const c = contest(['b', 'c'], T, { broadcast: ['b'], broadcastAgoMs: ago });
+        c.clock.advance(0);
+        expect(c.timeouts.map((t) => [t.skill_id, t.at])).toEqual([['b', 0]]);
+        expect(at(c)).toEqual([['c', 0]]);
+        expect(awaitsPong(c.actor.getSnapshot().context, 'b')).toBe(false);
+      }
+    });
+  });
+
   describe('§6.1 a silent broadcast skill\'s ping timeout counts from the broadcast (its ping)', () => {
     it(`${LEGACY}: boundary — awaited from its turn, its pong at T-1 after the broadcast counts`, () => {
       const c = contest(['a', 'b', 'c'], T, { broadcast: ['b'] });
@@ -640,9 +683,8 @@ describe('OVOS-FALLBACK-1 §6.1/§6.2 + ovos-wire-today legacy broadcast', () =>
       expect(c.timeouts).toEqual([]);
     });
 
-    it(`${LEGACY}: broadcast entries not in the pool are ignored — no broadcast when none is in the pool`, () => {
+    it(`${LEGACY}: broadcast entries not in the pool are ignored — none is taken for asked`, () => {
       const c = contest(['a'], T, { broadcast: ['x'] });
-      expect(c.broadcasts).toEqual([]);
       expect(c.pinged()).toEqual(['a']);
       c.pong('x', true);
       expect(c.ignored).toEqual([{ type: 'pong.ignored', skill_id: 'x', reason: 'not_awaited' }]);
@@ -651,9 +693,8 @@ describe('OVOS-FALLBACK-1 §6.1/§6.2 + ovos-wire-today legacy broadcast', () =>
       expect(c.output()).toEqual({ skill_id: 'a' });
     });
 
-    it(`${LEGACY}: broadcast entries not in the pool are ignored — the broadcast names only the pool's skills`, () => {
+    it(`${LEGACY}: broadcast entries not in the pool are ignored — the pool's broadcast skills are still taken for asked`, () => {
       const c = contest(['a', 'b'], T, { broadcast: ['x', 'b'] });
-      expect(c.broadcasts.map((b) => b.group)).toEqual([['b']]);
       expect(c.pinged()).toEqual(['a']);
       c.pong('x', true); // not in the pool: ignored, never kept as an early answer (expected traffic of a broadcast)
       expect(c.ignored).toEqual([{ type: 'pong.ignored', skill_id: 'x', reason: 'not_in_pool' }]);
@@ -667,7 +708,6 @@ describe('OVOS-FALLBACK-1 §6.1/§6.2 + ovos-wire-today legacy broadcast', () =>
   describe('mixed pool: spec, broadcast, spec, broadcast', () => {
     it(`${LEGACY}: early answers (d willing, b declining) decide at their turns; c is pinged only at its turn`, () => {
       const c = contest(['a', 'b', 'c', 'd'], T, { broadcast: ['b', 'd'] });
-      expect(c.broadcasts.map((b) => [b.at, b.group])).toEqual([[0, ['b', 'd']]]);
       expect(at(c)).toEqual([['a', 0]]);
       c.clock.advance(5);
       c.pong('d', true);
@@ -692,7 +732,6 @@ describe('OVOS-FALLBACK-1 §6.1/§6.2 + ovos-wire-today legacy broadcast', () =>
         { skill_id: 'd', outcome: 'willing' },
       ]);
       expect(c.timeouts).toEqual([]);
-      expect(c.broadcasts).toHaveLength(1);
       expect(c.clock.pending).toBe(0);
     });
 

@@ -32,7 +32,7 @@ describe('Supervisor API (src/README.md)', () => {
   it('by default it speaks both dialects: a spec and a legacy pong both reach the owner of fallback pongs', async () => {
     const s = setup();
     const heard: string[] = [];
-    s.supervisor.on('fallback.pong', (inbound) => heard.push(inbound.skill_id));
+    s.supervisor.on('fallback.pong', (inbound) => void heard.push(inbound.skill_id));
     s.bus.publish(specPong('s1'));
     s.bus.publish(legacyPong('s1'));
     await s.bus.idle();
@@ -42,7 +42,7 @@ describe('Supervisor API (src/README.md)', () => {
   it('with only the spec dialect a legacy pong is not a topic it consumes (no line, no owner called)', async () => {
     const s = setup({ dialects: { spec: true, legacy: false } });
     const heard: string[] = [];
-    s.supervisor.on('fallback.pong', (inbound) => heard.push(inbound.skill_id));
+    s.supervisor.on('fallback.pong', (inbound) => void heard.push(inbound.skill_id));
     s.bus.publish(legacyPong('s1'));
     await s.bus.idle();
     expect(heard).toEqual([]);
@@ -52,11 +52,11 @@ describe('Supervisor API (src/README.md)', () => {
   it('a service handler unsubscribed is not called again; one that throws is logged (service_threw) and the next still runs', async () => {
     const s = setup();
     const heard: string[] = [];
-    const off = s.supervisor.on('fallback.pong', () => heard.push('first'));
+    const off = s.supervisor.on('fallback.pong', () => void heard.push('first'));
     s.supervisor.on('fallback.pong', () => {
       throw new Error('owner bug');
     });
-    s.supervisor.on('fallback.pong', () => heard.push('third'));
+    s.supervisor.on('fallback.pong', () => void heard.push('third'));
     s.bus.publish(specPong('s1'));
     await s.bus.idle();
     off();
@@ -112,7 +112,7 @@ describe('Supervisor API (src/README.md)', () => {
   it('close stops every live contest with reason supervisor_closed and hears the bus no more', async () => {
     const s = setup();
     const heard: string[] = [];
-    s.supervisor.on('fallback.pong', (inbound) => heard.push(inbound.skill_id));
+    s.supervisor.on('fallback.pong', (inbound) => void heard.push(inbound.skill_id));
     const a = s.spawn('s1', 'u1');
     s.supervisor.close();
     expect(await a.done).toEqual({ status: 'stopped', reason: 'supervisor_closed' });

@@ -74,7 +74,7 @@ describe('Supervisor drops: one line each, at the level an operator expects (src
   it('a usable reply with an unusable field is no drop: one warn with its reason, and it goes on as the skill\'s decline (can_handle "yes" → false)', async () => {
     const s = setup();
     const heard: boolean[] = [];
-    s.supervisor.on('fallback.pong', (inbound) => heard.push(inbound.can_handle));
+    s.supervisor.on('fallback.pong', (inbound) => void heard.push(inbound.can_handle));
     s.bus.publish(pong('fb.a.fallback.pong', { skill_id: 'fb.a', can_handle: 'yes' }, { session: { session_id: 's1' }, utterance_id: 'u1' }));
     s.bus.publish(pong('fb.a.fallback.pong', { skill_id: 'fb.a', can_handle: 'yes' }, { session: { session_id: 's1' }, utterance_id: 'u2' }));
     await s.bus.idle();

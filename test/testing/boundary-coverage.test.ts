@@ -28,11 +28,15 @@ describe('boundary coverage of every machine delay', () => {
     expect(Object.keys(DELAY_BOUNDARIES).sort()).toEqual(machineDelays.map(([, delay]) => delay).sort());
   });
 
-  it('on the sample roster every delay is exercised at T−1, T and T+1, and the system agrees with the spec model at each', async () => {
-    const sample = parseSkillsFile(readFileSync('test/testing/sample-skills.json', 'utf8'));
-    const report = await runTimingSuite(DEFAULT_CONFIG, [{ name: 'q', utterance: 'what is the speed of light', skills: sample.skills }]);
+  it('on the sample rosters (spec, and today\'s OVOS skills) every delay is exercised at T−1, T and T+1, and the system agrees with the spec model at each', async () => {
     const exercised = new Map<string, Set<number>>();
-    for (const path of report.paths) {
+    const paths: Array<Awaited<ReturnType<typeof runTimingSuite>>['paths'][number]> = [];
+    for (const file of ['test/testing/sample-skills.json', 'test/testing/sample-legacy-skills.json']) {
+      const sample = parseSkillsFile(readFileSync(file, 'utf8'));
+      const utterances = sample.utterances ?? ['what is the speed of light'];
+      paths.push(...(await runTimingSuite(DEFAULT_CONFIG, utterances.map((utterance) => ({ name: utterance, utterance, skills: sample.skills })))).paths);
+    }
+    for (const path of paths) {
       if (path.boundary === null) continue;
       expect(path.failures, path.name).toEqual([]);
       const offsets = exercised.get(path.boundary.delay) ?? new Set<number>();

@@ -42,7 +42,7 @@ describe('timing harness: legacy fallback skills (ovos-wire-today.md; OVOS-FALLB
 
   it('OVOS-FALLBACK-1 §6.1 ping timeout of a legacy skill counts from the broadcast (its ping), not from its turn: wk.chat at 499 / 500 / 501 ms after it', async () => {
     const report = await runTimingSuite(DEFAULT_CONFIG, [scenario(MIXED)]);
-    const at = (suffix: string, ms: number) => report.paths.find((p) => p.name === `${COMMAND}: wk.chat at pingTimeout${suffix} (${ms} ms)`)!;
+    const at = (suffix: string, ms: number) => report.paths.find((p) => p.name === `${COMMAND}: wk.chat at broadcastTimeout${suffix} (${ms} ms)`)!;
     // Its ping is the broadcast at 0, so its timeout is at 500, before its turn (530): a pong at 499 is kept and wins
     // at its turn; at 500 the timeout fires first (late), and at its turn it is passed at once — nobody after it in
     // fallback_medium nor in fallback_low: unmatched at 530.

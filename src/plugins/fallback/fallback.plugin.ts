@@ -4,7 +4,7 @@
  */
 import type { Unsubscribe } from '../../bus/bus.js';
 import type { Config, PriorityRange } from '../../config/defaults.js';
-import { createMessage, reply, utteranceIdOf, withContext, type Message } from '../../bus/message.js';
+import { createMessage, reply, stringField, utteranceIdOf, withContext, type Message } from '../../bus/message.js';
 import { DEFAULT_SESSION_ID, sessionIdOf, type SessionView } from '../../bus/session.js';
 import { legacyFallbackPing, legacyFallbackRequest } from '../../dialect/legacy-dialect.js';
 import { registrationRefused, topics, type DropReason } from '../../dialect/spec-dialect.js';
@@ -52,7 +52,7 @@ export const LEARNED_PRIORITY = 50;
 const REREGISTER_EVERY_MS = 1_000;
 
 /**
- * While legacy registrations are dormant: a probe broadcast with every utterance for this long after one went dormant,
+ * While legacy registrations are dormant: an utterance broadcast (a probe) with every utterance for this long after one went dormant,
  * then at most once per this long (besides after a connection opens or the bus comes up).
  */
 export const PROBE_EVERY_MS = 60_000;
@@ -67,8 +67,39 @@ const skillsOf = (entries: readonly Ref[]): string[] => [...new Set(entries.map(
 /** A per-skill ping timeout or a refused registration is logged at most once per key per minute. */
 const LOG_WINDOW_MS = 60_000;
 
-/** The legacy ping's `range` when a stage has none (a single-stage deployment). */
+/** The legacy `range` when no stage has one (a single-stage deployment). */
 const FULL_RANGE: PriorityRange = [0, 100];
+
+/** Utterance broadcasts kept for sessions whose utterance has not been handled here (ovos-core's: until the next one). */
+const MAX_BROADCASTS = 1_024;
+
+/**
+ * One utterance's broadcast ping to the legacy fallback skills. Every ovos-workshop skill answers every
+ * `ovos.skills.fallback.ping` with what its `can_answer` says of the utterance, whatever stage sent it
+ * (ovos-wire-today.md), so one goes out per utterance — when it arrives (`fallback.earlyStart`) or at its first fallback
+ * stage with a legacy skill — and every fallback stage of that utterance takes its answers: in hand when the stage
+ * starts, or as they come, their ping timeout counted from it (OVOS-FALLBACK-1 §6.1; src/plugins/README.md "Legacy
+ * fallback skills").
+ */
+interface UtteranceBroadcast {
+  readonly sessionId: string;
+  /** The utterance's id; unset for an arrival without one (ovos-core's, seen on the bus): the first stage's binds it. */
+  utteranceId: string | undefined;
+  readonly utterances: readonly string[];
+  readonly lang: string;
+  /** The message the ping derives from: the arriving utterance, or the first stage's request. */
+  readonly origin: Message;
+  /** Stamped on the ping (`reserveId`): its pongs name it, and the supervisor routes them to no contest. */
+  readonly id: string;
+  /** When it went out (supervisor clock); unset: an arrival recorded, nothing sent. */
+  sentAt: number | undefined;
+  /** Each skill's first answer to it. */
+  readonly said: Map<string, boolean>;
+  /** The stage contests taking its answers now. */
+  readonly contests: Set<Contest<typeof fallbackMachine>>;
+  /** A stage has compared its utterances with the arrival's (early start: `#earlyUseful`). */
+  checked: boolean;
+}
 
 /** What `FallbackPlugin.onSkillEvent` reports. */
 export interface FallbackSkillEvent {
@@ -97,8 +128,17 @@ export class FallbackPlugin {
   readonly #unsubscribe: Unsubscribe[] = [];
   readonly #store: RegistryStore | undefined;
   #sweepTimer: unknown;
-  /** Utterances whose dormant legacy skills were already probed (one broadcast per utterance). */
-  readonly #probed = new WeakSet<Message>();
+  /** session → its latest utterance's broadcast (one at a time: a new utterance takes the place). */
+  readonly #broadcasts = new Map<string, UtteranceBroadcast>();
+  /** Broadcasts by ping id: a session's latest, and older ones while a stage contest still takes their answers. */
+  readonly #broadcastsById = new Map<string, UtteranceBroadcast>();
+  /**
+   * Early broadcasts are sent while the stages get the utterances that arrived: ovos-core's utterance transformers
+   * (a normalizer) may change them before its pipeline, and then an early broadcast asks the skills about an utterance
+   * no stage will ask about. The last comparison decides; every arrival is still compared.
+   */
+  #earlyUseful = true;
+  readonly #earlyLog = new LogRateLimiter(LOG_WINDOW_MS);
   /**
    * The bus came (back) up and no broadcast ping has gone out since: a legacy skill may have registered while we were
    * not there (it never registers again), so the next utterance probes for it.
@@ -106,7 +146,7 @@ export class FallbackPlugin {
   #discover = false;
   #reregisteredAt = -Infinity;
   #reregisterTimer: unknown;
-  /** When the last broadcast ping went out (a contest's or a probe), monotonic ms. */
+  /** When the last utterance broadcast went out, monotonic ms. */
   #broadcastAt = -Infinity;
   /** When a legacy registration last went dormant (or was restored dormant), monotonic ms. */
   #dormantSince = -Infinity;
@@ -142,12 +182,6 @@ export class FallbackPlugin {
       actions: {
         sendPing: ({ context, self }, { skill_id }) => {
           const ping = reply(context.query.origin, topics.fallbackPing(skill_id), { utterances: [...context.query.utterances], lang: context.query.lang });
-          bus.publish(withContext(ping, { contest_id: self.id }));
-        },
-        // Legacy dialect: one broadcast asks every legacy skill of the pool; their pongs reply to it, so they carry
-        // this contest's session, utterance_id and contest_id.
-        sendBroadcast: ({ context, self }) => {
-          const ping = legacyFallbackPing(context.query.origin, context.query.utterances, context.query.lang, context.query.range ?? FULL_RANGE);
           bus.publish(withContext(ping, { contest_id: self.id }));
         },
       },
@@ -278,9 +312,13 @@ export class FallbackPlugin {
     // Circuit breaker: any pong — willing or not, late or unsolicited — shows the skill is alive. A legacy pong of a
     // skill that never registered with us (it registered before the daemon joined the bus) teaches us the skill.
     supervisor.on('fallback.pong', (inbound, message) => {
-      if (this.#heldElsewhere(sessionIdOf(message)!, inbound.skill_id, message, true) !== undefined) return; // not its pong: dropped by `correlate`
+      if (this.#heldElsewhere(sessionIdOf(message)!, inbound.skill_id, message, true) !== undefined) {
+        // Not its pong: dropped — here when it answers an utterance broadcast, else by the contest's `correlate`.
+        return this.#broadcastOf(message) === undefined ? undefined : { drop: 'skill_bound_elsewhere' };
+      }
       this.#report(this.breaker.alive(inbound.skill_id));
       if (inbound.legacy === true && !this.registry.holds(inbound.skill_id)) this.#learn(inbound.skill_id, message);
+      return inbound.legacy === true ? this.#answeredBroadcast(inbound.skill_id, inbound.can_handle, message) : undefined;
     });
     // After a restart: every registration the daemon had (registry.restore says how each starts). None is waited for
     // before its skill may be on the bus, and one that misses its ping while maybe back goes dormant.
@@ -558,33 +596,190 @@ export class FallbackPlugin {
   /**
    * Dormant legacy registrations come back only by being heard from, an ovos-workshop skill speaks only when pinged,
    * and one that registered before the daemon joined the bus (or whose registration was lost) is known only once it
-   * answers a ping. So an utterance carries one broadcast ping (a forward of it, as every legacy ping is) when no
-   * contest of it broadcasts anyway and either the bus came up, or a client connection opened while legacy
-   * registrations are dormant, since the last broadcast (the skill may be on it), or legacy registrations are
-   * dormant — every utterance within `PROBE_EVERY_MS` of one going
-   * dormant (a live skill that was only slow is back at once), then once per `PROBE_EVERY_MS`. A skill
-   * that is alive answers — heard (or learnt), it is in the pools from the next utterance on. The answers go to no
-   * contest (`reserveId`).
+   * answers a ping. So an utterance's broadcast goes out even with no legacy skill in its pools when either the bus
+   * came up, or a client connection opened while legacy registrations are dormant, since the last broadcast (the skill
+   * may be on it), or legacy registrations are dormant — every utterance within `PROBE_EVERY_MS` of one going
+   * dormant (a live skill that was only slow is back at once), then once per `PROBE_EVERY_MS`. A skill that is alive
+   * answers — heard (or learnt), it is in the pools from the next utterance on.
    */
-  #probeDue(request: Omit<MatchRequest, 'signal'>): boolean {
-    if (this.#probed.has(request.message)) return false;
+  #probeDue(): boolean {
     if (this.#discover) return true;
     if (!this.registry.hasDormant(true)) return false;
     const now = this.#supervisor.clock.monotonic();
     return now - this.#dormantSince < PROBE_EVERY_MS || now - this.#broadcastAt >= PROBE_EVERY_MS;
   }
 
-  /** A broadcast ping reaches every legacy skill on the bus: nothing more to probe for this utterance, or for a while. */
-  #broadcastSent(request: Omit<MatchRequest, 'signal'>): void {
-    this.#probed.add(request.message);
-    this.#broadcastAt = this.#supervisor.clock.monotonic();
-    this.#discover = false;
+  /**
+   * The utterance arrived (the orchestrator's entry, or ovos-core's seen on the bus by the stage service): it takes the
+   * place of the session's last one, and with `fallback.earlyStart` its broadcast goes out now — when a legacy skill may
+   * answer it — so the answers are in hand when a fallback stage is reached. The orchestrator tells every stage; the
+   * plugin acts once per arrival.
+   */
+  onUtterance(entry: Message, lang: string, session: SessionView, inPipeline: boolean): void {
+    const last = this.#broadcasts.get(session.sessionId);
+    if (last?.origin === entry) {
+      if (inPipeline) this.#sendEarly(last, session);
+      return;
+    }
+    this.#forgetBroadcast(session.sessionId);
+    const raw = entry.data['utterances'];
+    const utterances = Array.isArray(raw) ? raw.filter((u): u is string => typeof u === 'string') : [];
+    if (!this.#settings.earlyStart || utterances.length === 0) return;
+    const arrival: UtteranceBroadcast = {
+      sessionId: session.sessionId,
+      utteranceId: utteranceIdOf(entry),
+      utterances,
+      lang,
+      origin: entry,
+      id: this.#supervisor.reserveId('fallback-broadcast'),
+      sentAt: undefined,
+      said: new Map(),
+      contests: new Set(),
+      checked: false,
+    };
+    this.#rememberBroadcast(session.sessionId, arrival);
+    if (inPipeline) this.#sendEarly(arrival, session);
   }
 
-  #probe(request: Omit<MatchRequest, 'signal'>, range: PriorityRange | undefined): void {
-    this.#broadcastSent(request);
-    const ping = legacyFallbackPing(request.message, request.utterances, request.lang, range ?? FULL_RANGE);
-    this.#supervisor.bus.publish(withContext(ping, { contest_id: this.#supervisor.reserveId('fallback-probe') }));
+  /** The utterance was handled here: its broadcast is done with (a stage contest still taking answers keeps it). */
+  onHandled(entry: Message, session: SessionView): void {
+    const last = this.#broadcasts.get(session.sessionId);
+    if (last !== undefined && last.utteranceId !== undefined && last.utteranceId === utteranceIdOf(entry)) this.#forgetBroadcast(session.sessionId);
+  }
+
+  #sendEarly(broadcast: UtteranceBroadcast, session: SessionView): void {
+    if (broadcast.sentAt !== undefined || !this.#earlyUseful) return;
+    const legacy = this.pool(session).some((skillId) => this.registry.effectiveEntry(session.sessionId, skillId)?.legacy === true);
+    if (legacy || this.#probeDue()) this.#sendBroadcast(broadcast);
+  }
+
+  /**
+   * The broadcast a stage of `request`'s utterance takes answers from: the one sent for it (at its arrival or an earlier
+   * stage) when it asked the same utterances in the same language, else one sent now. A stage that meets the arrival
+   * first says whether early broadcasts ask what the stages ask (`#earlyUseful`).
+   */
+  #broadcastFor(request: Omit<MatchRequest, 'signal'>): UtteranceBroadcast {
+    const sessionId = request.session.sessionId;
+    const utteranceId = utteranceIdOf(request.message);
+    const last = this.#broadcasts.get(sessionId);
+    if (last !== undefined && (last.utteranceId === undefined || last.utteranceId === utteranceId)) {
+      const same = last.lang === request.lang && last.utterances.length === request.utterances.length && last.utterances.every((u, i) => u === request.utterances[i]);
+      if (!last.checked) {
+        last.checked = true;
+        this.#earlyChecked(same, last, request);
+      }
+      if (same) {
+        last.utteranceId ??= utteranceId;
+        if (last.sentAt === undefined) this.#sendBroadcast(last);
+        return last;
+      }
+    }
+    const broadcast: UtteranceBroadcast = {
+      sessionId,
+      utteranceId,
+      utterances: [...request.utterances],
+      lang: request.lang,
+      origin: request.message,
+      id: this.#supervisor.reserveId('fallback-broadcast'),
+      sentAt: undefined,
+      said: new Map(),
+      contests: new Set(),
+      checked: true,
+    };
+    this.#rememberBroadcast(sessionId, broadcast);
+    this.#sendBroadcast(broadcast);
+    return broadcast;
+  }
+
+  #earlyChecked(same: boolean, arrival: UtteranceBroadcast, request: Omit<MatchRequest, 'signal'>): void {
+    const wasted = !same && arrival.sentAt !== undefined;
+    if (same !== this.#earlyUseful || wasted) {
+      const { log, suppressed } = this.#earlyLog.shouldLog(same ? 'useful' : 'unused', this.#supervisor.clock.now());
+      if (log && !same) {
+        this.#supervisor.logger.info(
+          { reason: 'early_broadcast_unused', arrived: arrival.utterances.slice(0, 3), asked: request.utterances.slice(0, 3), arrived_lang: arrival.lang, lang: request.lang, suppressed },
+          'the fallback stages got other utterances than arrived (an utterance transformer?): no early broadcast until they match again',
+        );
+      } else if (log) {
+        this.#supervisor.logger.info({ reason: 'early_broadcast_useful', suppressed }, 'the fallback stages get the utterances that arrive again: early broadcasts resume');
+      }
+    }
+    this.#earlyUseful = same;
+  }
+
+  #sendBroadcast(broadcast: UtteranceBroadcast): void {
+    broadcast.sentAt = this.#supervisor.clock.now();
+    this.#broadcastAt = this.#supervisor.clock.monotonic();
+    this.#discover = false;
+    // It asks for every stage at once: its `range` spans them all (ovos-workshop skills answer whatever it says).
+    const ranges = Object.values(this.#settings.stages);
+    const range: PriorityRange = ranges.length === 0 ? FULL_RANGE : [Math.min(...ranges.map((r) => r[0])), Math.max(...ranges.map((r) => r[1]))];
+    const ping = legacyFallbackPing(broadcast.origin, broadcast.utterances, broadcast.lang, range);
+    this.#supervisor.bus.publish(withContext(ping, { contest_id: broadcast.id }));
+  }
+
+  /**
+   * A legacy pong, when it answers an utterance's broadcast: kept (within its ping timeout: a later one is late, §6.1)
+   * and handed to the stage contests taking that broadcast's answers — taken from the supervisor's routing. A pong
+   * built as a fresh message (no contest_id, no utterance_id) answers the one broadcast still awaiting that skill —
+   * in the session it names, or any for "default" (ovos-bus-client's stamp) — unless the skill owes a pong it may be
+   * (ovos-core #859); with none or several, the supervisor's routing has it (src/plugins/README.md "Replies without
+   * utterance_id").
+   */
+  #answeredBroadcast(skillId: string, canHandle: boolean, message: Message): 'taken' | undefined {
+    const id = stringField(message.context, 'contest_id');
+    const sessionId = sessionIdOf(message);
+    let broadcast = this.#broadcastOf(message);
+    if (id === undefined && utteranceIdOf(message) === undefined && !this.#owesPong(skillId)) {
+      const now = this.#supervisor.clock.now();
+      const awaiting = [...this.#broadcastsById.values()].filter(
+        (b) => (sessionId === DEFAULT_SESSION_ID || b.sessionId === sessionId) && b.sentAt !== undefined && now - b.sentAt < this.#settings.pingTimeoutMs && !b.said.has(skillId),
+      );
+      if (awaiting.length === 1) broadcast = awaiting[0];
+    }
+    if (broadcast === undefined) return undefined;
+    const late = broadcast.sentAt === undefined || this.#supervisor.clock.now() - broadcast.sentAt >= this.#settings.pingTimeoutMs;
+    if (!late && !broadcast.said.has(skillId)) broadcast.said.set(skillId, canHandle);
+    for (const contest of broadcast.contests) {
+      if ((contest.actor.getSnapshot() as { context: FallbackContext }).context.pool.includes(skillId)) contest.send({ type: 'PONG', skill_id: skillId, can_handle: canHandle });
+    }
+    return 'taken';
+  }
+
+  /** The utterance broadcast `message` names as the one it answers (its contest_id), in its session. */
+  #broadcastOf(message: Message): UtteranceBroadcast | undefined {
+    const id = stringField(message.context, 'contest_id');
+    const broadcast = id === undefined ? undefined : this.#broadcastsById.get(id);
+    return broadcast !== undefined && sessionIdOf(message) === broadcast.sessionId ? broadcast : undefined;
+  }
+
+  #rememberBroadcast(sessionId: string, broadcast: UtteranceBroadcast): void {
+    this.#forgetBroadcast(sessionId);
+    this.#broadcasts.set(sessionId, broadcast);
+    this.#broadcastsById.set(broadcast.id, broadcast);
+    if (this.#broadcasts.size > MAX_BROADCASTS) this.#forgetBroadcast(this.#broadcasts.keys().next().value!);
+  }
+
+  #forgetBroadcast(sessionId: string): void {
+    const broadcast = this.#broadcasts.get(sessionId);
+    if (broadcast === undefined) return;
+    this.#broadcasts.delete(sessionId);
+    if (broadcast.contests.size === 0) this.#broadcastsById.delete(broadcast.id);
+  }
+
+  /** Whether `request`'s utterance had its broadcast already. */
+  #broadcastSentFor(request: Omit<MatchRequest, 'signal'>): boolean {
+    const last = this.#broadcasts.get(request.session.sessionId);
+    return last !== undefined && last.sentAt !== undefined && (last.utteranceId === undefined || last.utteranceId === utteranceIdOf(request.message));
+  }
+
+  /** A stage contest takes `broadcast`'s answers until it ends. */
+  #takeAnswers(broadcast: UtteranceBroadcast, contest: Contest<typeof fallbackMachine>): void {
+    broadcast.contests.add(contest);
+    void contest.done.then(() => {
+      broadcast.contests.delete(contest);
+      if (broadcast.contests.size === 0 && this.#broadcastsById.get(broadcast.id) === broadcast && this.#broadcasts.get(broadcast.sessionId) !== broadcast) this.#broadcastsById.delete(broadcast.id);
+    });
   }
 
   /** Stage ids configured for this plugin, each with its range. */
@@ -598,7 +793,9 @@ export class FallbackPlugin {
       pipelineId,
       match: (request) => this.#match(pipelineId, range, request),
       // §5: an empty pool returns None immediately — but `match` runs when this utterance is due a probe (it sends it).
-      declines: (request) => this.pool(request.session, range).length === 0 && !this.#probeDue(request),
+      declines: (request) => this.pool(request.session, range).length === 0 && !(this.#probeDue() && !this.#broadcastSentFor(request)),
+      onUtterance: (entry, lang, session, inPipeline) => this.onUtterance(entry, lang, session, inPipeline),
+      onHandled: (entry, session) => this.onHandled(entry, session),
       intents: (sessionId) => this.#intents(sessionId, range),
       // A legacy winner is dispatched the way ovos-workshop's FallbackSkill listens for it.
       dispatchFor: (dispatch, match, utterance) => {
@@ -688,11 +885,17 @@ export class FallbackPlugin {
     await Promise.resolve();
     const pool = this.pool(request.session, range);
     const broadcast = pool.filter((skillId) => this.registry.effectiveEntry(request.session.sessionId, skillId)?.legacy === true);
-    if (broadcast.length > 0) this.#broadcastSent(request);
-    else if (this.#probeDue(request)) this.#probe(request, range);
+    // The utterance's one broadcast asks the legacy skills (sent now unless at its arrival or an earlier stage); with
+    // none in the pool it still goes out as a probe when one is due.
+    const shared = broadcast.length > 0 || (this.#probeDue() && !this.#broadcastSentFor(request)) ? this.#broadcastFor(request) : undefined;
     if (pool.length === 0) return null; // §5: an empty pool returns None immediately
     this.#checkPoolAgainstBound(pipelineId, pool.length);
     const startedAt = this.#supervisor.clock.now();
+    const answered: Record<string, boolean> = {};
+    for (const skillId of broadcast) {
+      const said = shared?.said.get(skillId);
+      if (said !== undefined) answered[skillId] = said;
+    }
     const contest = this.#supervisor.spawn({
       kind: 'fallback',
       label: pipelineId,
@@ -702,8 +905,10 @@ export class FallbackPlugin {
       input: {
         pool,
         pingTimeoutMs: this.#settings.pingTimeoutMs,
-        query: { origin: request.message, utterances: request.utterances, lang: request.lang, range: range ?? FULL_RANGE },
+        query: { origin: request.message, utterances: request.utterances, lang: request.lang },
         broadcast,
+        broadcastAgoMs: Math.max(0, startedAt - (shared?.sentAt ?? startedAt)),
+        answered,
         ...(this.#matchTimeoutMs === undefined ? {} : { boundMs: stageBoundMs(this.#matchTimeoutMs) }),
       },
       routes: ['fallback.pong'],
@@ -731,6 +936,7 @@ export class FallbackPlugin {
     });
     this.#contests.add(contest);
     void contest.done.then(() => this.#contests.delete(contest));
+    if (shared !== undefined && broadcast.length > 0) this.#takeAnswers(shared, contest);
     const result = await contest.until(request.signal);
     // The stage bound decided (skills still silent), or — without one — `until` stopped the contest when the match
     // bound fired, with exactly this reason; any other stop (bus down, shutdown) has its own, logged by the supervisor.
@@ -747,6 +953,11 @@ export class FallbackPlugin {
       utterance: request.utterances[0]!,
       slots: {},
     };
+  }
+
+  /** Utterance broadcasts this plugin still keeps (for tests and inspection): at most one a session, and a bounded number. */
+  get utteranceBroadcasts(): number {
+    return this.#broadcastsById.size;
   }
 
   /** Fallback contests this plugin still tracks (live ones only: a finished contest is let go; for tests and benchmarks). */

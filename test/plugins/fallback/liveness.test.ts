@@ -447,11 +447,12 @@ describe('ovos-wire-today: a legacy fallback skill (ovos-workshop) whose connect
     expect(winners(h)).toEqual(['catch.all', 'catch.all', 'catch.all', 'catch.all']);
     expect(withReason(h, 'skill_suspended')).toEqual([]);
     expect(withReason(h, 'maybe_back_missed')).toHaveLength(1);
-    // Dormant, it is not waited for; the one broadcast ping of the next utterance lets it be heard — back for the one after.
+    // Dormant, it is not waited for; the next utterance's one broadcast ping, at its arrival, lets it be heard — back
+    // before that utterance's fallback stages, its "yes" in hand there.
     skill.on.connection = 'c2';
     h.utter('what is a barrel roll', { session: session('s1'), utteranceId: 'after' });
     await h.advance(5);
-    expect(winners(h).at(-1)).toBe('catch.all');
+    expect(winners(h).at(-1)).toBe('wiki.fb');
     expect(h.of('ovos.skills.fallback.ping').filter((m) => m.context['utterance_id'] === 'after')).toHaveLength(1);
     expect(h.system.fallback.registry.entry('default', 'wiki.fb')).toEqual({ priority: 10, connection: 'c2', legacy: true });
     h.utter('what is a barrel roll', { session: session('s1'), utteranceId: 'after-2' });

@@ -367,14 +367,14 @@ describe('joining an existing bus', () => {
 });
 
 describe('OVOS-FALLBACK-1 §6 / §8.2 the match', () => {
-  it('FALLBACK-1 §8.2 (ovos-wire-today): a legacy winner is dispatched with the range of the stage that asked it', async () => {
+  it('FALLBACK-1 §8.2 (ovos-wire-today): a legacy winner is dispatched with the range of the stage that took it; the one broadcast names every stage’s range', async () => {
     const h = createHarness(CONFIG);
     legacySkill(h, 'l.low', true);
     h.bus.publish(legacyRegister('l.low', 90), 'legacy');
     await h.settle();
     h.utter('hello', { session: session('s1') });
     await h.advance(1);
-    expect(only(h.of('ovos.skills.fallback.ping')).data['range']).toEqual([75, 100]);
+    expect(only(h.of('ovos.skills.fallback.ping')).data['range']).toEqual([0, 100]);
     expect(only(h.of('ovos.skills.fallback.l.low.request')).data).toMatchObject({ skill_id: 'l.low', range: [75, 100], utterance: 'hello' });
   });
 
