@@ -153,7 +153,7 @@ export async function benchRestartMemory(): Promise<Section> {
         `second daemon: registry_restored ${JSON.stringify({ restored: secondRestored?.['restored'], file: secondRestored?.['file'] })}`,
         `registry files in the state directory: ${files.join(', ')}`,
         `workshop skills: ${timeouts} ping timeouts in the daemon logs over 3 starts and 9 commands (at most one per skill: ${LEGACY_LEAVERS.length})`,
-        'broadcast pings: the first command of start 1 is the contest\'s own broadcast, asking the two skills maybe back; from then on they are dormant, and an utterance carries a probe (which a live skill would answer) within a minute of one going dormant or of the start, then once a minute',
+        'broadcast pings: each command carries the utterance\'s one broadcast: the first of start 1 asks the two skills maybe back; from then on they are dormant, and the broadcast is a probe (which a live skill would answer) within a minute of one going dormant or of the start, then once a minute',
       ],
       checks: [
         { name: `after a restart, each command reaches the catch-all in ≤ ${TARGET_MS} ms, with no ping to a skill gone`, ok: specOk, detail: `${fmt(afterRestart.ms)} ms; ${afterRestart.winners.join(', ')}` },
