@@ -194,15 +194,15 @@ export const fallbackMachine = setup({
       after_ms: context.pingTimeoutMs,
     })),
     /**
-     * At the stage bound: broadcast skills asked at the start and silent all along have had their whole ping timeout
-     * (when the bound is at least that long) — reported as timed out, as at their turn; with the awaited skill, they
-     * are reported silent (`ping.timeouts`).
+     * At the stage bound: broadcast skills silent since the broadcast have had their whole ping timeout when the bound
+     * and the broadcast's age together are at least that long — reported as timed out, as at their turn; with the
+     * awaited skill, they are reported silent (`ping.timeouts`).
      */
     reportCutTimeouts: emit(({ context }) => {
       const asked = context.outcomes.filter((o) => o.outcome === 'cut' && (context.broadcast.includes(o.skill_id) || o.skill_id === current(context))).map((o) => o.skill_id);
       return {
         type: 'ping.timeouts' as const,
-        skill_ids: context.boundMs < context.pingTimeoutMs ? [] : asked.filter((skill) => context.broadcast.includes(skill)),
+        skill_ids: context.boundMs + context.broadcastAgoMs < context.pingTimeoutMs ? [] : asked.filter((skill) => context.broadcast.includes(skill)),
         silent: asked,
         after_ms: context.boundMs,
       };

@@ -89,10 +89,11 @@ export function traceToScenario(config: Config, trace: Trace): ReconstructedScen
       notes.push(`pool of ${stage} recorded, but the config has no such fallback stage: left out`);
       continue;
     }
-    // The utterance's legacy broadcast (src/plugins/README.md "Legacy fallback skills"): its one `ovos.skills.fallback.ping`,
-    // which asked for every stage; the pongs to it carry its contest_id (they are replies).
-    const broadcast = first((m) => m.type === legacyTopics.fallbackPing);
-    const contestId = broadcast === undefined ? undefined : stringField(broadcast.context, 'contest_id');
+    // The utterance's legacy broadcasts (src/plugins/README.md "Legacy fallback skills"): one asks for every stage (a
+    // second only when a stage got other utterances than arrived, or a skill it could not reach); the pongs to one carry
+    // its contest_id (they are replies).
+    const broadcasts = trace.messages.filter((m) => m.type === legacyTopics.fallbackPing);
+    const broadcast = broadcasts[0];
     for (const [index, skillId] of pool.entries()) {
       // Only the order inside a stage matters (§5): priorities are placed in the stage's range in pool order.
       const priority = Math.min(range[1], range[0] + index);
@@ -101,7 +102,18 @@ export function traceToScenario(config: Config, trace: Trace): ReconstructedScen
       if (broadcast !== undefined && ping === undefined) {
         // Not asked on a ping of its own in a stage that broadcast: a legacy skill (a spec skill whose turn never came
         // changes no decision either way).
-        const pong = first((m) => m.type === legacyTopics.fallbackPong && stringField(m.data, 'skill_id') === skillId && stringField(m.context, 'contest_id') === contestId);
+        // Its first answer to one of them, timed from the broadcast it answers.
+        let pong: TraceEntry | undefined;
+        let asked = broadcast;
+        for (const b of broadcasts) {
+          const id = stringField(b.context, 'contest_id');
+          const answer = first((m) => m.type === legacyTopics.fallbackPong && stringField(m.data, 'skill_id') === skillId && stringField(m.context, 'contest_id') === id);
+          if (answer !== undefined) {
+            pong = answer;
+            asked = b;
+            break;
+          }
+        }
         const request = first((m) => m.type === legacyTopics.fallbackRequest(skillId));
         // Its handler's end: `.response {result: true}`; `{result: false}` is a failure — unless the handler was killed
         // (a `.killed`, or the `.response` came after our force_timeout to it): it ran past the handler timeout and
@@ -109,7 +121,7 @@ export function traceToScenario(config: Config, trace: Trace): ReconstructedScen
         const response = first((m) => m.type === `ovos.skills.fallback.${skillId}.response`);
         const killed = first((m) => m.type === `ovos.skills.fallback.${skillId}.killed`);
         const forced = first((m) => m.type === legacyTopics.fallbackForceTimeout && stringField(m.data, 'skill_id') === skillId);
-        script = { ...script, dialect: 'legacy', ...(pong === undefined ? { pongAfterMs: 'never' } : { pongAfterMs: ms(pong.at - broadcast.at), willing: pong.data['can_handle'] === true }) };
+        script = { ...script, dialect: 'legacy', ...(pong === undefined ? { pongAfterMs: 'never' } : { pongAfterMs: ms(pong.at - asked.at), willing: pong.data['can_handle'] === true }) };
         if (request !== undefined) {
           const ended = response !== undefined && killed === undefined && (forced === undefined || response.at < forced.at) ? response : undefined;
           script = { ...script, handlerMs: ended === undefined ? 'never' : ms(ended.at - request.at), ...(ended !== undefined && ended.data['result'] !== true ? { handlerFails: true } : {}) };

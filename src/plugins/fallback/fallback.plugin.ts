@@ -16,6 +16,7 @@ import type { RegistryStore } from './registry-store.js';
 import { FallbackRegistry } from './registry.js';
 import { buildPool, stageTakes } from './pool.js';
 import { stageBoundMs } from './stage-bound.js';
+import { UtteranceBroadcasts, type UtteranceBroadcast } from './utterance-broadcasts.js';
 
 export { stageBoundMs };
 import { LogRateLimiter } from '../../log/rate-limit.js';
@@ -70,37 +71,6 @@ const LOG_WINDOW_MS = 60_000;
 /** The legacy `range` when no stage has one (a single-stage deployment). */
 const FULL_RANGE: PriorityRange = [0, 100];
 
-/** Utterance broadcasts kept for sessions whose utterance has not been handled here (ovos-core's: until the next one). */
-const MAX_BROADCASTS = 1_024;
-
-/**
- * One utterance's broadcast ping to the legacy fallback skills. Every ovos-workshop skill answers every
- * `ovos.skills.fallback.ping` with what its `can_answer` says of the utterance, whatever stage sent it
- * (ovos-wire-today.md), so one goes out per utterance — when it arrives (`fallback.earlyStart`) or at its first fallback
- * stage with a legacy skill — and every fallback stage of that utterance takes its answers: in hand when the stage
- * starts, or as they come, their ping timeout counted from it (OVOS-FALLBACK-1 §6.1; src/plugins/README.md "Legacy
- * fallback skills").
- */
-interface UtteranceBroadcast {
-  readonly sessionId: string;
-  /** The utterance's id; unset for an arrival without one (ovos-core's, seen on the bus): the first stage's binds it. */
-  utteranceId: string | undefined;
-  readonly utterances: readonly string[];
-  readonly lang: string;
-  /** The message the ping derives from: the arriving utterance, or the first stage's request. */
-  readonly origin: Message;
-  /** Stamped on the ping (`reserveId`): its pongs name it, and the supervisor routes them to no contest. */
-  readonly id: string;
-  /** When it went out (supervisor clock); unset: an arrival recorded, nothing sent. */
-  sentAt: number | undefined;
-  /** Each skill's first answer to it. */
-  readonly said: Map<string, boolean>;
-  /** The stage contests taking its answers now. */
-  readonly contests: Set<Contest<typeof fallbackMachine>>;
-  /** A stage has compared its utterances with the arrival's (early start: `#earlyUseful`). */
-  checked: boolean;
-}
-
 /** What `FallbackPlugin.onSkillEvent` reports. */
 export interface FallbackSkillEvent {
   readonly type: 'ping_timeout' | 'suspended' | 'resumed';
@@ -128,10 +98,8 @@ export class FallbackPlugin {
   readonly #unsubscribe: Unsubscribe[] = [];
   readonly #store: RegistryStore | undefined;
   #sweepTimer: unknown;
-  /** session → its latest utterance's broadcast (one at a time: a new utterance takes the place). */
-  readonly #broadcasts = new Map<string, UtteranceBroadcast>();
-  /** Broadcasts by ping id: a session's latest, and older ones while a stage contest still takes their answers. */
-  readonly #broadcastsById = new Map<string, UtteranceBroadcast>();
+  /** The legacy skills' utterance broadcasts (utterance-broadcasts.ts). */
+  readonly #broadcasts = new UtteranceBroadcasts<Contest<typeof fallbackMachine>>((broadcast) => this.#released(broadcast));
   /**
    * Early broadcasts are sent while the stages get the utterances that arrived: ovos-core's utterance transformers
    * (a normalizer) may change them before its pipeline, and then an early broadcast asks the skills about an utterance
@@ -314,7 +282,7 @@ export class FallbackPlugin {
     supervisor.on('fallback.pong', (inbound, message) => {
       if (this.#heldElsewhere(sessionIdOf(message)!, inbound.skill_id, message, true) !== undefined) {
         // Not its pong: dropped — here when it answers an utterance broadcast, else by the contest's `correlate`.
-        return this.#broadcastOf(message) === undefined ? undefined : { drop: 'skill_bound_elsewhere' };
+        return this.#broadcasts.byId(stringField(message.context, 'contest_id'), sessionIdOf(message)) === undefined ? undefined : { drop: 'skill_bound_elsewhere' };
       }
       this.#report(this.breaker.alive(inbound.skill_id));
       if (inbound.legacy === true && !this.registry.holds(inbound.skill_id)) this.#learn(inbound.skill_id, message);
@@ -610,88 +578,106 @@ export class FallbackPlugin {
   }
 
   /**
-   * The utterance arrived (the orchestrator's entry, or ovos-core's seen on the bus by the stage service): it takes the
-   * place of the session's last one, and with `fallback.earlyStart` its broadcast goes out now — when a legacy skill may
-   * answer it — so the answers are in hand when a fallback stage is reached. The orchestrator tells every stage; the
-   * plugin acts once per arrival.
+   * The utterance arrived (the orchestrator's entry, or ovos-core's seen on the bus by the stage service): with
+   * `fallback.earlyStart`, and a legacy skill in the session's pools (or a probe due), its broadcast goes out now, so
+   * the answers are in hand when a fallback stage is reached. The orchestrator tells every stage; the plugin acts
+   * once per arrival.
    */
   onUtterance(entry: Message, lang: string, session: SessionView, inPipeline: boolean): void {
-    const last = this.#broadcasts.get(session.sessionId);
-    if (last?.origin === entry) {
-      if (inPipeline) this.#sendEarly(last, session);
+    const known = this.#broadcasts.ofArrival(session.sessionId, entry);
+    if (known !== undefined) {
+      if (inPipeline) this.#sendEarly(known);
       return;
     }
-    this.#forgetBroadcast(session.sessionId);
     const raw = entry.data['utterances'];
     const utterances = Array.isArray(raw) ? raw.filter((u): u is string => typeof u === 'string') : [];
-    if (!this.#settings.earlyStart || utterances.length === 0) return;
-    const arrival: UtteranceBroadcast = {
-      sessionId: session.sessionId,
-      utteranceId: utteranceIdOf(entry),
-      utterances,
-      lang,
-      origin: entry,
-      id: this.#supervisor.reserveId('fallback-broadcast'),
-      sentAt: undefined,
-      said: new Map(),
-      contests: new Set(),
-      checked: false,
-    };
-    this.#rememberBroadcast(session.sessionId, arrival);
-    if (inPipeline) this.#sendEarly(arrival, session);
+    if (!this.#settings.earlyStart || utterances.length === 0 || !(this.#legacyIn(session) || this.#probeDue())) return;
+    const arrival = this.#newBroadcast(session.sessionId, utteranceIdOf(entry), utterances, lang, entry, false);
+    this.#broadcasts.add(arrival);
+    if (inPipeline) this.#sendEarly(arrival);
   }
 
   /** The utterance was handled here: its broadcast is done with (a stage contest still taking answers keeps it). */
   onHandled(entry: Message, session: SessionView): void {
-    const last = this.#broadcasts.get(session.sessionId);
-    if (last !== undefined && last.utteranceId !== undefined && last.utteranceId === utteranceIdOf(entry)) this.#forgetBroadcast(session.sessionId);
+    this.#broadcasts.handled(session.sessionId, utteranceIdOf(entry));
   }
 
-  #sendEarly(broadcast: UtteranceBroadcast, session: SessionView): void {
-    if (broadcast.sentAt !== undefined || !this.#earlyUseful) return;
-    const legacy = this.pool(session).some((skillId) => this.registry.effectiveEntry(session.sessionId, skillId)?.legacy === true);
-    if (legacy || this.#probeDue()) this.#sendBroadcast(broadcast);
+  #legacyIn(session: Pick<SessionView, 'sessionId' | 'blacklistedSkills' | 'fallbackHandlers'>): boolean {
+    return this.pool(session).some((skillId) => this.registry.effectiveEntry(session.sessionId, skillId)?.legacy === true);
+  }
+
+  #sendEarly(arrival: UtteranceBroadcast<Contest<typeof fallbackMachine>>): void {
+    if (arrival.sentAt === undefined && this.#earlyUseful) this.#sendBroadcast(arrival);
+  }
+
+  #newBroadcast(sessionId: string, utteranceId: string | undefined, utterances: readonly string[], lang: string, origin: Message, checked: boolean): UtteranceBroadcast<Contest<typeof fallbackMachine>> {
+    return {
+      id: this.#supervisor.reserveId('fallback-broadcast'),
+      sessionId,
+      utteranceId,
+      utterances: [...utterances],
+      lang,
+      origin,
+      recordedAt: this.#supervisor.clock.monotonic(),
+      sentAt: undefined,
+      reached: new Map(),
+      said: new Map(),
+      contests: new Set(),
+      checked,
+    };
   }
 
   /**
-   * The broadcast a stage of `request`'s utterance takes answers from: the one sent for it (at its arrival or an earlier
-   * stage) when it asked the same utterances in the same language, else one sent now. A stage that meets the arrival
-   * first says whether early broadcasts ask what the stages ask (`#earlyUseful`).
+   * The broadcast a stage of `request`'s utterance takes answers from: the one sent for it (at its arrival or an
+   * earlier stage) when it asked the same utterances in the same language and reached every legacy skill of `legacy`
+   * (this stage's) as it is bound now; else one sent now — keeping the answers still good. A stage that meets an
+   * arrival first says whether early broadcasts ask what the stages ask (`#earlyUseful`).
    */
-  #broadcastFor(request: Omit<MatchRequest, 'signal'>): UtteranceBroadcast {
+  #broadcastFor(request: Omit<MatchRequest, 'signal'>, legacy: readonly string[]): UtteranceBroadcast<Contest<typeof fallbackMachine>> {
     const sessionId = request.session.sessionId;
     const utteranceId = utteranceIdOf(request.message);
-    const last = this.#broadcasts.get(sessionId);
-    if (last !== undefined && (last.utteranceId === undefined || last.utteranceId === utteranceId)) {
-      const same = last.lang === request.lang && last.utterances.length === request.utterances.length && last.utterances.every((u, i) => u === request.utterances[i]);
-      if (!last.checked) {
-        last.checked = true;
-        this.#earlyChecked(same, last, request);
-      }
-      if (same) {
-        last.utteranceId ??= utteranceId;
-        if (last.sentAt === undefined) this.#sendBroadcast(last);
-        return last;
-      }
+    const found = this.#broadcasts.find(sessionId, utteranceId, request.utterances, request.lang, this.#supervisor.clock.monotonic());
+    if (found.compared !== undefined) this.#earlyChecked(found.compared.same, found.compared.arrival, request);
+    const last = found.broadcast;
+    if (last !== undefined && last.sentAt === undefined) {
+      this.#sendBroadcast(last);
+      return last;
     }
-    const broadcast: UtteranceBroadcast = {
-      sessionId,
-      utteranceId,
-      utterances: [...request.utterances],
-      lang: request.lang,
-      origin: request.message,
-      id: this.#supervisor.reserveId('fallback-broadcast'),
-      sentAt: undefined,
-      said: new Map(),
-      contests: new Set(),
-      checked: true,
-    };
-    this.#rememberBroadcast(sessionId, broadcast);
+    if (last !== undefined && !legacy.some((skillId) => this.#unreached(last, sessionId, skillId))) return last;
+    // None yet, or a skill it could not reach (registered, or bound to another connection, since it went out).
+    const broadcast = this.#newBroadcast(sessionId, utteranceId, request.utterances, request.lang, request.message, true);
+    if (last !== undefined) {
+      for (const [skillId, said] of last.said) if (said.connection === this.#connectionOf(sessionId, skillId)) broadcast.said.set(skillId, said);
+      this.#broadcasts.remove(last);
+    }
+    this.#broadcasts.add(broadcast);
     this.#sendBroadcast(broadcast);
     return broadcast;
   }
 
-  #earlyChecked(same: boolean, arrival: UtteranceBroadcast, request: Omit<MatchRequest, 'signal'>): void {
+  #connectionOf(sessionId: string, skillId: string): string | undefined {
+    return this.registry.effectiveEntry(sessionId, skillId)?.connection;
+  }
+
+  /** `skillId` as it is bound now neither answered `broadcast` nor could hear it when it went out. */
+  #unreached(broadcast: UtteranceBroadcast<Contest<typeof fallbackMachine>>, sessionId: string, skillId: string): boolean {
+    const connection = this.#connectionOf(sessionId, skillId);
+    const said = broadcast.said.get(skillId);
+    if (said !== undefined) return said.connection !== connection;
+    return !broadcast.reached.has(skillId) || broadcast.reached.get(skillId) !== connection;
+  }
+
+  /** The answers of `broadcast` good for `skills` as they are bound now. */
+  #answersOf(broadcast: UtteranceBroadcast<Contest<typeof fallbackMachine>> | undefined, sessionId: string, skills: readonly string[]): Record<string, boolean> {
+    const answered: Record<string, boolean> = {};
+    for (const skillId of skills) {
+      const said = broadcast?.said.get(skillId);
+      if (said !== undefined && said.connection === this.#connectionOf(sessionId, skillId)) answered[skillId] = said.canHandle;
+    }
+    return answered;
+  }
+
+  #earlyChecked(same: boolean, arrival: UtteranceBroadcast<Contest<typeof fallbackMachine>>, request: Omit<MatchRequest, 'signal'>): void {
     const wasted = !same && arrival.sentAt !== undefined;
     if (same !== this.#earlyUseful || wasted) {
       const { log, suppressed } = this.#earlyLog.shouldLog(same ? 'useful' : 'unused', this.#supervisor.clock.now());
@@ -707,9 +693,15 @@ export class FallbackPlugin {
     this.#earlyUseful = same;
   }
 
-  #sendBroadcast(broadcast: UtteranceBroadcast): void {
-    broadcast.sentAt = this.#supervisor.clock.now();
-    this.#broadcastAt = this.#supervisor.clock.monotonic();
+  #sendBroadcast(broadcast: UtteranceBroadcast<Contest<typeof fallbackMachine>>): void {
+    broadcast.sentAt = this.#supervisor.clock.monotonic();
+    const reached = new Map<string, string | undefined>();
+    for (const skillId of this.registry.availableFor(broadcast.sessionId).keys()) {
+      const entry = this.registry.effectiveEntry(broadcast.sessionId, skillId);
+      if (entry?.legacy === true) reached.set(skillId, entry.connection);
+    }
+    broadcast.reached = reached;
+    this.#broadcastAt = broadcast.sentAt;
     this.#discover = false;
     // It asks for every stage at once: its `range` spans them all (ovos-workshop skills answer whatever it says).
     const ranges = Object.values(this.#settings.stages);
@@ -719,67 +711,45 @@ export class FallbackPlugin {
   }
 
   /**
+   * No stage takes `broadcast` any more: a skill it reached that has not answered owes it a pong, which a pong of it
+   * without ids could be (ovos-core #859, `#owe`).
+   */
+  #released(broadcast: UtteranceBroadcast<Contest<typeof fallbackMachine>>): void {
+    if (broadcast.sentAt === undefined) return;
+    for (const skillId of broadcast.reached.keys()) if (!broadcast.said.has(skillId)) this.#owe(skillId);
+  }
+
+  /**
    * A legacy pong, when it answers an utterance's broadcast: kept (within its ping timeout: a later one is late, §6.1)
-   * and handed to the stage contests taking that broadcast's answers — taken from the supervisor's routing. A pong
-   * built as a fresh message (no contest_id, no utterance_id) answers the one broadcast still awaiting that skill —
-   * in the session it names, or any for "default" (ovos-bus-client's stamp) — unless the skill owes a pong it may be
-   * (ovos-core #859); with none or several, the supervisor's routing has it (src/plugins/README.md "Replies without
-   * utterance_id").
+   * with the connection it came over, and handed to the stage contests taking that broadcast's answers — taken from
+   * the supervisor's routing. A pong built as a fresh message (no contest_id, no utterance_id) answers the one
+   * broadcast still awaiting that skill — in the session it names, or any for "default" (ovos-bus-client's stamp) —
+   * unless the skill owes a pong it may be (ovos-core #859: a broadcast it left unanswered); with none or several, the
+   * supervisor's routing has it (src/plugins/README.md "Replies without utterance_id").
    */
   #answeredBroadcast(skillId: string, canHandle: boolean, message: Message): 'taken' | undefined {
     const id = stringField(message.context, 'contest_id');
     const sessionId = sessionIdOf(message);
-    let broadcast = this.#broadcastOf(message);
-    if (id === undefined && utteranceIdOf(message) === undefined && !this.#owesPong(skillId)) {
-      const now = this.#supervisor.clock.now();
-      const awaiting = [...this.#broadcastsById.values()].filter(
-        (b) => (sessionId === DEFAULT_SESSION_ID || b.sessionId === sessionId) && b.sentAt !== undefined && now - b.sentAt < this.#settings.pingTimeoutMs && !b.said.has(skillId),
-      );
+    const now = this.#supervisor.clock.monotonic();
+    const T = this.#settings.pingTimeoutMs;
+    let broadcast = this.#broadcasts.byId(id, sessionId);
+    if (id === undefined && utteranceIdOf(message) === undefined) {
+      const scope = sessionId === DEFAULT_SESSION_ID ? undefined : sessionId;
+      const awaiting = this.#owesPong(skillId) || this.#broadcasts.owed(skillId, scope, now, T, 2 * T) ? [] : this.#broadcasts.awaiting(skillId, scope, now, T);
       if (awaiting.length === 1) broadcast = awaiting[0];
     }
     if (broadcast === undefined) return undefined;
-    const late = broadcast.sentAt === undefined || this.#supervisor.clock.now() - broadcast.sentAt >= this.#settings.pingTimeoutMs;
-    if (!late && !broadcast.said.has(skillId)) broadcast.said.set(skillId, canHandle);
+    const late = broadcast.sentAt === undefined || now - broadcast.sentAt >= T;
+    if (!late && !broadcast.said.has(skillId)) broadcast.said.set(skillId, { canHandle, connection: this.#supervisor.connectionOf(message) });
     for (const contest of broadcast.contests) {
       if ((contest.actor.getSnapshot() as { context: FallbackContext }).context.pool.includes(skillId)) contest.send({ type: 'PONG', skill_id: skillId, can_handle: canHandle });
     }
     return 'taken';
   }
 
-  /** The utterance broadcast `message` names as the one it answers (its contest_id), in its session. */
-  #broadcastOf(message: Message): UtteranceBroadcast | undefined {
-    const id = stringField(message.context, 'contest_id');
-    const broadcast = id === undefined ? undefined : this.#broadcastsById.get(id);
-    return broadcast !== undefined && sessionIdOf(message) === broadcast.sessionId ? broadcast : undefined;
-  }
-
-  #rememberBroadcast(sessionId: string, broadcast: UtteranceBroadcast): void {
-    this.#forgetBroadcast(sessionId);
-    this.#broadcasts.set(sessionId, broadcast);
-    this.#broadcastsById.set(broadcast.id, broadcast);
-    if (this.#broadcasts.size > MAX_BROADCASTS) this.#forgetBroadcast(this.#broadcasts.keys().next().value!);
-  }
-
-  #forgetBroadcast(sessionId: string): void {
-    const broadcast = this.#broadcasts.get(sessionId);
-    if (broadcast === undefined) return;
-    this.#broadcasts.delete(sessionId);
-    if (broadcast.contests.size === 0) this.#broadcastsById.delete(broadcast.id);
-  }
-
   /** Whether `request`'s utterance had its broadcast already. */
   #broadcastSentFor(request: Omit<MatchRequest, 'signal'>): boolean {
-    const last = this.#broadcasts.get(request.session.sessionId);
-    return last !== undefined && last.sentAt !== undefined && (last.utteranceId === undefined || last.utteranceId === utteranceIdOf(request.message));
-  }
-
-  /** A stage contest takes `broadcast`'s answers until it ends. */
-  #takeAnswers(broadcast: UtteranceBroadcast, contest: Contest<typeof fallbackMachine>): void {
-    broadcast.contests.add(contest);
-    void contest.done.then(() => {
-      broadcast.contests.delete(contest);
-      if (broadcast.contests.size === 0 && this.#broadcastsById.get(broadcast.id) === broadcast && this.#broadcasts.get(broadcast.sessionId) !== broadcast) this.#broadcastsById.delete(broadcast.id);
-    });
+    return this.#broadcasts.sentFor(request.session.sessionId, utteranceIdOf(request.message), request.utterances, request.lang, this.#supervisor.clock.monotonic());
   }
 
   /** Stage ids configured for this plugin, each with its range. */
@@ -887,15 +857,11 @@ export class FallbackPlugin {
     const broadcast = pool.filter((skillId) => this.registry.effectiveEntry(request.session.sessionId, skillId)?.legacy === true);
     // The utterance's one broadcast asks the legacy skills (sent now unless at its arrival or an earlier stage); with
     // none in the pool it still goes out as a probe when one is due.
-    const shared = broadcast.length > 0 || (this.#probeDue() && !this.#broadcastSentFor(request)) ? this.#broadcastFor(request) : undefined;
+    const shared = broadcast.length > 0 || (this.#probeDue() && !this.#broadcastSentFor(request)) ? this.#broadcastFor(request, broadcast) : undefined;
     if (pool.length === 0) return null; // §5: an empty pool returns None immediately
     this.#checkPoolAgainstBound(pipelineId, pool.length);
     const startedAt = this.#supervisor.clock.now();
-    const answered: Record<string, boolean> = {};
-    for (const skillId of broadcast) {
-      const said = shared?.said.get(skillId);
-      if (said !== undefined) answered[skillId] = said;
-    }
+    const answered = this.#answersOf(shared, request.session.sessionId, broadcast);
     const contest = this.#supervisor.spawn({
       kind: 'fallback',
       label: pipelineId,
@@ -907,7 +873,7 @@ export class FallbackPlugin {
         pingTimeoutMs: this.#settings.pingTimeoutMs,
         query: { origin: request.message, utterances: request.utterances, lang: request.lang },
         broadcast,
-        broadcastAgoMs: Math.max(0, startedAt - (shared?.sentAt ?? startedAt)),
+        broadcastAgoMs: shared?.sentAt === undefined ? 0 : Math.max(0, this.#supervisor.clock.monotonic() - shared.sentAt),
         answered,
         ...(this.#matchTimeoutMs === undefined ? {} : { boundMs: stageBoundMs(this.#matchTimeoutMs) }),
       },
@@ -936,7 +902,7 @@ export class FallbackPlugin {
     });
     this.#contests.add(contest);
     void contest.done.then(() => this.#contests.delete(contest));
-    if (shared !== undefined && broadcast.length > 0) this.#takeAnswers(shared, contest);
+    if (shared !== undefined && broadcast.length > 0) this.#broadcasts.take(shared, contest, contest.done);
     const result = await contest.until(request.signal);
     // The stage bound decided (skills still silent), or — without one — `until` stopped the contest when the match
     // bound fired, with exactly this reason; any other stop (bus down, shutdown) has its own, logged by the supervisor.
@@ -957,7 +923,7 @@ export class FallbackPlugin {
 
   /** Utterance broadcasts this plugin still keeps (for tests and inspection): at most one a session, and a bounded number. */
   get utteranceBroadcasts(): number {
-    return this.#broadcastsById.size;
+    return this.#broadcasts.size;
   }
 
   /** Fallback contests this plugin still tracks (live ones only: a finished contest is let go; for tests and benchmarks). */

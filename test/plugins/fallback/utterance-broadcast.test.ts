@@ -251,6 +251,70 @@ describe('OVOS-FALLBACK-1 §6.1 × ovos-wire-today: one legacy broadcast per utt
   });
 });
 
+describe('OVOS-FALLBACK-1 §6.1: a broadcast asks only the skills it could reach — one that came since gets a broadcast of its own', () => {
+  it('§6.1: a workshop skill that registers after the utterance\'s broadcast went out is asked by a fresh one at its stage — it wins, no ping timeout for it', async () => {
+    const h = await booted();
+    slowSpec(h, 'spec.slow.no', 10, 100, false);
+    workshop(h, 'wk.early', 60); // a legacy skill is there: the broadcast goes out at the arrival
+    fallbackSkill(h, 'spec.catch.all', 100);
+    await h.settle();
+    h.utter(COMMAND, { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(50);
+    const late = workshop(h, 'wk.late', 80, { willing: true }); // registers at 50 ms, before fallback_medium (100 ms)
+    await h.advance(100);
+    expect(winners(h)).toEqual(['wk.late']);
+    expect(pings(h)).toHaveLength(2);
+    expect(late.asked).toEqual([[COMMAND]]);
+    expect(withReason(h, 'ping_timeout')).toEqual([]);
+  });
+
+  it('§6.1: a "yes" from a process that has gone is not taken for the restarted skill\'s — the broadcast is sent again and the new process decides', async () => {
+    const h = await booted();
+    slowSpec(h, 'spec.slow.no', 10, 100, false);
+    fallbackSkill(h, 'spec.catch.all', 100);
+    // The old process says yes at once.
+    let oldAlive = true;
+    h.bus.openConnection('old');
+    h.bus.subscribe((m) => {
+      if (m.type === 'ovos.skills.fallback.ping' && oldAlive) h.bus.publish(reply(m, 'ovos.skills.fallback.pong', { skill_id: 'wk.x', can_handle: true }), 'old');
+    });
+    h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: 'wk.x', priority: 80 }, { session: session('default') }), 'old');
+    await h.settle();
+    h.utter(COMMAND, { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(10);
+    // It restarts before fallback_medium: its old connection closes, the new process registers and says no.
+    oldAlive = false;
+    h.bus.closeConnection('old');
+    h.bus.openConnection('new');
+    h.bus.subscribe((m) => {
+      if (m.type === 'ovos.skills.fallback.ping') h.bus.publish(reply(m, 'ovos.skills.fallback.pong', { skill_id: 'wk.x', can_handle: false }), 'new');
+    });
+    h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: 'wk.x', priority: 80 }, { session: session('default') }), 'new');
+    await h.advance(200);
+    expect(winners(h)).toEqual(['spec.catch.all']);
+    expect(pings(h)).toHaveLength(2);
+  });
+
+  it('§6.1: two utterances of one session at once each get their own broadcast and their own answers', async () => {
+    const h = await booted();
+    h.bus.openConnection('wk.picky');
+    h.bus.subscribe((m) => {
+      if (m.type !== 'ovos.skills.fallback.ping') return;
+      const first = (m.data['utterances'] as string[])[0] === 'zebra crossing';
+      h.clock.setTimeout(() => h.bus.publish(reply(m, 'ovos.skills.fallback.pong', { skill_id: 'wk.picky', can_handle: first }), 'wk.picky'), first ? 30 : 10);
+    });
+    h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: 'wk.picky', priority: 90 }, { session: session('default') }), 'wk.picky');
+    fallbackSkill(h, 'spec.catch.all', 100);
+    await h.settle();
+    h.utter('zebra crossing', { session: session('s1'), utteranceId: 'u1' });
+    h.utter('blorf the zint', { session: session('s1'), utteranceId: 'u2' });
+    await h.advance(2_000); // both are questions to the common-query gate: its polls come first
+    const byUtterance = Object.fromEntries(h.of('ovos.intent.matched').map((m) => [m.context['utterance_id'], m.data['skill_id']]));
+    expect(byUtterance).toEqual({ u1: 'wk.picky', u2: 'spec.catch.all' });
+    expect(pings(h)).toHaveLength(2);
+  });
+});
+
 describe('the stage service (ovos-core asks our fallback tiers): the broadcast at the utterance\'s arrival on the bus', () => {
   const STAGES = withConfig((c) => ({ ...c, dialects: { spec: true, legacy: true }, orchestrator: { ...c.orchestrator, takesUtterances: false } }));
   const arrive = (h: Harness, utterances: string[], id?: string): void =>
@@ -309,15 +373,29 @@ describe('the stage service (ovos-core asks our fallback tiers): the broadcast a
     expect(withReason(h, 'early_broadcast_useful')).toHaveLength(1);
   });
 
-  it('broadcasts are bounded: one per session, at most 1,024 sessions\' kept when no utterance is handled here', async () => {
+  it('broadcasts are bounded when no utterance is handled here: at most 4 a session, at most 1,024 sessions', async () => {
     const h = await booted(STAGES);
     workshop(h, 'wk.low', 95);
     await h.settle();
     for (let i = 0; i < 1_100; i++) {
-      h.bus.publish(createMessage('recognizer_loop:utterance', { utterances: [COMMAND], lang: 'en-US' }, { session: session(`s${i}`) }), 'voice');
-      h.bus.publish(createMessage('recognizer_loop:utterance', { utterances: [COMMAND], lang: 'en-US' }, { session: session(`s${i}`) }), 'voice');
+      for (let n = 0; n < 5; n++) h.bus.publish(createMessage('recognizer_loop:utterance', { utterances: [`${COMMAND} ${n}`], lang: 'en-US' }, { session: session(`s${i}`) }), 'voice');
     }
     await h.settle();
-    expect(h.system.fallback.utteranceBroadcasts).toBe(1_024);
+    expect(h.system.fallback.utteranceBroadcasts).toBe(1_024 * 4);
+  });
+
+  it('two utterances of one session overlapping, neither with an id: each tier request takes the arrival that asked what it asks — no false "transformer" finding', async () => {
+    const h = await booted(STAGES);
+    const skill = workshop(h, 'wk.low', 95, { willing: true });
+    await h.settle();
+    arrive(h, ['first thing']);
+    arrive(h, ['second thing']);
+    await h.advance(10);
+    askStage(h, 'fallback_low', ['first thing'], 'r1', 'core-1');
+    askStage(h, 'fallback_low', ['second thing'], 'r2', 'core-2');
+    await h.settle();
+    expect([matchOf(h, 'r1'), matchOf(h, 'r2')]).toEqual([expect.objectContaining({ match_type: 'ovos.skills.fallback.wk.low.request' }), expect.objectContaining({ match_type: 'ovos.skills.fallback.wk.low.request' })]);
+    expect(skill.asked).toEqual([['first thing'], ['second thing']]);
+    expect(withReason(h, 'early_broadcast_unused')).toEqual([]);
   });
 });
