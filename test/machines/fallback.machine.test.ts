@@ -545,6 +545,20 @@ describe('OVOS-FALLBACK-1 §6.1/§6.2 + ovos-wire-today legacy broadcast', () =>
       expect(c.output()).toEqual({ skill_id: 'c' });
     });
 
+    it(`${LEGACY}: at the stage bound, a broadcast skill silent for T since the broadcast (sent before the start) is reported timed out; one silent for less only silent`, () => {
+      // a (spec) is awaited and silent; b was asked by a broadcast 200 ms before the start and never answered.
+      const cut = contest(['a', 'b'], T, { broadcast: ['b'], broadcastAgoMs: 200, boundMs: T - 100 });
+      const silent: string[][] = [];
+      cut.actor.on('ping.timeouts', (event) => silent.push([...event.silent]));
+      cut.clock.advance(T - 100);
+      expect(cut.output()).toBeNull();
+      expect(silent).toEqual([['a', 'b']]);
+      expect(cut.timeouts.map((t) => [t.skill_id, t.at])).toEqual([['b', T - 100]]); // silent 600 ms since its ping
+      const fresh = contest(['a', 'b'], T, { broadcast: ['b'], broadcastAgoMs: 99, boundMs: T - 100 });
+      fresh.clock.advance(T - 100);
+      expect(fresh.timeouts).toEqual([]); // silent 499 ms since its ping: not yet its timeout
+    });
+
     it(`${LEGACY}: sent T or more before the start, a skill still silent is timed out at its turn, at once`, () => {
       for (const ago of [T, T + 1, 3 * T]) {
         const c = contest(['b', 'c'], T, { broadcast: ['b'], broadcastAgoMs: ago });
