@@ -417,7 +417,7 @@ describe('ovos-wire-today mycroft.conf: loadConfig layering', () => {
     expect(own.result.config.orchestrator.takesUtterances).toBe(true);
   });
 
-  it('intents.pipeline naming only some of our plugins: the stages ovos-core never asks start nothing early (no fallback broadcast, no common-query poll for every utterance)', () => {
+  it('OVOS-COMMON-QUERY-1 §5 early start × OVOS-FALLBACK-1 §6.1: intents.pipeline naming only some of our plugins: the stages ovos-core never asks start nothing early (no fallback broadcast, no common-query poll for every utterance)', () => {
     const both = loadWith([], { mycroft: { [SYSTEM]: '{"intents": {"pipeline": ["ovos-contests-fallback-pipeline-plugin-low", "ovos-contests-common-query-pipeline-plugin"]}}' } }).result.config;
     expect([both.fallback.earlyStart, both.commonQuery.earlyStart]).toEqual([true, true]);
     const cqOnly = loadWith([], { mycroft: { [SYSTEM]: '{"intents": {"pipeline": ["ovos-fallback-pipeline-plugin-high", "ovos-contests-common-query-pipeline-plugin"]}}' } });

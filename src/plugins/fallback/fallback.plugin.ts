@@ -107,6 +107,7 @@ export class FallbackPlugin {
    */
   #earlyUseful = true;
   readonly #earlyLog = new LogRateLimiter(LOG_WINDOW_MS);
+  readonly #broadcastRange: PriorityRange;
   /**
    * The bus came (back) up and no broadcast ping has gone out since: a legacy skill may have registered while we were
    * not there (it never registers again), so the next utterance probes for it.
@@ -128,6 +129,9 @@ export class FallbackPlugin {
   constructor(supervisor: Supervisor, settings: FallbackSettings, options: FallbackPluginOptions = {}) {
     this.#supervisor = supervisor;
     this.#settings = settings;
+    // The utterance broadcast asks for every stage at once: its `range` spans them all (ovos-workshop reads none).
+    const ranges = Object.values(settings.stages);
+    this.#broadcastRange = ranges.length === 0 ? FULL_RANGE : [Math.min(...ranges.map((r) => r[0])), Math.max(...ranges.map((r) => r[1]))];
     this.#matchTimeoutMs = options.matchTimeoutMs;
     this.#reconnectWindowMs = options.reconnectWindowMs ?? 0;
     this.#store = options.store;
@@ -602,8 +606,13 @@ export class FallbackPlugin {
     this.#broadcasts.handled(session.sessionId, utteranceIdOf(entry));
   }
 
+  /** Whether the registration `skillId` answers for in the session is an ovos-workshop skill's. */
+  #isLegacy(sessionId: string, skillId: string): boolean {
+    return this.registry.effectiveEntry(sessionId, skillId)?.legacy === true;
+  }
+
   #legacyIn(session: Pick<SessionView, 'sessionId' | 'blacklistedSkills' | 'fallbackHandlers'>): boolean {
-    return this.pool(session).some((skillId) => this.registry.effectiveEntry(session.sessionId, skillId)?.legacy === true);
+    return this.pool(session).some((skillId) => this.#isLegacy(session.sessionId, skillId));
   }
 
   #sendEarly(arrival: UtteranceBroadcast<Contest<typeof fallbackMachine>>): void {
@@ -703,10 +712,7 @@ export class FallbackPlugin {
     broadcast.reached = reached;
     this.#broadcastAt = broadcast.sentAt;
     this.#discover = false;
-    // It asks for every stage at once: its `range` spans them all (ovos-workshop skills answer whatever it says).
-    const ranges = Object.values(this.#settings.stages);
-    const range: PriorityRange = ranges.length === 0 ? FULL_RANGE : [Math.min(...ranges.map((r) => r[0])), Math.max(...ranges.map((r) => r[1]))];
-    const ping = legacyFallbackPing(broadcast.origin, broadcast.utterances, broadcast.lang, range);
+    const ping = legacyFallbackPing(broadcast.origin, broadcast.utterances, broadcast.lang, this.#broadcastRange);
     this.#supervisor.bus.publish(withContext(ping, { contest_id: broadcast.id }));
   }
 
@@ -769,7 +775,7 @@ export class FallbackPlugin {
       intents: (sessionId) => this.#intents(sessionId, range),
       // A legacy winner is dispatched the way ovos-workshop's FallbackSkill listens for it.
       dispatchFor: (dispatch, match, utterance) => {
-        if (this.registry.effectiveEntry(utterance.session.sessionId, match.skill_id)?.legacy !== true) return [dispatch];
+        if (!this.#isLegacy(utterance.session.sessionId, match.skill_id)) return [dispatch];
         return [legacyFallbackRequest(dispatch, match.skill_id, utterance.utterances, range ?? FULL_RANGE)];
       },
     };
@@ -854,7 +860,7 @@ export class FallbackPlugin {
     // microtask): a skill that registered just before is in the pool — an embedder needs no `await bus.idle()`.
     await Promise.resolve();
     const pool = this.pool(request.session, range);
-    const broadcast = pool.filter((skillId) => this.registry.effectiveEntry(request.session.sessionId, skillId)?.legacy === true);
+    const broadcast = pool.filter((skillId) => this.#isLegacy(request.session.sessionId, skillId));
     // The utterance's one broadcast asks the legacy skills (sent now unless at its arrival or an earlier stage); with
     // none in the pool it still goes out as a probe when one is due.
     const shared = broadcast.length > 0 || (this.#probeDue() && !this.#broadcastSentFor(request)) ? this.#broadcastFor(request, broadcast) : undefined;

@@ -63,6 +63,14 @@ function decidedAt(h: Harness, start: number): number | undefined {
   return decision === undefined ? undefined : heardAt.get(decision)! - start;
 }
 
+/** The skills are in: the utterance `COMMAND` in session s1; when it was sent (harness clock). */
+async function utter(h: Harness, utteranceId = 'u1'): Promise<number> {
+  await h.settle();
+  const start = h.clock.now();
+  h.utter(COMMAND, { session: session('s1'), utteranceId });
+  return start;
+}
+
 async function booted(config: Config = CONFIG): Promise<Harness> {
   const h = createHarness(config);
   h.bus.subscribe((m) => heardAt.set(m, h.clock.now()));
@@ -90,9 +98,7 @@ describe('OVOS-FALLBACK-1 §6.1 × ovos-wire-today: one legacy broadcast per utt
     const h = await booted();
     fallbackSkill(h, 'spec.slow.no', 10, { decide: () => 'silent' }); // fallback_high waits its ping timeout on it
     workshop(h, 'wk.low', 90, { willing: true, afterMs: 60 });
-    await h.settle();
-    const start = h.clock.now();
-    h.utter(COMMAND, { session: session('s1'), utteranceId: 'u1' });
+    const start = await utter(h);
     await h.advance(1);
     expect(pings(h)).toHaveLength(1);
     expect(heardAt.get(pings(h)[0]!)! - start).toBe(0);
@@ -106,9 +112,7 @@ describe('OVOS-FALLBACK-1 §6.1 × ovos-wire-today: one legacy broadcast per utt
     const h = await booted(NOT_EARLY);
     fallbackSkill(h, 'spec.slow.no', 10, { decide: () => 'silent' });
     workshop(h, 'wk.low', 90, { willing: true, afterMs: 60 });
-    await h.settle();
-    const start = h.clock.now();
-    h.utter(COMMAND, { session: session('s1'), utteranceId: 'u1' });
+    const start = await utter(h);
     await h.advance(T - 1);
     expect(pings(h)).toEqual([]);
     await h.advance(1);
@@ -122,9 +126,7 @@ describe('OVOS-FALLBACK-1 §6.1 × ovos-wire-today: one legacy broadcast per utt
     const h = await booted();
     fallbackSkill(h, 'spec.no', 10, { decide: () => false });
     workshop(h, 'wk.low', 90, { willing: true, afterMs: 300 });
-    await h.settle();
-    const start = h.clock.now();
-    h.utter(COMMAND, { session: session('s1'), utteranceId: 'u1' });
+    const start = await utter(h);
     await h.advance(299);
     expect(winners(h)).toEqual([]);
     await h.advance(1);
@@ -138,9 +140,7 @@ describe('OVOS-FALLBACK-1 §6.1 × ovos-wire-today: one legacy broadcast per utt
     slowSpec(h, 'spec.slow.no', 10, 100, false); // fallback_high ends at 100 ms
     workshop(h, 'wk.mute', 80, { afterMs: 'never' });
     fallbackSkill(h, 'spec.catch.all', 100);
-    await h.settle();
-    const start = h.clock.now();
-    h.utter(COMMAND, { session: session('s1'), utteranceId: 'u1' });
+    const start = await utter(h);
     await h.advance(T - 1);
     expect(winners(h)).toEqual([]);
     await h.advance(1);
@@ -155,9 +155,7 @@ describe('OVOS-FALLBACK-1 §6.1 × ovos-wire-today: one legacy broadcast per utt
       slowSpec(h, 'spec.slow.no', 10, 100, false);
       workshop(h, 'wk.late', 80, { willing: true, afterMs: after });
       fallbackSkill(h, 'spec.catch.all', 100);
-      await h.settle();
-      const start = h.clock.now();
-      h.utter(COMMAND, { session: session('s1'), utteranceId: 'u1' });
+      const start = await utter(h);
       await h.advance(T + 10);
       expect(winners(h)).toEqual([winner]);
       expect(decidedAt(h, start)).toBe(winner === 'wk.late' ? T - 1 : T);
@@ -169,9 +167,7 @@ describe('OVOS-FALLBACK-1 §6.1 × ovos-wire-today: one legacy broadcast per utt
     fallbackSkill(h, 'spec.slow.no', 10, { decide: () => 'silent' });
     workshop(h, 'wk.mute', 80, { afterMs: 'never' });
     fallbackSkill(h, 'spec.catch.all', 100);
-    await h.settle();
-    const start = h.clock.now();
-    h.utter(COMMAND, { session: session('s1'), utteranceId: 'u1' });
+    const start = await utter(h);
     await h.advance(T + 1);
     // fallback_high timed out spec.slow.no at T; fallback_low, at T, finds wk.mute's timeout passed: the catch-all is asked at once.
     expect(winners(h)).toEqual(['spec.catch.all']);
@@ -236,17 +232,20 @@ describe('OVOS-FALLBACK-1 §6.1 × ovos-wire-today: one legacy broadcast per utt
     expect(pings(h)).toEqual([]);
   });
 
-  it('a broadcast of an utterance that is over answers nothing: its late pong is dropped at debug, and the next utterance gets its own', async () => {
+  it('§6.1: a broadcast of an utterance that is over answers nothing: its late pong is dropped at debug, and the next utterance gets its own', async () => {
     const h = await booted();
     workshop(h, 'wk.slow', 90, { willing: true, afterMs: T + 100 });
     fallbackSkill(h, 'spec.catch.all', 100);
-    await h.settle();
-    h.utter(COMMAND, { session: session('s1'), utteranceId: 'u1' });
+    await utter(h);
     await h.advance(T);
     expect(winners(h)).toEqual(['spec.catch.all']);
-    await h.advance(200); // wk.slow's late "yes" to u1
-    expect(winners(h)).toEqual(['spec.catch.all']);
+    await h.advance(50);
+    await utter(h, 'u2'); // asked while u1's late "yes" is still on its way
+    await h.advance(150); // wk.slow's late "yes" to u1 (at T + 100)
     expect(h.logs.filter((l) => l['msg'] === 'message dropped' && l['type'] === 'ovos.skills.fallback.pong').map((l) => [l['reason'], l['level']])).toEqual([['finished_contest', 20]]);
+    expect(pings(h).map((m) => m.context['utterance_id'])).toEqual(['u1', 'u2']);
+    await h.advance(T);
+    expect(winners(h)).toEqual(['spec.catch.all', 'spec.catch.all']); // u1's late yes never counted for u2
     expect(h.system.fallback.utteranceBroadcasts).toBe(0);
   });
 });
@@ -344,7 +343,7 @@ describe('the stage service (ovos-core asks our fallback tiers): the broadcast a
     expect(high.asked).toHaveLength(1);
   });
 
-  it('an utterance transformer changed the utterances: the tiers get a broadcast of their own, the mismatch is logged once, and early broadcasts stop until an arrival matches again', async () => {
+  it('§6.1 × ovos-core utterance transformers: the utterances changed before the tiers: the tiers get a broadcast of their own, the mismatch is logged once, and early broadcasts stop until an arrival matches again', async () => {
     const h = await booted(STAGES);
     const skill = workshop(h, 'wk.low', 95, { willing: true });
     await h.settle();
@@ -373,7 +372,7 @@ describe('the stage service (ovos-core asks our fallback tiers): the broadcast a
     expect(withReason(h, 'early_broadcast_useful')).toHaveLength(1);
   });
 
-  it('broadcasts are bounded when no utterance is handled here: at most 4 a session, at most 1,024 sessions', async () => {
+  it('§6.1: broadcasts are bounded when no utterance is handled here: at most 4 a session, at most 1,024 sessions', async () => {
     const h = await booted(STAGES);
     workshop(h, 'wk.low', 95);
     await h.settle();
@@ -384,7 +383,7 @@ describe('the stage service (ovos-core asks our fallback tiers): the broadcast a
     expect(h.system.fallback.utteranceBroadcasts).toBe(1_024 * 4);
   });
 
-  it('two utterances of one session overlapping, neither with an id: each tier request takes the arrival that asked what it asks — no false "transformer" finding', async () => {
+  it('§6.1 × OVOS-MSG-1 §4.2: two utterances of one session overlapping, neither with an utterance_id: each tier request takes the arrival that asked what it asks — no false "transformer" finding', async () => {
     const h = await booted(STAGES);
     const skill = workshop(h, 'wk.low', 95, { willing: true });
     await h.settle();
