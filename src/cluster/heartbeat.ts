@@ -14,12 +14,14 @@ const THREAD = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { connect } = require(workerData.client);
 (async () => {
-  const nc = await connect({ servers: workerData.servers, name: 'ovos-contests-heartbeat', maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+  const nc = await connect({ servers: workerData.servers, name: 'ovos-contests-heartbeat', maxReconnectAttempts: -1, reconnectTimeWait: 250, ...workerData.pings });
   let leaving = false;
+  let boot = workerData.boot;
+  let seq = 0;
   let lastSeen = Date.now();
   const beat = () => {
     if (Date.now() - lastSeen > workerData.stallMs) return;
-    nc.publish(workerData.subject, JSON.stringify({ node: workerData.node, leaving }));
+    nc.publish(workerData.subject, JSON.stringify({ node: workerData.node, leaving, boot, seq }));
   };
   const timer = setInterval(beat, workerData.heartbeatMs);
   parentPort.on('message', (message) => {
@@ -29,7 +31,8 @@ const { connect } = require(workerData.client);
       return;
     }
     lastSeen = Date.now();
-    if (message === 'leaving' && !leaving) {
+    seq = message.seq;
+    if (message.leaving && !leaving) {
       leaving = true;
       beat();
     }
@@ -40,12 +43,15 @@ const { connect } = require(workerData.client);
 `;
 
 export interface Heartbeat {
-  /** The main thread is alive (call every heartbeat); `leaving`: the daemon is handing its partitions on. */
-  alive(leaving: boolean): void;
+  /**
+   * The main thread is alive (call every heartbeat); `leaving`: the daemon is handing its partitions on; `seq`: the
+   * last number it published in its run (redelivery.ts: a receiver that has not had it asks for it).
+   */
+  alive(leaving: boolean, seq: number): void;
   stop(): Promise<void>;
 }
 
-export async function startHeartbeat(options: { readonly servers: readonly string[]; readonly node: string; readonly subject: string; readonly heartbeatMs: number; readonly stallMs: number }): Promise<Heartbeat> {
+export async function startHeartbeat(options: { readonly servers: readonly string[]; readonly pings: { readonly pingInterval: number; readonly maxPingOut: number }; readonly node: string; readonly boot: string; readonly subject: string; readonly heartbeatMs: number; readonly stallMs: number }): Promise<Heartbeat> {
   const client = createRequire(import.meta.url).resolve('@nats-io/transport-node');
   const worker = new Worker(THREAD, { eval: true, workerData: { ...options, servers: [...options.servers], client } });
   worker.unref();
@@ -55,7 +61,7 @@ export async function startHeartbeat(options: { readonly servers: readonly strin
   });
   const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
   return {
-    alive: (leaving) => worker.postMessage(leaving ? 'leaving' : 'alive'),
+    alive: (leaving, seq) => worker.postMessage({ leaving, seq }),
     stop: async () => {
       worker.postMessage('stop');
       const timer = setTimeout(() => void worker.terminate(), 2_000);

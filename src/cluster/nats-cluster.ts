@@ -22,6 +22,7 @@ import { sessionIdOf, DEFAULT_SESSION_ID } from '../bus/session.js';
 import { systemClock, type Clock, type TimerId } from '../clock/clock.js';
 import type { Logger } from '../log/logger.js';
 import { startHeartbeat, type Heartbeat } from './heartbeat.js';
+import { InOrder, SentRing } from './redelivery.js';
 import { topics } from '../dialect/spec-dialect.js';
 import { legacyTopics } from '../dialect/legacy-dialect.js';
 import {
@@ -31,10 +32,12 @@ import {
   envelope,
   openEnvelope,
   NODE_SUBJECT,
+  type Opened,
   PARTITION_BUCKET,
   PARTITION_SUBJECT,
   partitionOf,
   preferredOwner,
+  RESEND_SUBJECT,
   STATE_STREAM,
 } from './subjects.js';
 
@@ -125,15 +128,28 @@ interface Owned {
 
 type Note =
   | { readonly kind: 'taken'; readonly partition: number; readonly node: string; readonly frame: string; readonly utterance_id: string }
-  | { readonly kind: 'released'; readonly partition: number; readonly node: string }
-  /** A daemon whose NATS connection came back asks for the entries of its partitions it may have missed. */
-  | { readonly kind: 'resync'; readonly node: string; readonly partitions: readonly number[] }
-  /** An entry waiting for an owner, sent again to the daemon that owns its partition (`to`). */
-  | { readonly kind: 'missed'; readonly to: string; readonly frame: string; readonly connection: string | null; readonly message: unknown };
+  | { readonly kind: 'released'; readonly partition: number; readonly node: string };
 
 type ConnectionNote = { readonly connection: string; readonly closed?: boolean; readonly late?: boolean };
 
+/** A receiver missed `from`..`through` of `to`'s run `boot` (redelivery.ts). */
+type ResendNote = { readonly to: string; readonly boot: string; readonly from: number; readonly through: number };
+
+/** The most a daemon keeps of what it published, to publish again (redelivery.ts): bytes, and for how long at least. */
+const RESEND_KEEP_BYTES = 64 * 1024 * 1024;
+const RESEND_KEEP_MS = 10_000;
+/** The most numbers one resend note asks for. */
+const RESEND_MAX = 100_000;
+
 const encoder = new TextEncoder();
+
+/**
+ * How often the client pings its NATS server: a server gone silent (its machine lost, not its process) is noticed
+ * after two unanswered pings — NATS's default of two minutes apart would leave the daemon cut off for four.
+ */
+export function pingsFor(deadAfterMs: number): { readonly pingInterval: number; readonly maxPingOut: number } {
+  return { pingInterval: Math.max(2_000, deadAfterMs), maxPingOut: 2 };
+}
 
 
 
@@ -147,7 +163,13 @@ export class NatsCluster implements BusRelay {
   #server: BusServer | undefined;
   #sub: Subscription | undefined;
   #tick: TimerId | undefined;
+  /** This run of the daemon (a restart numbers its messages from 1 again, in a run of its own). */
+  readonly #boot = randomBytes(4).toString('hex');
   #seq = 0;
+  /** What this daemon published lately, to publish again for a receiver that missed it; and the echo's message. */
+  readonly #ring: SentRing<Message>;
+  /** Every daemon's messages (this one's echo too), once each, in the order it numbered them. */
+  readonly #order: InOrder<{ readonly subject: string; readonly opened: Opened }>;
   /**
    * Other daemons by the round of this daemon's own heartbeats in which they were last heard, and whether they are
    * leaving. Liveness is counted in this daemon's own heartbeats coming back through the same subscription, not in
@@ -173,8 +195,6 @@ export class NatsCluster implements BusRelay {
   #failovers = 0;
   #closing = false;
   #beat: Heartbeat | undefined;
-  /** What this daemon relayed and has not heard back yet, oldest first. */
-  readonly #sent: Array<{ readonly seq: number; readonly message: Message }> = [];
   readonly #recent = new Set<string>();
   #saidOwned = '';
   #leaving = false;
@@ -188,11 +208,24 @@ export class NatsCluster implements BusRelay {
     this.#logger = options.logger;
     this.node = options.nodeId ?? randomBytes(4).toString('hex');
     this.#deadRounds = Math.max(2, Math.ceil(options.deadAfterMs / options.heartbeatMs));
+    this.#ring = new SentRing({ clock: this.#clock, keepMs: Math.max(RESEND_KEEP_MS, 2 * options.deadAfterMs), maxBytes: RESEND_KEEP_BYTES, againMs: options.heartbeatMs / 2 });
+    this.#order = new InOrder({
+      clock: this.#clock,
+      giveUpMs: options.deadAfterMs,
+      askEveryMs: options.heartbeatMs,
+      deliver: ({ subject, opened }) => this.#delivered(subject, opened),
+      ask: (to, boot, from, through) => {
+        this.#logger.debug({ reason: 'frames_missed', node: to, from, through }, 'cluster: messages of a daemon missed; asked again');
+        this.#nc.publish(RESEND_SUBJECT, encoder.encode(JSON.stringify({ to, boot, from, through } satisfies ResendNote)));
+      },
+      lost: (node, boot, from, through) =>
+        this.#logger.warn({ reason: 'frames_lost', node, boot, from, through, count: through - from + 1 }, 'cluster: messages of a daemon missed and not to be had again; going on without them'),
+    });
   }
 
   /** Connects to NATS and opens (or creates) the partition table. Rejects when no server answers. */
   static async connect(options: ClusterOptions): Promise<NatsCluster> {
-    const nc = await connect({ servers: [...options.servers], name: 'ovos-contests', maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    const nc = await connect({ servers: [...options.servers], name: 'ovos-contests', maxReconnectAttempts: -1, reconnectTimeWait: 250, ...pingsFor(options.deadAfterMs) });
     try {
       const replicas = options.replicas ?? 1;
       const kv = await new Kvm(nc).create(PARTITION_BUCKET, { history: 1, replicas });
@@ -248,14 +281,11 @@ export class NatsCluster implements BusRelay {
     })().catch((error: unknown) => this.#logger.warn({ reason: 'cluster_watch_failed', err: error }, 'partition table watch ended'));
     void (async () => {
       // A NATS server gone: the client reconnects to another of the cluster at once. The contests run on (what this
-      // daemon sends meanwhile waits in the client); what others sent meanwhile is lost to it (core NATS is at most
-      // once): a reply counts as not given, and the utterance entries it missed are asked for again (`resync`).
+      // daemon sends meanwhile waits in the client); what was lost on the way, either way, is asked for again by
+      // the numbers (redelivery.ts).
       for await (const status of this.#nc.status()) {
         if (status.type === 'disconnect') this.#logger.warn({ reason: 'nats_disconnected', server: String(status.server ?? '') }, 'cluster: NATS connection lost; reconnecting');
-        else if (status.type === 'reconnect') {
-          this.#logger.info({ server: String(status.server ?? '') }, 'cluster: NATS connection back');
-          this.#publishNote({ kind: 'resync', node: this.node, partitions: [...this.#owned.keys()] });
-        }
+        else if (status.type === 'reconnect') this.#logger.info({ server: String(status.server ?? '') }, 'cluster: NATS connection back');
       }
     })();
     // Closed for good (never while it reconnects, as this daemon's client does for ever): no contest can go on.
@@ -266,7 +296,9 @@ export class NatsCluster implements BusRelay {
     // Beats from a thread of its own (heartbeat.ts): a busy event loop here is not a dead daemon.
     this.#beat = await startHeartbeat({
       servers: this.#options.servers,
+      pings: pingsFor(this.#options.deadAfterMs),
       node: this.node,
+      boot: this.#boot,
       subject: NODE_SUBJECT,
       heartbeatMs: this.#options.heartbeatMs,
       stallMs: Math.max(60_000, 5 * this.#options.deadAfterMs),
@@ -313,15 +345,29 @@ export class NatsCluster implements BusRelay {
   // --- BusRelay: this daemon's traffic onto NATS -----------------------------------------------------------------
 
   send(frame: Buffer, message: Message, connection: string | undefined): void {
-    const seq = ++this.#seq;
-    const data = envelope(this.node, seq, connection, this.#partitionOfFrame(message), frame);
-    if (data.length > this.maxPayload) {
-      this.#logger.warn({ reason: 'frame_over_cluster_limit', type: message.type.slice(0, 200), bytes: frame.length, max_payload: this.maxPayload }, 'message dropped: larger than the NATS servers take');
-      return;
-    }
     // Its echo is this message again: kept so the echo is not decoded a second time.
-    this.#sent.push({ seq, message });
-    this.#nc.publish(busSubject(message.type), data);
+    if (this.#publish(busSubject(message.type), connection, this.#partitionOfFrame(message), frame, message)) return;
+    this.#logger.warn({ reason: 'frame_over_cluster_limit', type: message.type.slice(0, 200), bytes: frame.length, max_payload: this.maxPayload }, 'message dropped: larger than the NATS servers take');
+  }
+
+  /** Numbered in this daemon's run, kept to publish again, published; false (and not numbered) when larger than NATS takes. */
+  #publish(subject: string, connection: string | undefined, partition: number | undefined, payload: Uint8Array, message?: Message): boolean {
+    const seq = this.#seq + 1;
+    const data = envelope(this.node, this.#boot, seq, connection, partition, payload);
+    if (data.length > this.maxPayload) return false;
+    this.#seq = seq;
+    this.#ring.push(seq, subject, data, message);
+    this.#nc.publish(subject, data);
+    return true;
+  }
+
+  /** Another daemon missed some of what this one published: published again, on their subjects (receivers drop what they have). */
+  #resend(note: ResendNote): void {
+    if (note.to !== this.node || note.boot !== this.#boot || !Number.isInteger(note.from) || !Number.isInteger(note.through)) return;
+    const through = Math.min(note.through, note.from + RESEND_MAX - 1, this.#seq);
+    const again = this.#ring.resend(note.from, through);
+    for (const { subject, data } of again) this.#nc.publish(subject, data);
+    this.#logger.debug({ from: note.from, through, resent: again.length }, 'cluster: messages published again for a daemon that missed them');
   }
 
   /**
@@ -336,57 +382,60 @@ export class NatsCluster implements BusRelay {
     return typeof id === 'string' && id !== '' ? partitionOf(id, this.#options.partitions) : undefined;
   }
 
-  /** The message this daemon relayed as `seq`, when its echo comes back (in order: NATS keeps one publisher's order). */
-  #echoOf(seq: number): Message | undefined {
-    while (this.#sent.length > 0 && this.#sent[0]!.seq < seq) this.#sent.shift(); // lost on the way (NATS was away)
-    if (this.#sent[0]?.seq !== seq) return undefined;
-    return this.#sent.shift()!.message;
-  }
-
   opened(connection: string): void {
-    this.#nc.publish(CONNECTION_SUBJECT, encoder.encode(JSON.stringify({ connection })));
+    this.#publish(CONNECTION_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify({ connection } satisfies ConnectionNote)));
   }
 
   closed(connection: string, late: boolean): void {
-    this.#nc.publish(CONNECTION_SUBJECT, encoder.encode(JSON.stringify({ connection, closed: true, late })));
+    this.#publish(CONNECTION_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify({ connection, closed: true, late } satisfies ConnectionNote)));
   }
 
   // --- NATS → this daemon ----------------------------------------------------------------------------------------
 
   #inbound(msg: Msg): void {
     try {
-      if (msg.subject.startsWith(`${BUS_PREFIX}.`)) this.#busFrame(msg);
-      else if (msg.subject === CONNECTION_SUBJECT) this.#connection(msg.json<ConnectionNote>());
-      else if (msg.subject === NODE_SUBJECT) this.#nodeNote(msg.json<{ node: string; leaving?: boolean }>());
-      else if (msg.subject === PARTITION_SUBJECT) this.#note(msg.json<Note>());
+      if (msg.subject === NODE_SUBJECT) this.#nodeNote(msg.json<{ node: string; leaving?: boolean; boot?: string; seq?: number }>());
+      else if (msg.subject === RESEND_SUBJECT) this.#resend(msg.json<ResendNote>());
+      else {
+        const opened = openEnvelope(msg.data);
+        // Only a foreign publisher on our subjects gets here.
+        if (opened === undefined) this.#logger.warn({ reason: 'cluster_frame_invalid', subject: msg.subject.slice(0, 200) }, 'cluster frame dropped');
+        else this.#order.accept(opened.node, opened.boot, opened.seq, { subject: msg.subject, opened });
+      }
     } catch (error) {
       this.#logger.warn({ reason: 'cluster_message_invalid', subject: msg.subject.slice(0, 200), err: error }, 'cluster message dropped');
     }
   }
 
-  #busFrame(msg: Msg): void {
+  /** A daemon's message, in its order, once. */
+  #delivered(subject: string, opened: Opened): void {
+    try {
+      if (subject.startsWith(`${BUS_PREFIX}.`)) this.#busFrame(subject, opened);
+      else if (subject === CONNECTION_SUBJECT) this.#connection(JSON.parse(opened.frame.toString('utf8')) as ConnectionNote);
+      else if (subject === PARTITION_SUBJECT) this.#note(JSON.parse(opened.frame.toString('utf8')) as Note);
+    } catch (error) {
+      this.#logger.warn({ reason: 'cluster_message_invalid', subject: subject.slice(0, 200), err: error }, 'cluster message dropped');
+    }
+  }
+
+  #busFrame(subject: string, opened: Opened): void {
     const server = this.#server;
     if (server === undefined) return;
-    const opened = openEnvelope(msg.data);
-    if (opened === undefined) {
-      // Only a foreign publisher on our subjects gets here.
-      this.#logger.warn({ reason: 'cluster_frame_invalid', subject: msg.subject.slice(0, 200) }, 'cluster frame dropped');
-      return;
-    }
     const { frame, connection } = opened;
+    const own = opened.node === this.node && opened.boot === this.#boot;
     // An utterance's traffic (its pings, replies, dispatch, speech) matters in process only to the daemon running it:
     // the others hand the frame to their clients without reading it. What the cluster itself follows is read anyway.
-    if (opened.partition !== undefined && !this.#owned.has(opened.partition) && !READ_EVERYWHERE.has(msg.subject)) {
-      if (opened.node === this.node) this.#echoOf(opened.seq); // heard back: no longer kept
+    if (opened.partition !== undefined && !this.#owned.has(opened.partition) && !READ_EVERYWHERE.has(subject)) {
+      if (own) this.#ring.echo(opened.seq); // heard back: its message no longer kept
       server.relayedToClients(frame);
       return;
     }
-    let message = opened.node === this.node ? this.#echoOf(opened.seq) : undefined;
+    let message = own ? this.#ring.echo(opened.seq) : undefined;
     if (message === undefined) {
       const decoded = decodeFrame(frame.toString('utf8'));
       if (!decoded.ok) {
         // The daemon that relayed it had already checked it: only a foreign publisher on our subjects gets here.
-        this.#logger.warn({ reason: decoded.reason, subject: msg.subject.slice(0, 200) }, 'cluster frame dropped');
+        this.#logger.warn({ reason: decoded.reason, subject: subject.slice(0, 200) }, 'cluster frame dropped');
         return;
       }
       message = decoded.message;
@@ -398,7 +447,7 @@ export class NatsCluster implements BusRelay {
       server.relayed(frame, message, connection, true);
       return;
     }
-    const frameId = `${opened.node}.${opened.seq}`;
+    const frameId = `${opened.node}.${opened.boot}.${opened.seq}`;
     const taken = this.#intake(frameId, message, connection);
     server.relayed(frame, taken ?? message, connection, taken !== undefined);
   }
@@ -476,9 +525,10 @@ export class NatsCluster implements BusRelay {
     let count = 0;
     for await (const m of messages) {
       count++;
-      if (m.subject === CONNECTION_SUBJECT) this.#connection(m.json<ConnectionNote>());
+      // A connection note kept before notes were numbered is bare JSON.
+      const opened = m.subject === CONNECTION_SUBJECT && m.data[0] === 0x7b ? undefined : openEnvelope(m.data);
+      if (m.subject === CONNECTION_SUBJECT) this.#connection(opened === undefined ? m.json<ConnectionNote>() : (JSON.parse(opened.frame.toString('utf8')) as ConnectionNote));
       else {
-        const opened = openEnvelope(m.data);
         const decoded = opened === undefined ? undefined : decodeFrame(opened.frame.toString('utf8'));
         if (decoded?.ok === true) server.admit(decoded.message, opened?.connection);
       }
@@ -541,8 +591,9 @@ export class NatsCluster implements BusRelay {
     }
   }
 
-  #nodeNote(note: { node: string; leaving?: boolean }): void {
+  #nodeNote(note: { node: string; leaving?: boolean; boot?: string; seq?: number }): void {
     if (typeof note.node !== 'string') return;
+    if (typeof note.boot === 'string' && typeof note.seq === 'number' && note.seq > 0) this.#order.sentThrough(note.node, note.boot, note.seq);
     if (note.node === this.node) {
       this.#round++;
       return;
@@ -558,23 +609,6 @@ export class NatsCluster implements BusRelay {
   }
 
   #note(note: Note): void {
-    if (note.kind === 'resync') {
-      if (note.node === this.node || !Array.isArray(note.partitions)) return;
-      const wanted = new Set(note.partitions);
-      for (const [frame, waiting] of this.#entries) {
-        if (waiting.taken !== undefined || !wanted.has(waiting.partition)) continue;
-        this.#publishNote({ kind: 'missed', to: note.node, frame, connection: waiting.connection ?? null, message: waiting.message });
-      }
-      return;
-    }
-    if (note.kind === 'missed') {
-      if (note.to !== this.node || this.#entries.has(note.frame)) return;
-      const decoded = decodeFrame(JSON.stringify(note.message));
-      if (!decoded.ok) return;
-      const taken = this.#intake(note.frame, decoded.message, note.connection ?? undefined);
-      if (taken !== undefined) this.#server?.admit(taken, note.connection ?? undefined);
-      return;
-    }
     if (note.kind === 'taken') {
       if (note.node === this.node) return;
       const waiting = this.#entries.get(note.frame);
@@ -630,6 +664,7 @@ export class NatsCluster implements BusRelay {
   #schedule(): void {
     this.#tick = this.#clock.setTimeout(() => {
       this.#heartbeat();
+      this.#order.tick();
       this.#reconcile();
       this.#closeConnectionsOfGone();
       this.#prune();
@@ -647,7 +682,7 @@ export class NatsCluster implements BusRelay {
   }
 
   #heartbeat(): void {
-    this.#beat?.alive(this.#leaving);
+    this.#beat?.alive(this.#leaving, this.#seq);
   }
 
   /** Claim what should be ours and is free; give up what should be another's. */
@@ -764,7 +799,7 @@ export class NatsCluster implements BusRelay {
   }
 
   #publishNote(note: Note): void {
-    this.#nc.publish(PARTITION_SUBJECT, encoder.encode(JSON.stringify(note)));
+    this.#publish(PARTITION_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify(note)));
   }
 
   #prune(): void {

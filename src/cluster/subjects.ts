@@ -15,6 +15,8 @@ export const CONNECTION_SUBJECT = 'ovos.contests.connection';
 export const NODE_SUBJECT = 'ovos.contests.node';
 /** A daemon took an utterance of a partition it owns, or released a partition after its last utterance ended. */
 export const PARTITION_SUBJECT = 'ovos.contests.partition';
+/** A daemon asks another to publish again what it relayed and this one did not hear (a gap in its numbers). */
+export const RESEND_SUBJECT = 'ovos.contests.resend';
 /** JetStream stream keeping the registrations and connection changes a joining daemon replays. */
 export const STATE_STREAM = 'OVOS_CONTESTS_STATE';
 /** JetStream KV bucket holding the partition table: key `p<n>` → `{ owner, epoch }`. */
@@ -60,17 +62,22 @@ export function topicOf(subject: string): string | undefined {
 }
 
 /**
- * A bus frame as it travels on NATS: one line naming the daemon that relayed it, its sequence number there, the
- * client connection it came from (`-`: the daemon's own) and the partition of the utterance it belongs to (`-`: none,
- * or it names no session), then the frame verbatim. Cheaper than NATS headers, which the client encodes and parses
- * per message; node and connection ids never hold a space or a newline.
+ * What a daemon publishes on its cluster connection — a bus frame, or a note of its own (a connection opened or
+ * closed, a partition taken or released) — as it travels on NATS: one line naming the daemon that relayed it, that
+ * daemon's run (`boot`: random at each start, so a restarted daemon's numbering is never taken for old), its sequence
+ * number in that run, the client connection it came from (`-`: the daemon's own) and the partition of the utterance it
+ * belongs to (`-`: none, or it names no session), then the payload verbatim. A gap in one run's numbers is what a
+ * receiver asks again for (redelivery.ts). Cheaper than NATS headers, which the client encodes and parses per
+ * message; node, boot and connection ids never hold a space or a newline.
  */
-export function envelope(node: string, seq: number, connection: string | undefined, partition: number | undefined, frame: Buffer): Buffer {
-  return Buffer.concat([Buffer.from(`${node} ${seq} ${connection ?? '-'} ${partition ?? '-'}\n`, 'utf8'), frame]);
+export function envelope(node: string, boot: string, seq: number, connection: string | undefined, partition: number | undefined, frame: Uint8Array): Buffer {
+  return Buffer.concat([Buffer.from(`${node} ${boot} ${seq} ${connection ?? '-'} ${partition ?? '-'}\n`, 'utf8'), frame]);
 }
 
 export interface Opened {
   readonly node: string;
+  /** The relaying daemon's run; `-` in an envelope written before runs were named (a history kept from then). */
+  readonly boot: string;
   readonly seq: number;
   readonly connection: string | undefined;
   readonly partition: number | undefined;
@@ -82,10 +89,13 @@ export function openEnvelope(data: Uint8Array): Opened | undefined {
   const bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
   const end = bytes.indexOf(10);
   if (end < 0 || end > 1024) return undefined;
-  const [node, seq, connection, partition, extra] = bytes.subarray(0, end).toString('utf8').split(' ');
-  if (node === undefined || node === '' || seq === undefined || !/^\d+$/.test(seq) || connection === undefined || connection === '' || extra !== undefined) return undefined;
+  const fields = bytes.subarray(0, end).toString('utf8').split(' ');
+  // Four fields: the envelope before runs were named, still read from a registration history kept from then.
+  if (fields.length === 4) fields.splice(1, 0, '-');
+  const [node, boot, seq, connection, partition, extra] = fields;
+  if (node === undefined || node === '' || boot === undefined || boot === '' || seq === undefined || !/^\d+$/.test(seq) || connection === undefined || connection === '' || extra !== undefined) return undefined;
   if (partition === undefined || (partition !== '-' && !/^\d+$/.test(partition))) return undefined;
-  return { node, seq: Number(seq), connection: connection === '-' ? undefined : connection, partition: partition === '-' ? undefined : Number(partition), frame: bytes.subarray(end + 1) };
+  return { node, boot, seq: Number(seq), connection: connection === '-' ? undefined : connection, partition: partition === '-' ? undefined : Number(partition), frame: bytes.subarray(end + 1) };
 }
 
 /**

@@ -29,15 +29,20 @@ describe('bus topics as NATS subjects', () => {
 });
 
 describe('the envelope a frame travels in', () => {
-  it('carries the relaying daemon, its sequence number, the client connection and the partition, and the frame byte for byte', () => {
+  it('carries the relaying daemon, its run, its sequence number, the client connection and the partition, and the frame byte for byte', () => {
     const frame = Buffer.from('{"type":"a b","data":{"x":"line\\nbreak"},"context":{}}', 'utf8');
-    const opened = openEnvelope(envelope('w0-abc123', 42, 'w0-abc123/7@127.0.0.1:5555', 17, frame));
-    expect(opened).toEqual({ node: 'w0-abc123', seq: 42, connection: 'w0-abc123/7@127.0.0.1:5555', partition: 17, frame });
-    expect(openEnvelope(envelope('n', 1, undefined, undefined, frame))).toEqual({ node: 'n', seq: 1, connection: undefined, partition: undefined, frame });
+    const opened = openEnvelope(envelope('w0-abc123', '9f3e', 42, 'w0-abc123/7@127.0.0.1:5555', 17, frame));
+    expect(opened).toEqual({ node: 'w0-abc123', boot: '9f3e', seq: 42, connection: 'w0-abc123/7@127.0.0.1:5555', partition: 17, frame });
+    expect(openEnvelope(envelope('n', 'b', 1, undefined, undefined, frame))).toEqual({ node: 'n', boot: 'b', seq: 1, connection: undefined, partition: undefined, frame });
+  });
+
+  it('reads an envelope written before runs were named (a registration history kept from then) as run "-"', () => {
+    const frame = Buffer.from('{"type":"ovos.fallback.register","data":{},"context":{}}', 'utf8');
+    expect(openEnvelope(Buffer.concat([Buffer.from('n 7 n/1@127.0.0.1:1 -\n'), frame]))).toEqual({ node: 'n', boot: '-', seq: 7, connection: 'n/1@127.0.0.1:1', partition: undefined, frame });
   });
 
   it('is refused from anyone who does not write one: a bare frame, a missing field, no newline', () => {
-    for (const text of ['{"type":"x","data":{},"context":{}}', 'n 1 -\n{}', 'n x - -\n{}', 'n 1 - x\n{}', 'n 1 - - extra\n{}', ' 1 - -\n{}', 'n 1 - -']) {
+    for (const text of ['{"type":"x","data":{},"context":{}}', 'n 1 -\n{}', 'n x - -\n{}', 'n 1 - x\n{}', 'n b 1 - - extra\n{}', 'n b x - -\n{}', 'n  1 - -\n{}', ' 1 - -\n{}', 'n 1 - -']) {
       expect(openEnvelope(Buffer.from(text)), text).toBeUndefined();
     }
   });

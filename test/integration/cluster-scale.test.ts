@@ -2,9 +2,11 @@
  * The cluster at the size the issue names, on loopback, started by the test: a 3-node NATS cluster with JetStream
  * (replicas 3), three daemons — two in this process, one in a process of its own —, skills of both dialects on
  * different daemons, users as satellites on the first two. 1,000 sessions × 10 utterances, a session's utterances in
- * order (one round of every session at a time). Mid-run the third daemon is SIGKILLed and started again. Counted for
- * every utterance: exactly one ovos.utterance.handled (OVOS-PIPELINE-1 §6) and the
- * winner the pool order gives (OVOS-FALLBACK-1 §6.2).
+ * order (one round of every session at a time). Mid-run, in one run the third daemon is SIGKILLed and started again;
+ * in another each daemon talks to a NATS server of its own and the first daemon's server is SIGKILLed (its daemon
+ * and its heartbeat reconnect to the others; what died with the server is asked for again, src/cluster/redelivery.ts).
+ * Counted for every utterance, by an observer on each of the first two daemons: exactly one ovos.utterance.handled
+ * (OVOS-PIPELINE-1 §6) and the winner the pool order gives (OVOS-FALLBACK-1 §6.2).
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -34,26 +36,37 @@ afterAll(async () => {
 }, 60_000);
 
 describe.skipIf(absent !== undefined)('a cluster at scale: 3 NATS servers, 3 daemons, 1,000 sessions × 10 utterances (src/cluster/README.md)', () => {
-  it('PIPELINE-1 §6, FALLBACK-1 §6.2: one handled each and the right winner, through a daemon SIGKILLed and started again', async () => {
+  /**
+   * The run both tests share. `each`: every daemon on a NATS server of its own (the first on the first, …) instead
+   * of all on all; `midRun` is called at the start of the fourth round with the NATS servers and the third daemon.
+   */
+  const scaleRun = async (each: boolean, midRun: (nats: NatsServer[], third: { restart(): Promise<void> }) => void): Promise<void> => {
     const nats: NatsServer[] = await startNatsCluster(3);
     for (const server of nats) cleanups.push(() => server.stop());
-    const servers = nats.map((server) => server.url).join(',');
-    const inProcess = async (nodeId: string): Promise<Daemon> => {
+    const serversOf = (i: number): string => (each ? nats[i]!.url : nats.map((server) => server.url).join(','));
+    const inProcess = async (nodeId: string, i: number): Promise<Daemon> => {
       const daemon = await startDaemon(
-        configWith({ bus: { port: 0 }, exampleSkills: false, log: { level: 'silent' }, inspector: { enabled: false }, cluster: { ...CLUSTER, nats: servers, nodeId }, fallback: FALLBACK }),
+        configWith({ bus: { port: 0 }, exampleSkills: false, log: { level: 'silent' }, inspector: { enabled: false }, cluster: { ...CLUSTER, nats: serversOf(i), nodeId }, fallback: FALLBACK }),
         silentLogger(),
       );
       cleanups.push(() => daemon.close());
       return daemon;
     };
-    const a = await inProcess('node-a');
-    const b = await inProcess('node-b');
+    const a = await inProcess('node-a', 0);
+    const b = await inProcess('node-b', 1);
     const dir = mkdtempSync(join(tmpdir(), 'ovos-contests-scale-'));
     const file = join(dir, 'c.json');
-    writeFileSync(file, JSON.stringify({ bus: { port: await freePort() }, exampleSkills: false, inspector: { enabled: false }, cluster: { ...CLUSTER, nats: servers }, fallback: FALLBACK }));
+    writeFileSync(file, JSON.stringify({ bus: { port: await freePort() }, exampleSkills: false, inspector: { enabled: false }, cluster: { ...CLUSTER, nats: serversOf(2) }, fallback: FALLBACK }));
     let c: Spawned = npmStart(['--config', file], dir);
     cleanups.push(() => killGroup(c));
     await c.printed('one daemon of a cluster on NATS');
+    const third = {
+      // The third daemon dies and is started again (its state folder kept).
+      restart: async (): Promise<void> => {
+        await signalDaemon(c, 'SIGKILL');
+        c = npmStart(['--config', file], dir);
+      },
+    };
 
     // A spec skill on A (priority 10, "alpha"), an ovos-workshop skill on B (priority 20, "beta").
     const connect = async (url: string): Promise<Probe> => {
@@ -66,8 +79,8 @@ describe.skipIf(absent !== undefined)('a cluster at scale: 3 NATS servers, 3 dae
     await expect.poll(() => [a, b].map((d) => [...d.system.fallback.registry.availableFor('default').keys()].sort().join()), { timeout: 10_000 }).toEqual(['a.spec,b.workshop', 'a.spec,b.workshop']);
     await expect.poll(() => new Set(a.cluster!.view().owners).size, { timeout: 10_000 }).toBe(3);
 
-    // Satellites on A and B, which only send (they read nothing: this process runs the daemons A and B too); one
-    // observer counts what every utterance got (the bus is a broadcast).
+    // Satellites on A and B, which only send (they read nothing: this process runs the daemons A and B too); an
+    // observer on each of A and B counts what every utterance got (the bus is a broadcast).
     const users = await Promise.all(
       Array.from({ length: SATELLITES }, async (_, i) => {
         const socket = new WebSocket(i % 2 === 0 ? a.url : b.url, { perMessageDeflate: false });
@@ -82,24 +95,23 @@ describe.skipIf(absent !== undefined)('a cluster at scale: 3 NATS servers, 3 dae
         };
       }),
     );
-    const observer = await connect(a.url);
-    const handled = new Map<string, number>();
-    const winners = new Map<string, string[]>();
-    observer.frames.subscribe(({ message }) => {
-      const id = message === undefined ? undefined : utteranceIdOf(message);
-      if (message === undefined || id === undefined || !id.startsWith('scale-')) return;
-      if (message.type === 'ovos.utterance.handled') handled.set(id, (handled.get(id) ?? 0) + 1);
-      if (message.type === 'ovos.intent.matched') winners.set(id, [...(winners.get(id) ?? []), String(message.data['skill_id'])]);
-    });
+    const observe = async (url: string): Promise<{ probe: Probe; handled: Map<string, number>; winners: Map<string, string[]> }> => {
+      const probe = await connect(url);
+      const handled = new Map<string, number>();
+      const winners = new Map<string, string[]>();
+      probe.frames.subscribe(({ message }) => {
+        const id = message === undefined ? undefined : utteranceIdOf(message);
+        if (message === undefined || id === undefined || !id.startsWith('scale-')) return;
+        if (message.type === 'ovos.utterance.handled') handled.set(id, (handled.get(id) ?? 0) + 1);
+        if (message.type === 'ovos.intent.matched') winners.set(id, [...(winners.get(id) ?? []), String(message.data['skill_id'])]);
+      });
+      return { probe, handled, winners };
+    };
+    const observers = [await observe(a.url), await observe(b.url)];
     const texts: Array<[string, string | undefined]> = [['alpha', 'a.spec'], ['beta', 'b.workshop'], ['alpha beta', 'a.spec'], ['gamma', undefined]];
     const expected = new Map<string, string | undefined>();
     for (let round = 0; round < ROUNDS; round++) {
-      if (round === 3) {
-        // The third daemon dies mid-round and is started again (its state folder kept).
-        setTimeout(() => void signalDaemon(c, 'SIGKILL').then(() => {
-          c = npmStart(['--config', file], dir);
-        }), 100);
-      }
+      if (round === 3) midRun(nats, third);
       const ids: string[] = [];
       for (let s = 0; s < SESSIONS; s++) {
         const [text, winner] = texts[(s + round) % texts.length]!;
@@ -108,13 +120,27 @@ describe.skipIf(absent !== undefined)('a cluster at scale: 3 NATS servers, 3 dae
         ids.push(id);
         users[s % SATELLITES]!.utter(text, { utteranceId: id, session: { session_id: `scale-s${s}` } });
       }
-      await Promise.all(ids.map((id) => observer.handled(id, 60_000)));
+      await Promise.all(ids.map((id) => observers[1]!.probe.handled(id, 60_000)));
     }
-    await observer.barrier();
+    for (const { probe } of observers) await probe.barrier();
 
-    const notOnce = [...expected.keys()].filter((id) => handled.get(id) !== 1);
-    const wrong = [...expected].filter(([id, winner]) => JSON.stringify(winners.get(id) ?? []) !== JSON.stringify(winner === undefined ? [] : [winner]));
-    expect(notOnce.map((id) => `${id}: ${handled.get(id) ?? 0}`)).toEqual([]);
-    expect(wrong.map(([id, winner]) => `${id}: ${JSON.stringify(winners.get(id) ?? [])}, expected ${winner}`)).toEqual([]);
+    for (const { handled, winners } of observers) {
+      const notOnce = [...expected.keys()].filter((id) => handled.get(id) !== 1);
+      const wrong = [...expected].filter(([id, winner]) => JSON.stringify(winners.get(id) ?? []) !== JSON.stringify(winner === undefined ? [] : [winner]));
+      expect(notOnce.map((id) => `${id}: ${handled.get(id) ?? 0}`)).toEqual([]);
+      expect(wrong.map(([id, winner]) => `${id}: ${JSON.stringify(winners.get(id) ?? [])}, expected ${winner}`)).toEqual([]);
+    }
+  };
+
+  it('PIPELINE-1 §6, FALLBACK-1 §6.2: one handled each and the right winner, through a daemon SIGKILLed and started again', async () => {
+    await scaleRun(false, (_, third) => {
+      setTimeout(() => void third.restart(), 100);
+    });
+  }, 600_000);
+
+  it('PIPELINE-1 §6, FALLBACK-1 §6.2: one handled each and the right winner on both daemons\' clients, through the NATS server of the first daemon SIGKILLed mid-round', async () => {
+    await scaleRun(true, (nats) => {
+      setTimeout(() => void nats[0]!.stop('SIGKILL'), 300);
+    });
   }, 600_000);
 });
