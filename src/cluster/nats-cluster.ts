@@ -77,6 +77,10 @@ export interface ClusterView {
   readonly waiting: number;
   /** Utterances of a lost daemon this one ended or took over. */
   readonly failovers: number;
+  /** Frames dropped here as said by a daemon taken for gone of an utterance taken over from it (fencing). */
+  readonly fenced: number;
+  /** Messages of other daemons missed and not to be had again (redelivery gave up). */
+  readonly framesLost: number;
   /** The sessions of the latest utterance entries heard (any daemon's), newest last, at most `RECENT_SESSIONS`. */
   readonly recentSessions: readonly string[];
 }
@@ -128,7 +132,9 @@ interface Owned {
 
 type Note =
   | { readonly kind: 'taken'; readonly partition: number; readonly node: string; readonly frame: string; readonly utterance_id: string }
-  | { readonly kind: 'released'; readonly partition: number; readonly node: string };
+  | { readonly kind: 'released'; readonly partition: number; readonly node: string }
+  /** `node` took the partition over from `from`, which it took for gone (every daemon fences `from`'s output of it). */
+  | { readonly kind: 'takenOver'; readonly partition: number; readonly node: string; readonly from: string };
 
 type ConnectionNote = { readonly connection: string; readonly closed?: boolean; readonly late?: boolean };
 
@@ -189,10 +195,27 @@ export class NatsCluster implements BusRelay {
   readonly #early = new Map<string, { readonly node: string; readonly utteranceId: string; readonly at: number }>();
   /** Utterances this daemon runs: utterance_id → partition. */
   readonly #mine = new Map<string, number>();
+  /**
+   * Fenced: what a daemon taken for gone still says of the utterances it had taken, and of partitions taken over from
+   * it, is dropped (src/cluster/README.md "Fencing"). That daemon → its utterance_ids (and since when); partition →
+   * that daemon, until it owns the partition again.
+   */
+  readonly #fencedUtterances = new Map<string, Map<string, number>>();
+  readonly #takenOverFrom = new Map<number, string>();
+  /**
+   * When this daemon last heard its own heartbeat come back. Silent for longer than `deadAfterMs`, it may be cut off
+   * and taken for gone: what its contests say is held (`suspect`) until it hears itself again and has read the table
+   * (`confirming`); then it goes out, or is fenced where the partition was taken over.
+   */
+  #ownBeatAt = 0;
+  #cutOff: 'no' | 'suspect' | 'confirming' = 'no';
+  readonly #heldOwn: Array<() => void> = [];
   readonly #ended = new Map<string, number>();
   /** Client connections open on the cluster's daemons (ids start with their daemon's name and "/"). */
   readonly #open = new Set<string>();
   #failovers = 0;
+  #fencedFrames = 0;
+  #framesLost = 0;
   #closing = false;
   #beat: Heartbeat | undefined;
   readonly #recent = new Set<string>();
@@ -218,8 +241,10 @@ export class NatsCluster implements BusRelay {
         this.#logger.debug({ reason: 'frames_missed', node: to, from, through }, 'cluster: messages of a daemon missed; asked again');
         this.#nc.publish(RESEND_SUBJECT, encoder.encode(JSON.stringify({ to, boot, from, through } satisfies ResendNote)));
       },
-      lost: (node, boot, from, through) =>
-        this.#logger.warn({ reason: 'frames_lost', node, boot, from, through, count: through - from + 1 }, 'cluster: messages of a daemon missed and not to be had again; going on without them'),
+      lost: (node, boot, from, through) => {
+        this.#framesLost += through - from + 1;
+        this.#logger.warn({ reason: 'frames_lost', node, boot, from, through, count: through - from + 1 }, 'cluster: messages of a daemon missed and not to be had again; going on without them');
+      },
     });
   }
 
@@ -338,6 +363,8 @@ export class NatsCluster implements BusRelay {
       owners,
       waiting,
       failovers: this.#failovers,
+      fenced: this.#fencedFrames,
+      framesLost: this.#framesLost,
       recentSessions: [...this.#recent],
     };
   }
@@ -345,8 +372,16 @@ export class NatsCluster implements BusRelay {
   // --- BusRelay: this daemon's traffic onto NATS -----------------------------------------------------------------
 
   send(frame: Buffer, message: Message, connection: string | undefined): void {
+    const partition = this.#partitionOfFrame(message);
+    if (connection === undefined && partition !== undefined) {
+      if (this.#cutOff !== 'no') {
+        this.#heldOwn.push(() => this.send(frame, message, connection));
+        return;
+      }
+      if (this.#fenced(this.node, partition, message)) return;
+    }
     // Its echo is this message again: kept so the echo is not decoded a second time.
-    if (this.#publish(busSubject(message.type), connection, this.#partitionOfFrame(message), frame, message)) return;
+    if (this.#publish(busSubject(message.type), connection, partition, frame, message)) return;
     this.#logger.warn({ reason: 'frame_over_cluster_limit', type: message.type.slice(0, 200), bytes: frame.length, max_payload: this.maxPayload }, 'message dropped: larger than the NATS servers take');
   }
 
@@ -368,6 +403,39 @@ export class NatsCluster implements BusRelay {
     const again = this.#ring.resend(note.from, through);
     for (const { subject, data } of again) this.#nc.publish(subject, data);
     this.#logger.debug({ from: note.from, through, resent: again.length }, 'cluster: messages published again for a daemon that missed them');
+  }
+
+  /**
+   * Whether `node`'s contest output of `partition` is fenced: the partition was taken over from it (it was taken for
+   * gone) and it does not own it again, or the utterance is one it had taken before that.
+   */
+  #fenced(node: string, partition: number, message: Message): boolean {
+    if (this.#takenOverFrom.get(partition) === node) return this.#fence(node, partition, message);
+    const fenced = this.#fencedUtterances.get(node);
+    if (fenced === undefined) return false;
+    const utteranceId = utteranceIdOf(message);
+    return utteranceId !== undefined && fenced.has(utteranceId) && this.#fence(node, partition, message);
+  }
+
+  #fence(node: string, partition: number, message: Message): true {
+    this.#fencedFrames++;
+    this.#logger.warn(
+      { reason: 'fenced', node, partition, type: message.type.slice(0, 200), utterance_id: utteranceIdOf(message), session_id: sessionIdOf(message) },
+      'cluster: dropped what a daemon taken for gone said of an utterance another daemon has taken over',
+    );
+    return true;
+  }
+
+  /** A contest frame heard from another daemon (or this one's echo): fenced? Decoded only when its daemon has been fenced. */
+  #fencedFrame(opened: Opened, own: boolean): boolean {
+    if (this.#takenOverFrom.get(opened.partition!) !== opened.node && !this.#fencedUtterances.has(opened.node)) return false;
+    let message = own ? this.#ring.peek(opened.seq) : undefined;
+    if (message === undefined) {
+      const decoded = decodeFrame(opened.frame.toString('utf8'));
+      if (!decoded.ok) return false;
+      message = decoded.message;
+    }
+    return this.#fenced(opened.node, opened.partition!, message);
   }
 
   /**
@@ -423,6 +491,15 @@ export class NatsCluster implements BusRelay {
     if (server === undefined) return;
     const { frame, connection } = opened;
     const own = opened.node === this.node && opened.boot === this.#boot;
+    // What a daemon's contests say (not its clients) of a partition or an utterance taken over from it: fenced. This
+    // daemon's own, heard back while it may have been cut off, waits until it knows.
+    if (connection === undefined && opened.partition !== undefined) {
+      if (own && this.#cutOff !== 'no') {
+        this.#heldOwn.push(() => this.#busFrame(subject, opened));
+        return;
+      }
+      if (this.#fencedFrame(opened, own)) return;
+    }
     // An utterance's traffic (its pings, replies, dispatch, speech) matters in process only to the daemon running it:
     // the others hand the frame to their clients without reading it. What the cluster itself follows is read anyway.
     if (opened.partition !== undefined && !this.#owned.has(opened.partition) && !READ_EVERYWHERE.has(subject)) {
@@ -596,6 +673,8 @@ export class NatsCluster implements BusRelay {
     if (typeof note.boot === 'string' && typeof note.seq === 'number' && note.seq > 0) this.#order.sentThrough(note.node, note.boot, note.seq);
     if (note.node === this.node) {
       this.#round++;
+      this.#ownBeatAt = this.#clock.monotonic();
+      if (this.#cutOff === 'suspect') void this.#confirm();
       return;
     }
     const known = this.#heard.get(note.node);
@@ -609,6 +688,11 @@ export class NatsCluster implements BusRelay {
   }
 
   #note(note: Note): void {
+    if (note.kind === 'takenOver') {
+      // Heard here sooner than the table's watch may say it (a JetStream leader lost with a NATS server slows it).
+      if (typeof note.from === 'string' && note.node !== this.node && this.#table.get(note.partition)?.owner !== note.node) this.#takenOver(note.partition, note.from);
+      return;
+    }
     if (note.kind === 'taken') {
       if (note.node === this.node) return;
       const waiting = this.#entries.get(note.frame);
@@ -630,13 +714,29 @@ export class NatsCluster implements BusRelay {
       return;
     }
     const value = entry.json<{ owner: string | null; epoch: number }>();
+    const before = this.#table.get(partition)?.owner ?? null;
     this.#table.set(partition, { owner: value.owner, epoch: value.epoch, revision: entry.revision, at: this.#clock.monotonic() });
+    if (value.owner !== null && before !== null && before !== value.owner) this.#takenOver(partition, before);
+    else if (value.owner !== null && this.#takenOverFrom.get(partition) === value.owner) this.#takenOverFrom.delete(partition);
     const owned = this.#owned.get(partition);
     if (owned !== undefined && value.owner !== this.node) {
       // Taken over while this daemon was cut off (it was counted as gone): it runs no new utterance of it.
       this.#owned.delete(partition);
       this.#logger.warn({ reason: 'partition_lost', partition, owner: value.owner }, 'cluster: a partition this daemon owned was taken over');
     }
+  }
+
+  /**
+   * A partition went from one owner straight to another: the first was taken for gone (a daemon gives a partition up
+   * through "no owner"). It may still run, cut off: what it says of the partition's utterances from now on — the ones
+   * it had taken run again or end on the new owner — is dropped, here and at its source once it learns it.
+   */
+  #takenOver(partition: number, from: string): void {
+    this.#takenOverFrom.set(partition, from);
+    const now = this.#clock.monotonic();
+    const fenced = this.#fencedUtterances.get(from) ?? new Map<string, number>();
+    for (const waiting of this.#entries.values()) if (waiting.partition === partition && waiting.taken?.node === from) fenced.set(waiting.taken.utteranceId, now);
+    if (fenced.size > 0) this.#fencedUtterances.set(from, fenced);
   }
 
   /** The daemons partitions are spread over: alive and not leaving. */
@@ -661,8 +761,41 @@ export class NatsCluster implements BusRelay {
     return this.#round > this.#deadRounds;
   }
 
+  /**
+   * This daemon hears itself again after a silence that may have made the others take it for gone: which of its
+   * partitions are still its own, read from the table itself (its watch may lag); the others were taken over — what
+   * its contests say of them is fenced. Then what waited goes on (or is fenced).
+   */
+  async #confirm(): Promise<void> {
+    this.#cutOff = 'confirming';
+    try {
+      const owned = [...this.#owned.keys()];
+      const entries = await Promise.all(owned.map((partition) => this.#kv.get(`p.${partition}`)));
+      for (const [i, partition] of owned.entries()) {
+        const entry = entries[i];
+        const owner = entry?.operation === 'PUT' ? entry.json<{ owner: string | null }>().owner : null;
+        if (owner === this.node || !this.#owned.has(partition)) continue;
+        this.#takenOver(partition, this.node);
+        this.#owned.delete(partition);
+        this.#logger.warn({ reason: 'partition_lost', partition, owner }, 'cluster: a partition this daemon owned was taken over');
+      }
+    } catch (error) {
+      this.#logger.debug({ reason: 'cut_off_unconfirmed', err: error }, 'cluster: partition table not read; waiting for the next heartbeat');
+      this.#cutOff = 'suspect';
+      return;
+    }
+    this.#cutOff = 'no';
+    const held = this.#heldOwn.splice(0);
+    this.#logger.info({ held: held.length, owned: this.#owned.size }, 'cluster: this daemon hears itself again; its partitions confirmed');
+    for (const act of held) act();
+  }
+
   #schedule(): void {
     this.#tick = this.#clock.setTimeout(() => {
+      if (this.#cutOff === 'no' && this.#ownBeatAt > 0 && this.#clock.monotonic() - this.#ownBeatAt > this.#options.deadAfterMs) {
+        this.#cutOff = 'suspect';
+        this.#logger.warn({ reason: 'cut_off', silent_ms: Math.round(this.#clock.monotonic() - this.#ownBeatAt) }, 'cluster: this daemon has not heard its own heartbeat; holding what its contests say until it does');
+      }
       this.#heartbeat();
       this.#order.tick();
       this.#reconcile();
@@ -738,6 +871,11 @@ export class NatsCluster implements BusRelay {
       if (previous.owner !== null && previous.owner !== this.node && !ownerGone) return;
       const epoch = previous.epoch + 1;
       revision = await this.#kv.update(key, JSON.stringify({ owner: this.node, epoch }), current.revision);
+      if (ownerGone && previous.owner !== null) {
+        // Fenced from now on, here and on every daemon (the note comes before anything the lost one says after).
+        this.#takenOver(partition, previous.owner);
+        this.#publishNote({ kind: 'takenOver', partition, node: this.node, from: previous.owner });
+      }
       this.#own(partition, revision, epoch, ownerGone ? (previous.owner ?? undefined) : undefined);
     } catch (error) {
       // Lost a race (another daemon wrote first) or NATS is away: the next tick looks again.
@@ -812,6 +950,13 @@ export class NatsCluster implements BusRelay {
     for (const [frame, early] of this.#early) {
       if (now - early.at <= REMEMBER_MS) break;
       this.#early.delete(frame);
+    }
+    for (const [node, fenced] of this.#fencedUtterances) {
+      for (const [utteranceId, at] of fenced) {
+        if (now - at <= REMEMBER_MS) break;
+        fenced.delete(utteranceId);
+      }
+      if (fenced.size === 0) this.#fencedUtterances.delete(node);
     }
     for (const [frame, waiting] of this.#entries) {
       if (now - waiting.at <= REMEMBER_MS) continue;

@@ -68,6 +68,11 @@ export class SentRing<M> {
     return kept?.seq === seq ? kept : undefined;
   }
 
+  /** The message published as `seq`, if still kept (and its echo has not come back). */
+  peek(seq: number): M | undefined {
+    return this.#at(seq)?.message as M | undefined;
+  }
+
   /** The message published as `seq`, once, when its echo comes back. */
   echo(seq: number): M | undefined {
     const kept = this.#at(seq);

@@ -128,6 +128,24 @@ export function createMetrics(system: ContestSystem, options: { readonly clients
         this.inc(cluster().failovers);
       },
     });
+    new Counter({
+      name: 'ovos_cluster_fenced_total',
+      help: 'Frames dropped as said by a daemon taken for gone, of utterances taken over from it.',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(cluster().fenced);
+      },
+    });
+    new Counter({
+      name: 'ovos_cluster_frames_lost_total',
+      help: "Other daemons' messages missed on NATS and not to be had again.",
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(cluster().framesLost);
+      },
+    });
   }
 
   const startedAt = new Map<string, number>();

@@ -13,6 +13,7 @@ import { createMessage, reply, utteranceIdOf, type Message } from '../../src/bus
 import { startDaemon, type Daemon } from '../../src/daemon/daemon.js';
 import { silentLogger, type Logger } from '../../src/log/logger.js';
 import { natsServerAbsent, startNatsServer, type NatsServer } from '../support/nats-server.js';
+import { startTcpProxy } from '../support/tcp-proxy.js';
 import { specWordSkill, workshopWordSkill } from '../support/word-skills.js';
 import { Probe, captureLogs, configWith, freePort } from './probe.js';
 import { killGroup, npmStart, signalDaemon, type Spawned } from './spawn-daemon.js';
@@ -38,7 +39,7 @@ async function nats(): Promise<NatsServer> {
   return server;
 }
 
-async function daemon(url: string, nodeId: string, logger: Logger = silentLogger(), extra: Record<string, unknown> = {}): Promise<Daemon & { stopped: () => boolean }> {
+async function daemon(url: string, nodeId: string, logger: Logger = silentLogger(), extra: Record<string, unknown> = {}, cluster: Record<string, unknown> = {}): Promise<Daemon & { stopped: () => boolean }> {
   const config = configWith({
     ...extra,
     bus: { port: 0 },
@@ -46,7 +47,7 @@ async function daemon(url: string, nodeId: string, logger: Logger = silentLogger
     log: { level: 'silent' },
     inspector: { port: 0 },
     metrics: { port: 0 },
-    cluster: { ...CLUSTER, nats: url, nodeId },
+    cluster: { ...CLUSTER, ...cluster, nats: url, nodeId },
     fallback: FALLBACK,
   });
   const started = await startDaemon(config, logger);
@@ -335,4 +336,90 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     expect(wrong).toEqual([]);
     expect(a.cluster!.view().failovers).toBe(sent.filter((u) => u.onB).length);
   }, 90_000);
+
+  it('PIPELINE-1 §6: a daemon cut off from NATS (a partition: its connections open and silent) longer than deadAfterMs is taken for gone; when it comes back, what its contests still say of the utterances taken over is fenced: each with exactly one handled, each answer spoken once, on the clients of both daemons', async () => {
+    const server = await nats();
+    const proxy = await startTcpProxy(server.port);
+    cleanups.push(() => proxy.close());
+    const logsA = captureLogs('info');
+    const logsB = captureLogs('info');
+    // A talks to NATS through the proxy (its heartbeat too), B directly.
+    const a = await daemon(proxy.url, 'node-a', logsA.logger);
+    const b = await daemon(server.url, 'node-b', logsB.logger);
+    await expect.poll(() => a.cluster!.view().owned.length > 0 && a.cluster!.view().owned.length + b.cluster!.view().owned.length === PARTITIONS, { timeout: 10_000 }).toBe(true);
+
+    // One skill, on B. Held: its pongs to "ping" utterances, and its handler for "handler" ones, until released.
+    const skill = await probe(b.url);
+    let holding = true;
+    const held: Array<() => void> = [];
+    const hold = (act: () => void): void => {
+      if (holding) held.push(act);
+      else act();
+    };
+    skill.frames.subscribe(({ message }) => {
+      if (message === undefined) return;
+      if (message.type === 'h.spec.fallback.ping') {
+        const pong = (): void => skill.send(reply(message, 'h.spec.fallback.pong', { skill_id: 'h.spec', can_handle: true }));
+        if (utterance(message).includes('ping')) hold(pong);
+        else pong();
+      }
+      if (message.type === 'h.spec:fallback') {
+        const answer = (): void => {
+          skill.send(reply(message, 'ovos.utterance.speak', { utterance: 'h.spec here' }));
+          skill.send(reply(message, 'mycroft.skill.handler.complete', {}));
+        };
+        if (String(message.data['utterance']).includes('handler')) hold(answer);
+        else answer();
+      }
+    });
+    skill.send(createMessage('ovos.fallback.register', { skill_id: 'h.spec', priority: 10 }, { skill_id: 'h.spec' }));
+    await skill.barrier();
+    await expect.poll(() => [a, b].map((d) => [...d.system.fallback.registry.availableFor('default').keys()].join()), { timeout: 5_000 }).toEqual(['h.spec', 'h.spec']);
+
+    // Sessions whose contests run on A, asked by a user on B; an observer on A sees what A's clients see.
+    const user = await probe(b.url);
+    const observer = await probe(a.url);
+    const ownedByA = a.cluster!.view().owned;
+    const sent: Array<{ id: string; kind: 'ping' | 'handler' }> = [];
+    for (let s = 0; sent.length < 20; s++) {
+      const session = `cut-s${s}`;
+      if (!ownedByA.includes(partitionOf(session, PARTITIONS))) continue;
+      const kind = sent.length % 2 === 0 ? 'ping' : 'handler';
+      const id = `${session}-u0`;
+      sent.push({ id, kind });
+      user.utter(`hold the ${kind}`, { utteranceId: id, session: { session_id: session }, lang: 'en-US' });
+    }
+    await Promise.all(sent.map(({ id }) => user.waitFor((m) => m.type === 'h.spec.fallback.ping' && utteranceIdOf(m) === id, `ping of ${id}`)));
+    await Promise.all(sent.filter((u) => u.kind === 'handler').map(({ id }) => user.waitFor((m) => m.type === 'h.spec:fallback' && utteranceIdOf(m) === id, `dispatch of ${id}`)));
+
+    // A is cut off. B takes A's partitions over: the undecided utterances run again on B, the dispatched ones wait
+    // for the skill's handler. Then the skill answers everything.
+    proxy.cut();
+    await expect.poll(() => b.cluster!.view().owned.length, { timeout: 15_000 }).toBe(PARTITIONS);
+    holding = false;
+    for (const act of held.splice(0)) act();
+    await Promise.all(sent.map(({ id }) => user.handled(id, 30_000)));
+
+    // A comes back, still running its contests of those utterances: it hears the skill's late answers and its
+    // contests go on — what they say is dropped, at A once it reads the table, and on B.
+    proxy.heal();
+    const fencedIds = (): Set<string> => new Set([...logsA.lines.items, ...logsB.lines.items].filter((line) => line['reason'] === 'fenced').map((line) => String(line['utterance_id'])));
+    await expect.poll(() => sent.filter(({ id }) => fencedIds().has(id)).length, { timeout: 30_000 }).toBe(sent.length);
+    await expect.poll(() => a.cluster!.view().owned.length, { timeout: 15_000 }).toBeGreaterThan(0);
+    await user.barrier();
+    await observer.barrier();
+    expect(a.cluster!.view().fenced + b.cluster!.view().fenced).toBeGreaterThanOrEqual(sent.length);
+
+    for (const seen of [user, observer]) {
+      const wrong: string[] = [];
+      for (const { id, kind } of sent) {
+        const messages = seen.of(id);
+        const handled = messages.filter((m) => m.type === 'ovos.utterance.handled');
+        const spoken = messages.filter((m) => m.type === 'ovos.utterance.speak').length;
+        const matched = messages.filter((m) => m.type === 'ovos.intent.matched').length;
+        if (handled.length !== 1 || spoken !== 1 || matched > 1 || handled[0]!.data['error'] !== undefined) wrong.push(`${seen === user ? 'user on B' : 'observer on A'}: ` + `${id} (${kind}): handled ${handled.length} ${JSON.stringify(handled.map((m) => m.data))}, matched ${matched}, spoken ${spoken}`);
+      }
+      expect(wrong).toEqual([]);
+    }
+  }, 120_000);
 });
