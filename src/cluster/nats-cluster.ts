@@ -141,9 +141,12 @@ type ConnectionNote = { readonly connection: string; readonly closed?: boolean; 
 /** A receiver missed `from`..`through` of `to`'s run `boot` (redelivery.ts). */
 type ResendNote = { readonly to: string; readonly boot: string; readonly from: number; readonly through: number };
 
-/** The most a daemon keeps of what it published, to publish again (redelivery.ts): bytes, and for how long at least. */
-const RESEND_KEEP_BYTES = 64 * 1024 * 1024;
-const RESEND_KEEP_MS = 10_000;
+/**
+ * How much a daemon keeps of what it published, to publish again (redelivery.ts): long enough for a receiver to see
+ * the gap (a heartbeat or two) and ask until it gives up (`deadAfterMs`), three times over; at most this many bytes.
+ */
+const RESEND_KEEP_BYTES = 32 * 1024 * 1024;
+const RESEND_KEEP_MS = 3_000;
 /** The most numbers one resend note asks for. */
 const RESEND_MAX = 100_000;
 
@@ -231,7 +234,7 @@ export class NatsCluster implements BusRelay {
     this.#logger = options.logger;
     this.node = options.nodeId ?? randomBytes(4).toString('hex');
     this.#deadRounds = Math.max(2, Math.ceil(options.deadAfterMs / options.heartbeatMs));
-    this.#ring = new SentRing({ clock: this.#clock, keepMs: Math.max(RESEND_KEEP_MS, 2 * options.deadAfterMs), maxBytes: RESEND_KEEP_BYTES, againMs: options.heartbeatMs / 2 });
+    this.#ring = new SentRing({ clock: this.#clock, keepMs: Math.max(RESEND_KEEP_MS, 3 * options.deadAfterMs), maxBytes: RESEND_KEEP_BYTES, againMs: options.heartbeatMs / 2 });
     this.#order = new InOrder({
       clock: this.#clock,
       giveUpMs: options.deadAfterMs,
