@@ -205,14 +205,6 @@ export class NatsCluster implements BusRelay {
    */
   readonly #fencedUtterances = new Map<string, Map<string, number>>();
   readonly #takenOverFrom = new Map<number, string>();
-  /**
-   * When this daemon last heard its own heartbeat come back. Silent for longer than `deadAfterMs`, it may be cut off
-   * and taken for gone: what its contests say is held (`suspect`) until it hears itself again and has read the table
-   * (`confirming`); then it goes out, or is fenced where the partition was taken over.
-   */
-  #ownBeatAt = 0;
-  #cutOff: 'no' | 'suspect' | 'confirming' = 'no';
-  readonly #heldOwn: Array<() => void> = [];
   readonly #ended = new Map<string, number>();
   /** Client connections open on the cluster's daemons (ids start with their daemon's name and "/"). */
   readonly #open = new Set<string>();
@@ -376,13 +368,7 @@ export class NatsCluster implements BusRelay {
 
   send(frame: Buffer, message: Message, connection: string | undefined): void {
     const partition = this.#partitionOfFrame(message);
-    if (connection === undefined && partition !== undefined) {
-      if (this.#cutOff !== 'no') {
-        this.#heldOwn.push(() => this.send(frame, message, connection));
-        return;
-      }
-      if (this.#fenced(this.node, partition, message)) return;
-    }
+    if (connection === undefined && partition !== undefined && this.#fenced(this.node, partition, message)) return;
     // Its echo is this message again: kept so the echo is not decoded a second time.
     if (this.#publish(busSubject(message.type), connection, partition, frame, message)) return;
     this.#logger.warn({ reason: 'frame_over_cluster_limit', type: message.type.slice(0, 200), bytes: frame.length, max_payload: this.maxPayload }, 'message dropped: larger than the NATS servers take');
@@ -494,15 +480,8 @@ export class NatsCluster implements BusRelay {
     if (server === undefined) return;
     const { frame, connection } = opened;
     const own = opened.node === this.node && opened.boot === this.#boot;
-    // What a daemon's contests say (not its clients) of a partition or an utterance taken over from it: fenced. This
-    // daemon's own, heard back while it may have been cut off, waits until it knows.
-    if (connection === undefined && opened.partition !== undefined) {
-      if (own && this.#cutOff !== 'no') {
-        this.#heldOwn.push(() => this.#busFrame(subject, opened));
-        return;
-      }
-      if (this.#fencedFrame(opened, own)) return;
-    }
+    // What a daemon's contests say (not its clients) of a partition or an utterance taken over from it: fenced.
+    if (connection === undefined && opened.partition !== undefined && this.#fencedFrame(opened, own)) return;
     // An utterance's traffic (its pings, replies, dispatch, speech) matters in process only to the daemon running it:
     // the others hand the frame to their clients without reading it. What the cluster itself follows is read anyway.
     if (opened.partition !== undefined && !this.#owned.has(opened.partition) && !READ_EVERYWHERE.has(subject)) {
@@ -676,8 +655,6 @@ export class NatsCluster implements BusRelay {
     if (typeof note.boot === 'string' && typeof note.seq === 'number' && note.seq > 0) this.#order.sentThrough(note.node, note.boot, note.seq);
     if (note.node === this.node) {
       this.#round++;
-      this.#ownBeatAt = this.#clock.monotonic();
-      if (this.#cutOff === 'suspect') void this.#confirm();
       return;
     }
     const known = this.#heard.get(note.node);
@@ -764,41 +741,8 @@ export class NatsCluster implements BusRelay {
     return this.#round > this.#deadRounds;
   }
 
-  /**
-   * This daemon hears itself again after a silence that may have made the others take it for gone: which of its
-   * partitions are still its own, read from the table itself (its watch may lag); the others were taken over — what
-   * its contests say of them is fenced. Then what waited goes on (or is fenced).
-   */
-  async #confirm(): Promise<void> {
-    this.#cutOff = 'confirming';
-    try {
-      const owned = [...this.#owned.keys()];
-      const entries = await Promise.all(owned.map((partition) => this.#kv.get(`p.${partition}`)));
-      for (const [i, partition] of owned.entries()) {
-        const entry = entries[i];
-        const owner = entry?.operation === 'PUT' ? entry.json<{ owner: string | null }>().owner : null;
-        if (owner === this.node || !this.#owned.has(partition)) continue;
-        this.#takenOver(partition, this.node);
-        this.#owned.delete(partition);
-        this.#logger.warn({ reason: 'partition_lost', partition, owner }, 'cluster: a partition this daemon owned was taken over');
-      }
-    } catch (error) {
-      this.#logger.debug({ reason: 'cut_off_unconfirmed', err: error }, 'cluster: partition table not read; waiting for the next heartbeat');
-      this.#cutOff = 'suspect';
-      return;
-    }
-    this.#cutOff = 'no';
-    const held = this.#heldOwn.splice(0);
-    this.#logger.info({ held: held.length, owned: this.#owned.size }, 'cluster: this daemon hears itself again; its partitions confirmed');
-    for (const act of held) act();
-  }
-
   #schedule(): void {
     this.#tick = this.#clock.setTimeout(() => {
-      if (this.#cutOff === 'no' && this.#ownBeatAt > 0 && this.#clock.monotonic() - this.#ownBeatAt > this.#options.deadAfterMs) {
-        this.#cutOff = 'suspect';
-        this.#logger.warn({ reason: 'cut_off', silent_ms: Math.round(this.#clock.monotonic() - this.#ownBeatAt) }, 'cluster: this daemon has not heard its own heartbeat; holding what its contests say until it does');
-      }
       this.#heartbeat();
       this.#order.tick();
       this.#reconcile();

@@ -11,7 +11,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { utteranceIdOf } from '../../src/bus/message.js';
 import { startDaemon, type Daemon } from '../../src/daemon/daemon.js';
@@ -31,7 +31,7 @@ const CLUSTER = { partitions: 32, heartbeatMs: 100, deadAfterMs: 1_500, replicas
 const FALLBACK = { pingTimeoutMs: 10_000 };
 
 const cleanups: Array<() => Promise<void>> = [];
-afterAll(async () => {
+afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 }, 60_000);
 
