@@ -156,7 +156,7 @@ const encoder = new TextEncoder();
  * How often the client pings its NATS server: a server gone silent (its machine lost, not its process) is noticed
  * after two unanswered pings — NATS's default of two minutes apart would leave the daemon cut off for four.
  */
-export function pingsFor(deadAfterMs: number): { readonly pingInterval: number; readonly maxPingOut: number } {
+function pingsFor(deadAfterMs: number): { readonly pingInterval: number; readonly maxPingOut: number } {
   return { pingInterval: Math.max(2_000, deadAfterMs), maxPingOut: 2 };
 }
 

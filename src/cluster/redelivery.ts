@@ -133,13 +133,6 @@ export class InOrder<T> {
     this.#o = options;
   }
 
-  /** Messages held behind a gap, all senders. */
-  get held(): number {
-    let held = 0;
-    for (const run of this.#runs.values()) held += run.held.size;
-    return held;
-  }
-
   /**
    * A message `node` numbered `seq` in its run `boot`. The first heard of a sender sets where its numbering is taken
    * up; a new run of a sender heard before is expected from 1 (what the old run held behind a gap goes on first).

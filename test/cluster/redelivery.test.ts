@@ -10,7 +10,7 @@ import { InOrder, SentRing } from '../../src/cluster/redelivery.js';
 const GIVE_UP = 1_000;
 const EVERY = 100;
 
-describe('InOrder: every daemon\'s messages once, in its order', () => {
+describe('PIPELINE-1 §6 across daemons — InOrder: every daemon\'s messages once, in its order (nothing lost, nothing twice)', () => {
   let clock: ManualClock;
   let delivered: string[];
   let asked: Array<[string, string, number, number]>;
@@ -164,7 +164,7 @@ describe('InOrder: every daemon\'s messages once, in its order', () => {
   });
 });
 
-describe('SentRing: what a daemon published, kept to publish again', () => {
+describe('PIPELINE-1 §6 across daemons — SentRing: what a daemon published, kept to publish again', () => {
   const data = (text: string): Uint8Array => Buffer.from(text);
 
   it('gives back what is asked for, in order, while kept; not what is no longer kept; and not twice within againMs (several receivers asking at once)', () => {

@@ -72,6 +72,44 @@ async function probe(url: string): Promise<Probe> {
 
 const utterance = (message: Message): string => String((message.data['utterances'] as unknown[] | undefined)?.[0] ?? message.data['utterance'] ?? '');
 
+/**
+ * A spec skill "h.spec" (priority 10) over `url` that is willing for everything (OVOS-FALLBACK-1 §6.1) and holds,
+ * until `release()`: its pongs to "ping" utterances and its handler for "handler" ones (then answers all it held).
+ */
+async function heldSkill(url: string): Promise<{ release(): void }> {
+  const skill = await probe(url);
+  let holding = true;
+  const held: Array<() => void> = [];
+  const hold = (act: () => void): void => {
+    if (holding) held.push(act);
+    else act();
+  };
+  skill.frames.subscribe(({ message }) => {
+    if (message === undefined) return;
+    if (message.type === 'h.spec.fallback.ping') {
+      const pong = (): void => skill.send(reply(message, 'h.spec.fallback.pong', { skill_id: 'h.spec', can_handle: true }));
+      if (utterance(message).includes('ping')) hold(pong);
+      else pong();
+    }
+    if (message.type === 'h.spec:fallback') {
+      const answer = (): void => {
+        skill.send(reply(message, 'ovos.utterance.speak', { utterance: 'h.spec here' }));
+        skill.send(reply(message, 'mycroft.skill.handler.complete', {}));
+      };
+      if (String(message.data['utterance']).includes('handler')) hold(answer);
+      else answer();
+    }
+  });
+  skill.send(createMessage('ovos.fallback.register', { skill_id: 'h.spec', priority: 10 }, { skill_id: 'h.spec' }));
+  await skill.barrier();
+  return {
+    release: () => {
+      holding = false;
+      for (const act of held.splice(0)) act();
+    },
+  };
+}
+
 const specSkill = async (url: string, skillId: string, priority: number, word: string): Promise<Probe> => specWordSkill(await probe(url), skillId, priority, word);
 const workshopSkill = async (url: string, skillId: string, priority: number, word: string): Promise<Probe> => workshopWordSkill(await probe(url), skillId, priority, word);
 
@@ -274,32 +312,8 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     await expect.poll(() => a.cluster!.view().owners.filter((owner) => owner === 'node-b').length, { timeout: 10_000 }).toBeGreaterThan(0);
     await expect.poll(() => a.cluster!.view().owned.length + a.cluster!.view().owners.filter((owner) => owner === 'node-b').length, { timeout: 10_000 }).toBe(PARTITIONS);
 
-    // One skill, on A. Held: its pongs to "ping" utterances, and its handler for "handler" ones, until released.
-    const skill = await probe(a.url);
-    let holding = true;
-    const held: Array<() => void> = [];
-    const hold = (act: () => void): void => {
-      if (holding) held.push(act);
-      else act();
-    };
-    skill.frames.subscribe(({ message }) => {
-      if (message === undefined) return;
-      if (message.type === 'h.spec.fallback.ping') {
-        const pong = (): void => skill.send(reply(message, 'h.spec.fallback.pong', { skill_id: 'h.spec', can_handle: true }));
-        if (utterance(message).includes('ping')) hold(pong);
-        else pong();
-      }
-      if (message.type === 'h.spec:fallback') {
-        const answer = (): void => {
-          skill.send(reply(message, 'ovos.utterance.speak', { utterance: 'h.spec here' }));
-          skill.send(reply(message, 'mycroft.skill.handler.complete', {}));
-        };
-        if (String(message.data['utterance']).includes('handler')) hold(answer);
-        else answer();
-      }
-    });
-    skill.send(createMessage('ovos.fallback.register', { skill_id: 'h.spec', priority: 10 }, { skill_id: 'h.spec' }));
-    await skill.barrier();
+    // One skill, on A, holding its answers until released.
+    const skill = await heldSkill(a.url);
     await expect.poll(() => [...a.system.fallback.registry.availableFor('default').keys()], { timeout: 5_000 }).toEqual(['h.spec']);
 
     const user = await probe(a.url);
@@ -320,8 +334,7 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     await signalDaemon(b, 'SIGKILL');
     // A takes B's partitions over; then the skill answers what it held (B's pings and handlers included).
     await expect.poll(() => a.cluster!.view().owned.length, { timeout: 10_000 }).toBe(PARTITIONS);
-    holding = false;
-    for (const act of held.splice(0)) act();
+    skill.release();
     await Promise.all(sent.map(({ id }) => user.handled(id)));
     await user.barrier();
 
@@ -348,32 +361,8 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     const b = await daemon(server.url, 'node-b', logsB.logger);
     await expect.poll(() => a.cluster!.view().owned.length > 0 && a.cluster!.view().owned.length + b.cluster!.view().owned.length === PARTITIONS, { timeout: 10_000 }).toBe(true);
 
-    // One skill, on B. Held: its pongs to "ping" utterances, and its handler for "handler" ones, until released.
-    const skill = await probe(b.url);
-    let holding = true;
-    const held: Array<() => void> = [];
-    const hold = (act: () => void): void => {
-      if (holding) held.push(act);
-      else act();
-    };
-    skill.frames.subscribe(({ message }) => {
-      if (message === undefined) return;
-      if (message.type === 'h.spec.fallback.ping') {
-        const pong = (): void => skill.send(reply(message, 'h.spec.fallback.pong', { skill_id: 'h.spec', can_handle: true }));
-        if (utterance(message).includes('ping')) hold(pong);
-        else pong();
-      }
-      if (message.type === 'h.spec:fallback') {
-        const answer = (): void => {
-          skill.send(reply(message, 'ovos.utterance.speak', { utterance: 'h.spec here' }));
-          skill.send(reply(message, 'mycroft.skill.handler.complete', {}));
-        };
-        if (String(message.data['utterance']).includes('handler')) hold(answer);
-        else answer();
-      }
-    });
-    skill.send(createMessage('ovos.fallback.register', { skill_id: 'h.spec', priority: 10 }, { skill_id: 'h.spec' }));
-    await skill.barrier();
+    // One skill, on B, holding its answers until released.
+    const skill = await heldSkill(b.url);
     await expect.poll(() => [a, b].map((d) => [...d.system.fallback.registry.availableFor('default').keys()].join()), { timeout: 5_000 }).toEqual(['h.spec', 'h.spec']);
 
     // Sessions whose contests run on A, asked by a user on B; an observer on A sees what A's clients see.
@@ -396,8 +385,7 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     // for the skill's handler. Then the skill answers everything.
     proxy.cut();
     await expect.poll(() => b.cluster!.view().owned.length, { timeout: 15_000 }).toBe(PARTITIONS);
-    holding = false;
-    for (const act of held.splice(0)) act();
+    skill.release();
     await Promise.all(sent.map(({ id }) => user.handled(id, 30_000)));
 
     // A comes back, still running its contests of those utterances: it hears the skill's late answers and its
