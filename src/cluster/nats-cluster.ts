@@ -152,6 +152,26 @@ const RESEND_MAX = 100_000;
 
 const encoder = new TextEncoder();
 
+/** How long a daemon waits for a NATS cluster still forming (its JetStream peers not all known yet) to place its replicas. */
+const PLACEMENT_WAIT_MS = 30_000;
+
+/**
+ * `create`, tried again while JetStream answers "no suitable peers for placement": a NATS cluster started with the
+ * daemons has elected its JetStream leader before every server has joined, and `cluster.replicas` more than one
+ * cannot be placed for a moment.
+ */
+async function whilePlacing<T>(create: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + PLACEMENT_WAIT_MS;
+  for (;;) {
+    try {
+      return await create();
+    } catch (error) {
+      if (!/no suitable peers/i.test(String(error)) || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+}
+
 /**
  * How often the client pings its NATS server: a server gone silent (its machine lost, not its process) is noticed
  * after two unanswered pings — NATS's default of two minutes apart would leave the daemon cut off for four.
@@ -248,7 +268,7 @@ export class NatsCluster implements BusRelay {
     const nc = await connect({ servers: [...options.servers], name: 'ovos-contests', maxReconnectAttempts: -1, reconnectTimeWait: 250, ...pingsFor(options.deadAfterMs) });
     try {
       const replicas = options.replicas ?? 1;
-      const kv = await new Kvm(nc).create(PARTITION_BUCKET, { history: 1, replicas });
+      const kv = await whilePlacing(() => new Kvm(nc).create(PARTITION_BUCKET, { history: 1, replicas }));
       const jsm = await jetstreamManager(nc);
       const stream = {
         name: STATE_STREAM,
@@ -259,9 +279,11 @@ export class NatsCluster implements BusRelay {
         discard: DiscardPolicy.Old,
         num_replicas: replicas,
       };
-      await jsm.streams.info(STATE_STREAM).then(
-        () => jsm.streams.update(STATE_STREAM, stream),
-        () => jsm.streams.add(stream),
+      await whilePlacing(() =>
+        jsm.streams.info(STATE_STREAM).then(
+          () => jsm.streams.update(STATE_STREAM, stream),
+          () => jsm.streams.add(stream),
+        ),
       );
       return new NatsCluster(nc, kv, options);
     } catch (error) {
