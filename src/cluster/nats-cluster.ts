@@ -195,6 +195,8 @@ export class NatsCluster implements BusRelay {
   /** This run of the daemon (a restart numbers its messages from 1 again, in a run of its own). */
   readonly #boot = randomBytes(4).toString('hex');
   #seq = 0;
+  /** Subject, data, subject, data, …: published at the end of the event loop's turn (`#sendOutbox`). */
+  readonly #outbox: Array<string | Uint8Array> = [];
   /** What this daemon published lately, to publish again for a receiver that missed it; and the echo's message. */
   readonly #ring: SentRing<Message>;
   /** Every daemon's messages (this one's echo too), once each, in the order it numbered them. */
@@ -403,9 +405,25 @@ export class NatsCluster implements BusRelay {
     if (data.length > this.maxPayload) return false;
     this.#seq = seq;
     this.#ring.push(seq, subject, data, message);
-    this.#nc.publish(subject, data);
+    this.#outbox.push(subject, data);
+    if (this.#outbox.length === 2) setImmediate(this.#sendOutbox);
     return true;
   }
+
+  /**
+   * What this daemon published during one turn of the event loop goes to the NATS client together, in order, after
+   * the turn's I/O: one socket write for the frames of every client message and NATS delivery the turn handled,
+   * where the client alone would write once per microtask checkpoint.
+   */
+  readonly #sendOutbox = (): void => {
+    const outbox = this.#outbox.splice(0);
+    try {
+      for (let i = 0; i < outbox.length; i += 2) this.#nc.publish(outbox[i] as string, outbox[i + 1] as Uint8Array);
+    } catch (error) {
+      // Closed for good (the daemon is stopping): what is left cannot travel; redelivery covers nothing after that.
+      if (!this.#closing) this.#logger.warn({ reason: 'cluster_publish_failed', err: error }, 'cluster: could not hand frames to NATS');
+    }
+  };
 
   /** Another daemon missed some of what this one published: published again, on their subjects (receivers drop what they have). */
   #resend(note: ResendNote): void {
@@ -525,7 +543,8 @@ export class NatsCluster implements BusRelay {
     else if (message.type === topics.intentMatched || message.type === topics.intentUnmatched) this.#decided(message);
     else if (message.type === topics.skillHandlerComplete || message.type === topics.skillHandlerError) this.#handlerEnded(message);
     if (!ENTRY_TOPICS.has(message.type)) {
-      server.relayed(frame, message, connection, true);
+      // The end of another daemon's utterance: followed above (failover), and of no use to contests that run here.
+      server.relayed(frame, message, connection, opened.partition === undefined || this.#owned.has(opened.partition));
       return;
     }
     const frameId = `${opened.node}.${opened.boot}.${opened.seq}`;
@@ -957,6 +976,7 @@ export class NatsCluster implements BusRelay {
       await new Promise<void>((resolve) => this.#clock.setTimeout(resolve, 20));
     }
     for (const partition of [...this.#owned.keys()]) await this.#release(partition);
+    this.#sendOutbox();
     await this.#nc.flush().catch(() => {});
   }
 
@@ -965,6 +985,7 @@ export class NatsCluster implements BusRelay {
     await this.#beat?.stop();
     if (this.#tick !== undefined) this.#clock.clearTimeout(this.#tick);
     this.#sub?.unsubscribe();
+    this.#sendOutbox();
     await this.#nc.drain().catch(() => {});
   }
 }

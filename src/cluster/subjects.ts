@@ -37,8 +37,12 @@ function escapeToken(token: string): string {
   return out;
 }
 
+/** A topic whose every token is non-empty and plain: its subject is the topic itself, after the prefix. */
+const PLAIN_TOPIC = /^[A-Za-z0-9_\-:]+(?:\.[A-Za-z0-9_\-:]+)*$/;
+
 /** The NATS subject a bus frame of this topic is published on. */
 export function busSubject(topic: string): string {
+  if (PLAIN_TOPIC.test(topic)) return `${BUS_PREFIX}.${topic}`;
   return `${BUS_PREFIX}.${topic.split('.').map(escapeToken).join('.')}`;
 }
 
@@ -71,7 +75,12 @@ export function topicOf(subject: string): string | undefined {
  * message; node, boot and connection ids never hold a space or a newline.
  */
 export function envelope(node: string, boot: string, seq: number, connection: string | undefined, partition: number | undefined, frame: Uint8Array): Buffer {
-  return Buffer.concat([Buffer.from(`${node} ${boot} ${seq} ${connection ?? '-'} ${partition ?? '-'}\n`, 'utf8'), frame]);
+  const head = `${node} ${boot} ${seq} ${connection ?? '-'} ${partition ?? '-'}\n`;
+  const headBytes = Buffer.byteLength(head, 'utf8');
+  const data = Buffer.allocUnsafe(headBytes + frame.byteLength);
+  data.write(head, 0, 'utf8');
+  data.set(frame, headBytes);
+  return data;
 }
 
 export interface Opened {
