@@ -38,6 +38,7 @@ import {
   partitionOf,
   preferredOwner,
   RESEND_SUBJECT,
+  RESENT_PREFIX,
   STATE_STREAM,
 } from './subjects.js';
 
@@ -139,7 +140,7 @@ type Note =
 type ConnectionNote = { readonly connection: string; readonly closed?: boolean; readonly late?: boolean };
 
 /** A receiver missed `from`..`through` of `to`'s run `boot` (redelivery.ts). */
-type ResendNote = { readonly to: string; readonly boot: string; readonly from: number; readonly through: number };
+type ResendNote = { readonly to: string; readonly boot: string; readonly from: number; readonly through: number; readonly by: string };
 
 /**
  * How much a daemon keeps of what it published, to publish again (redelivery.ts): long enough for a receiver to see
@@ -197,9 +198,18 @@ export class NatsCluster implements BusRelay {
   #seq = 0;
   /** Subject, data, subject, data, …: published at the end of the event loop's turn (`#sendOutbox`). */
   readonly #outbox: Array<string | Uint8Array> = [];
-  /** What this daemon published lately, to publish again for a receiver that missed it; and the echo's message. */
-  readonly #ring: SentRing<Message>;
-  /** Every daemon's messages (this one's echo too), once each, in the order it numbered them. */
+  /** What this daemon's contests said of an utterance, published and waiting for the NATS server's confirmation (`#confirm`). */
+  readonly #held: Array<{ readonly subject: string; readonly opened: Opened; readonly message: Message }> = [];
+  #confirmedThrough = 0;
+  /** The last number handed to the NATS client: what the heartbeat says this daemon published. */
+  #handedThrough = 0;
+  readonly #resentSubject: string;
+  /** The partition table is being read before held output goes on (`#recheck`); asked again meanwhile. */
+  #rechecking = false;
+  #recheckAgain = false;
+  /** What this daemon published lately, to publish again for a receiver that missed it. */
+  readonly #ring: SentRing;
+  /** Every other daemon's messages, once each, in the order it numbered them. */
   readonly #order: InOrder<{ readonly subject: string; readonly opened: Opened }>;
   /**
    * Other daemons by the round of this daemon's own heartbeats in which they were last heard, and whether they are
@@ -247,6 +257,7 @@ export class NatsCluster implements BusRelay {
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger;
     this.node = options.nodeId ?? randomBytes(4).toString('hex');
+    this.#resentSubject = `${RESENT_PREFIX}.${this.node}`;
     this.#deadRounds = Math.max(2, Math.ceil(options.deadAfterMs / options.heartbeatMs));
     this.#ring = new SentRing({ clock: this.#clock, keepMs: Math.max(RESEND_KEEP_MS, 3 * options.deadAfterMs), maxBytes: RESEND_KEEP_BYTES, againMs: options.heartbeatMs / 2 });
     this.#order = new InOrder({
@@ -256,7 +267,7 @@ export class NatsCluster implements BusRelay {
       deliver: ({ subject, opened }) => this.#delivered(subject, opened),
       ask: (to, boot, from, through) => {
         this.#logger.debug({ reason: 'frames_missed', node: to, from, through }, 'cluster: messages of a daemon missed; asked again');
-        this.#nc.publish(RESEND_SUBJECT, encoder.encode(JSON.stringify({ to, boot, from, through } satisfies ResendNote)));
+        this.#nc.publish(RESEND_SUBJECT, encoder.encode(JSON.stringify({ to, boot, from, through, by: this.node } satisfies ResendNote)));
       },
       lost: (node, boot, from, through) => {
         this.#framesLost += through - from + 1;
@@ -267,7 +278,7 @@ export class NatsCluster implements BusRelay {
 
   /** Connects to NATS and opens (or creates) the partition table. Rejects when no server answers. */
   static async connect(options: ClusterOptions): Promise<NatsCluster> {
-    const nc = await connect({ servers: [...options.servers], name: 'ovos-contests', maxReconnectAttempts: -1, reconnectTimeWait: 250, ...pingsFor(options.deadAfterMs) });
+    const nc = await connect({ servers: [...options.servers], name: 'ovos-contests', maxReconnectAttempts: -1, reconnectTimeWait: 250, noEcho: true, ...pingsFor(options.deadAfterMs) });
     try {
       const replicas = options.replicas ?? 1;
       const kv = await whilePlacing(() => new Kvm(nc).create(PARTITION_BUCKET, { history: 1, replicas }));
@@ -329,7 +340,10 @@ export class NatsCluster implements BusRelay {
       // the numbers (redelivery.ts).
       for await (const status of this.#nc.status()) {
         if (status.type === 'disconnect') this.#logger.warn({ reason: 'nats_disconnected', server: String(status.server ?? '') }, 'cluster: NATS connection lost; reconnecting');
-        else if (status.type === 'reconnect') this.#logger.info({ server: String(status.server ?? '') }, 'cluster: NATS connection back');
+        else if (status.type === 'reconnect') {
+          this.#logger.info({ server: String(status.server ?? '') }, 'cluster: NATS connection back');
+          if (this.#held.length > 0) void this.#recheck();
+        }
       }
     })();
     // Closed for good (never while it reconnects, as this daemon's client does for ever): no contest can go on.
@@ -390,24 +404,36 @@ export class NatsCluster implements BusRelay {
 
   // --- BusRelay: this daemon's traffic onto NATS -----------------------------------------------------------------
 
+  /**
+   * Published for the other daemons, and handed on here at once (NATS does not echo a connection's own messages:
+   * `noEcho`) — except what this daemon's contests say of an utterance, which waits for the NATS server to confirm
+   * it (`#held`): a daemon cut off from NATS may have been taken for gone, and its clients must not hear its contests
+   * answer what another daemon answers again.
+   */
   send(frame: Buffer, message: Message, connection: string | undefined): void {
     const partition = this.#partitionOfFrame(message);
     if (connection === undefined && partition !== undefined && this.#fenced(this.node, partition, message)) return;
-    // Its echo is this message again: kept so the echo is not decoded a second time.
-    if (this.#publish(busSubject(message.type), connection, partition, frame, message)) return;
-    this.#logger.warn({ reason: 'frame_over_cluster_limit', type: message.type.slice(0, 200), bytes: frame.length, max_payload: this.maxPayload }, 'message dropped: larger than the NATS servers take');
+    const subject = busSubject(message.type);
+    const seq = this.#publish(subject, connection, partition, frame);
+    if (seq === undefined) {
+      this.#logger.warn({ reason: 'frame_over_cluster_limit', type: message.type.slice(0, 200), bytes: frame.length, max_payload: this.maxPayload }, 'message dropped: larger than the NATS servers take');
+      return;
+    }
+    const opened: Opened = { node: this.node, boot: this.#boot, seq, connection, partition, frame };
+    if (connection === undefined && partition !== undefined) this.#held.push({ subject, opened, message });
+    else this.#busFrame(subject, opened, message);
   }
 
-  /** Numbered in this daemon's run, kept to publish again, published; false (and not numbered) when larger than NATS takes. */
-  #publish(subject: string, connection: string | undefined, partition: number | undefined, payload: Uint8Array, message?: Message): boolean {
+  /** Numbered in this daemon's run, kept to publish again, published: its number; undefined (not numbered) when larger than NATS takes. */
+  #publish(subject: string, connection: string | undefined, partition: number | undefined, payload: Uint8Array): number | undefined {
     const seq = this.#seq + 1;
     const data = envelope(this.node, this.#boot, seq, connection, partition, payload);
-    if (data.length > this.maxPayload) return false;
+    if (data.length > this.maxPayload) return undefined;
     this.#seq = seq;
-    this.#ring.push(seq, subject, data, message);
+    this.#ring.push(seq, subject, data);
     this.#outbox.push(subject, data);
     if (this.#outbox.length === 2) setImmediate(this.#sendOutbox);
-    return true;
+    return seq;
   }
 
   /**
@@ -423,15 +449,78 @@ export class NatsCluster implements BusRelay {
       // Closed for good (the daemon is stopping): what is left cannot travel; redelivery covers nothing after that.
       if (!this.#closing) this.#logger.warn({ reason: 'cluster_publish_failed', err: error }, 'cluster: could not hand frames to NATS');
     }
+    this.#handedThrough = this.#seq;
+    if (this.#held.length > 0) this.#confirm();
   };
 
-  /** Another daemon missed some of what this one published: published again, on their subjects (receivers drop what they have). */
+  /**
+   * The NATS server has everything published so far once it answers a ping sent after it (`flush`): the contest
+   * output held until then is handed on here. A confirmation that took longer than half of `deadAfterMs`, or a
+   * connection lost meanwhile, may mean this daemon was taken for gone: the partition table is read first
+   * (`#recheck`), so what it fences is dropped rather than told to this daemon's clients.
+   */
+  #confirm(): void {
+    const through = this.#seq;
+    const started = this.#clock.monotonic();
+    this.#nc.flush().then(
+      () => {
+        if (this.#clock.monotonic() - started > this.#options.deadAfterMs / 2) void this.#recheck();
+        this.#confirmedThrough = Math.max(this.#confirmedThrough, through);
+        this.#deliverHeld();
+      },
+      // The connection was lost: kept, and confirmed after it is back (`#recheck` on reconnect).
+      () => {},
+    );
+  }
+
+  /** The held contest output the server has confirmed, in order, unless the partition table is being read again. */
+  #deliverHeld(): void {
+    if (this.#rechecking) return;
+    let ready = 0;
+    while (ready < this.#held.length && this.#held[ready]!.opened.seq <= this.#confirmedThrough) ready++;
+    for (const held of this.#held.splice(0, ready)) this.#busFrame(held.subject, held.opened, held.message);
+  }
+
+  /** Who owns the partitions of the held contest output, read from the table itself; then confirmed again. */
+  async #recheck(): Promise<void> {
+    if (this.#rechecking) {
+      this.#recheckAgain = true;
+      return;
+    }
+    this.#rechecking = true;
+    try {
+      do {
+        this.#recheckAgain = false;
+        try {
+          for (const partition of new Set(this.#held.map((held) => held.opened.partition!))) {
+            const entry = await this.#kv.get(`p.${partition}`);
+            if (entry !== null) this.#tableEntry(entry);
+          }
+        } catch (error) {
+          if (this.#closing) return;
+          this.#logger.warn({ reason: 'cluster_table_unread', err: error }, 'cluster: the partition table could not be read; contest output held, read again shortly');
+          this.#recheckAgain = true;
+          await new Promise<void>((resolve) => this.#clock.setTimeout(resolve, this.#options.heartbeatMs));
+        }
+      } while (this.#recheckAgain && !this.#closing);
+    } finally {
+      this.#rechecking = false;
+    }
+    if (this.#held.length > 0) this.#confirm();
+  }
+
+  /** Another daemon missed some of what this one published: published again for it alone, each with its subject (it drops what it has). */
   #resend(note: ResendNote): void {
-    if (note.to !== this.node || note.boot !== this.#boot || !Number.isInteger(note.from) || !Number.isInteger(note.through)) return;
+    if (note.to !== this.node || note.boot !== this.#boot || !Number.isInteger(note.from) || !Number.isInteger(note.through) || typeof note.by !== 'string') return;
     const through = Math.min(note.through, note.from + RESEND_MAX - 1, this.#seq);
     const again = this.#ring.resend(note.from, through);
-    for (const { subject, data } of again) this.#nc.publish(subject, data);
-    this.#logger.debug({ from: note.from, through, resent: again.length }, 'cluster: messages published again for a daemon that missed them');
+    const subject = `${RESENT_PREFIX}.${note.by}`;
+    try {
+      for (const kept of again) this.#nc.publish(subject, Buffer.concat([Buffer.from(`${kept.subject}\n`, 'utf8'), kept.data]));
+    } catch (error) {
+      this.#logger.warn({ reason: 'cluster_publish_failed', err: error }, 'cluster: could not publish again what a daemon missed');
+    }
+    this.#logger.debug({ by: note.by, from: note.from, through, resent: again.length }, 'cluster: messages published again for a daemon that missed them');
   }
 
   /**
@@ -455,10 +544,9 @@ export class NatsCluster implements BusRelay {
     return true;
   }
 
-  /** A contest frame heard from another daemon (or this one's echo): fenced? Decoded only when its daemon has been fenced. */
-  #fencedFrame(opened: Opened, own: boolean): boolean {
+  /** A contest frame (`message`, when known, else decoded only when its daemon has been fenced): fenced? */
+  #fencedFrame(opened: Opened, message: Message | undefined): boolean {
     if (this.#takenOverFrom.get(opened.partition!) !== opened.node && !this.#fencedUtterances.has(opened.node)) return false;
-    let message = own ? this.#ring.peek(opened.seq) : undefined;
     if (message === undefined) {
       const decoded = decodeFrame(opened.frame.toString('utf8'));
       if (!decoded.ok) return false;
@@ -480,11 +568,15 @@ export class NatsCluster implements BusRelay {
   }
 
   opened(connection: string): void {
-    this.#publish(CONNECTION_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify({ connection } satisfies ConnectionNote)));
+    const note: ConnectionNote = { connection };
+    this.#publish(CONNECTION_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify(note)));
+    this.#connection(note);
   }
 
   closed(connection: string, late: boolean): void {
-    this.#publish(CONNECTION_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify({ connection, closed: true, late } satisfies ConnectionNote)));
+    const note: ConnectionNote = { connection, closed: true, late };
+    this.#publish(CONNECTION_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify(note)));
+    this.#connection(note);
   }
 
   // --- NATS → this daemon ----------------------------------------------------------------------------------------
@@ -493,15 +585,27 @@ export class NatsCluster implements BusRelay {
     try {
       if (msg.subject === NODE_SUBJECT) this.#nodeNote(msg.json<{ node: string; leaving?: boolean; boot?: string; seq?: number }>());
       else if (msg.subject === RESEND_SUBJECT) this.#resend(msg.json<ResendNote>());
-      else {
-        const opened = openEnvelope(msg.data);
-        // Only a foreign publisher on our subjects gets here.
-        if (opened === undefined) this.#logger.warn({ reason: 'cluster_frame_invalid', subject: msg.subject.slice(0, 200) }, 'cluster frame dropped');
-        else this.#order.accept(opened.node, opened.boot, opened.seq, { subject: msg.subject, opened });
-      }
+      else if (msg.subject.startsWith(`${RESENT_PREFIX}.`)) {
+        if (msg.subject === this.#resentSubject) this.#resent(msg.data);
+      } else this.#numbered(msg.subject, msg.data);
     } catch (error) {
       this.#logger.warn({ reason: 'cluster_message_invalid', subject: msg.subject.slice(0, 200), err: error }, 'cluster message dropped');
     }
+  }
+
+  /** What another daemon published again for this one: its original subject, then the message as first published. */
+  #resent(data: Uint8Array): void {
+    const end = data.indexOf(10);
+    if (end <= 0) return;
+    this.#numbered(Buffer.from(data.buffer, data.byteOffset, end).toString('utf8'), data.subarray(end + 1));
+  }
+
+  /** A numbered message of another daemon (an `envelope`): handed on in its daemon's order, once. */
+  #numbered(subject: string, data: Uint8Array): void {
+    const opened = openEnvelope(data);
+    // Only a foreign publisher on our subjects gets here.
+    if (opened === undefined) this.#logger.warn({ reason: 'cluster_frame_invalid', subject: subject.slice(0, 200) }, 'cluster frame dropped');
+    else this.#order.accept(opened.node, opened.boot, opened.seq, { subject, opened });
   }
 
   /** A daemon's message, in its order, once. */
@@ -515,21 +619,20 @@ export class NatsCluster implements BusRelay {
     }
   }
 
-  #busFrame(subject: string, opened: Opened): void {
+  /** A bus frame of any daemon, this one's (`known`: its message) included, in its daemon's order. */
+  #busFrame(subject: string, opened: Opened, known?: Message): void {
     const server = this.#server;
     if (server === undefined) return;
     const { frame, connection } = opened;
-    const own = opened.node === this.node && opened.boot === this.#boot;
     // What a daemon's contests say (not its clients) of a partition or an utterance taken over from it: fenced.
-    if (connection === undefined && opened.partition !== undefined && this.#fencedFrame(opened, own)) return;
+    if (connection === undefined && opened.partition !== undefined && this.#fencedFrame(opened, known)) return;
     // An utterance's traffic (its pings, replies, dispatch, speech) matters in process only to the daemon running it:
     // the others hand the frame to their clients without reading it. What the cluster itself follows is read anyway.
     if (opened.partition !== undefined && !this.#owned.has(opened.partition) && !READ_EVERYWHERE.has(subject)) {
-      if (own) this.#ring.echo(opened.seq); // heard back: its message no longer kept
       server.relayedToClients(frame);
       return;
     }
-    let message = own ? this.#ring.echo(opened.seq) : undefined;
+    let message = known;
     if (message === undefined) {
       const decoded = decodeFrame(frame.toString('utf8'));
       if (!decoded.ok) {
@@ -693,7 +796,8 @@ export class NatsCluster implements BusRelay {
 
   #nodeNote(note: { node: string; leaving?: boolean; boot?: string; seq?: number }): void {
     if (typeof note.node !== 'string') return;
-    if (typeof note.boot === 'string' && typeof note.seq === 'number' && note.seq > 0) this.#order.sentThrough(note.node, note.boot, note.seq);
+    // This daemon's own messages never come back (noEcho): its heartbeat only counts a round.
+    if (note.node !== this.node && typeof note.boot === 'string' && typeof note.seq === 'number' && note.seq > 0) this.#order.sentThrough(note.node, note.boot, note.seq);
     if (note.node === this.node) {
       this.#round++;
       return;
@@ -730,6 +834,8 @@ export class NatsCluster implements BusRelay {
   #tableEntry(entry: KvEntry): void {
     const partition = Number(entry.key.slice(2));
     if (!Number.isInteger(partition)) return;
+    // Read by `#recheck` as well as watched: an entry older than what the table holds changes nothing.
+    if (entry.revision < (this.#table.get(partition)?.revision ?? 0)) return;
     if (entry.operation !== 'PUT') {
       this.#table.delete(partition);
       return;
@@ -803,7 +909,8 @@ export class NatsCluster implements BusRelay {
   }
 
   #heartbeat(): void {
-    this.#beat?.alive(this.#leaving, this.#seq);
+    // Only what is on its way: a number still in the outbox, named by a heartbeat that overtakes it, would be taken for missed.
+    this.#beat?.alive(this.#leaving, this.#handedThrough);
   }
 
   /** Claim what should be ours and is free; give up what should be another's. */

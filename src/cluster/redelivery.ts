@@ -20,12 +20,10 @@ interface Kept {
   readonly data: Uint8Array;
   readonly at: number;
   resentAt: number;
-  /** The decoded message, until its echo comes back (so the echo is not decoded again). */
-  message: unknown;
 }
 
 /** What this daemon published recently, by sequence number (contiguous: every number is published once). */
-export class SentRing<M> {
+export class SentRing {
   readonly #kept: Kept[] = [];
   #head = 0;
   #bytes = 0;
@@ -46,9 +44,9 @@ export class SentRing<M> {
     return this.#kept.length - this.#head;
   }
 
-  push(seq: number, subject: string, data: Uint8Array, message: M | undefined): void {
+  push(seq: number, subject: string, data: Uint8Array): void {
     const now = this.#clock.monotonic();
-    this.#kept.push({ seq, subject, data, at: now, resentAt: -Infinity, message });
+    this.#kept.push({ seq, subject, data, at: now, resentAt: -Infinity });
     this.#bytes += data.byteLength;
     while (this.size > 1) {
       const oldest = this.#kept[this.#head]!;
@@ -66,20 +64,6 @@ export class SentRing<M> {
     if (this.size === 0) return undefined;
     const kept = this.#kept[this.#head + seq - this.#kept[this.#head]!.seq];
     return kept?.seq === seq ? kept : undefined;
-  }
-
-  /** The message published as `seq`, if still kept (and its echo has not come back). */
-  peek(seq: number): M | undefined {
-    return this.#at(seq)?.message as M | undefined;
-  }
-
-  /** The message published as `seq`, once, when its echo comes back. */
-  echo(seq: number): M | undefined {
-    const kept = this.#at(seq);
-    if (kept === undefined) return undefined;
-    const message = kept.message as M | undefined;
-    kept.message = undefined;
-    return message;
   }
 
   /** What of `from`..`through` is still kept and was not resent within `againMs`: to publish again, in order. */

@@ -17,6 +17,11 @@ export const NODE_SUBJECT = 'ovos.contests.node';
 export const PARTITION_SUBJECT = 'ovos.contests.partition';
 /** A daemon asks another to publish again what it relayed and this one did not hear (a gap in its numbers). */
 export const RESEND_SUBJECT = 'ovos.contests.resend';
+/**
+ * What a daemon publishes again goes to the daemon that asked only: `ovos.contests.resent.<that daemon>`, the
+ * original subject as the payload's first line. A daemon that joined since never takes old messages for new ones.
+ */
+export const RESENT_PREFIX = 'ovos.contests.resent';
 /** JetStream stream keeping the registrations and connection changes a joining daemon replays. */
 export const STATE_STREAM = 'OVOS_CONTESTS_STATE';
 /** JetStream KV bucket holding the partition table: key `p<n>` → `{ owner, epoch }`. */

@@ -48,7 +48,7 @@ async function daemon(url: string, nodeId: string, logger: Logger = silentLogger
     inspector: { port: 0 },
     metrics: { port: 0 },
     cluster: { ...CLUSTER, ...cluster, nats: url, nodeId },
-    fallback: FALLBACK,
+    fallback: { ...FALLBACK, ...(extra['fallback'] as Record<string, unknown> | undefined) },
   });
   const started = await startDaemon(config, logger);
   let closed = false;
@@ -406,6 +406,54 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
         const spoken = messages.filter((m) => m.type === 'ovos.utterance.speak').length;
         const matched = messages.filter((m) => m.type === 'ovos.intent.matched').length;
         if (handled.length !== 1 || spoken !== 1 || matched > 1 || handled[0]!.data['error'] !== undefined) wrong.push(`${seen === user ? 'user on B' : 'observer on A'}: ` + `${id} (${kind}): handled ${handled.length} ${JSON.stringify(handled.map((m) => m.data))}, matched ${matched}, spoken ${spoken}`);
+      }
+      expect(wrong).toEqual([]);
+    }
+  }, 120_000);
+
+  it('PIPELINE-1 §6: what the contests of a daemon cut off from NATS decide on their own meanwhile (a skill silent past its ping timeout) reaches none of its clients: the utterances run again on the daemon that took over, each with exactly one handled and one answer, on the clients of both daemons', async () => {
+    const server = await nats();
+    const proxy = await startTcpProxy(server.port);
+    cleanups.push(() => proxy.close());
+    const logsA = captureLogs('info');
+    // A's contests give a skill 1 s to answer a ping: cut off, they end on their own (unmatched) and say so.
+    const a = await daemon(proxy.url, 'node-a', logsA.logger, { fallback: { pingTimeoutMs: 1_000 } });
+    const b = await daemon(server.url, 'node-b');
+    await expect.poll(() => a.cluster!.view().owned.length > 0 && a.cluster!.view().owned.length + b.cluster!.view().owned.length === PARTITIONS, { timeout: 10_000 }).toBe(true);
+    const skill = await heldSkill(b.url);
+    await expect.poll(() => [a, b].map((d) => [...d.system.fallback.registry.availableFor('default').keys()].join()), { timeout: 5_000 }).toEqual(['h.spec', 'h.spec']);
+
+    const user = await probe(b.url);
+    const observer = await probe(a.url);
+    const ownedByA = a.cluster!.view().owned;
+    const ids: string[] = [];
+    for (let s = 0; ids.length < 10; s++) {
+      const session = `alone-s${s}`;
+      if (!ownedByA.includes(partitionOf(session, PARTITIONS))) continue;
+      ids.push(`${session}-u0`);
+      user.utter('hold the ping', { utteranceId: `${session}-u0`, session: { session_id: session }, lang: 'en-US' });
+    }
+    await Promise.all(ids.map((id) => user.waitFor((m) => m.type === 'h.spec.fallback.ping' && utteranceIdOf(m) === id, `ping of ${id}`)));
+
+    proxy.cut();
+    const endedOnA = (): number => ids.filter((id) => logsA.lines.items.some((line) => line['utterance_id'] === id && line['msg'] === 'utterance handled')).length;
+    await expect.poll(endedOnA, { timeout: 15_000 }).toBe(ids.length);
+    await expect.poll(() => b.cluster!.view().owned.length, { timeout: 15_000 }).toBe(PARTITIONS);
+    skill.release();
+    await Promise.all(ids.map((id) => user.handled(id, 30_000)));
+
+    proxy.heal();
+    await expect.poll(() => a.cluster!.view().owned.length, { timeout: 30_000 }).toBeGreaterThan(0);
+    await user.barrier();
+    await observer.barrier();
+    for (const seen of [user, observer]) {
+      const wrong: string[] = [];
+      for (const id of ids) {
+        const messages = seen.of(id);
+        const handled = messages.filter((m) => m.type === 'ovos.utterance.handled');
+        const spoken = messages.filter((m) => m.type === 'ovos.utterance.speak').length;
+        const unmatched = messages.filter((m) => m.type === 'ovos.intent.unmatched').length;
+        if (handled.length !== 1 || spoken !== 1 || unmatched !== 0 || handled[0]!.data['error'] !== undefined) wrong.push(`${seen === user ? 'user on B' : 'observer on A'}: ${id}: handled ${handled.length} ${JSON.stringify(handled.map((m) => m.data))}, unmatched ${unmatched}, spoken ${spoken}`);
       }
       expect(wrong).toEqual([]);
     }
