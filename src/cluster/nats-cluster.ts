@@ -642,12 +642,15 @@ export class NatsCluster implements BusRelay {
       }
       message = decoded.message;
     }
+    // Read before the bookkeeping below: a handled may end a partition's last utterance and give the partition up,
+    // and the contests that ran it still hear it (a legacy skill's own handled, which the pipeline waits for).
+    const inProcess = opened.partition === undefined || this.#owned.has(opened.partition);
     if (message.type === topics.utteranceHandled) this.#handled(message);
     else if (message.type === topics.intentMatched || message.type === topics.intentUnmatched) this.#decided(message);
     else if (message.type === topics.skillHandlerComplete || message.type === topics.skillHandlerError) this.#handlerEnded(message);
     if (!ENTRY_TOPICS.has(message.type)) {
       // The end of another daemon's utterance: followed above (failover), and of no use to contests that run here.
-      server.relayed(frame, message, connection, opened.partition === undefined || this.#owned.has(opened.partition));
+      server.relayed(frame, message, connection, inProcess);
       return;
     }
     const frameId = `${opened.node}.${opened.boot}.${opened.seq}`;
