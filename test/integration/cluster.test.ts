@@ -161,6 +161,27 @@ async function sendAll(users: readonly Probe[], sessions: number, prefix: string
   return sent;
 }
 
+/**
+ * Daemon A on NATS through a TCP proxy (its heartbeat too; `proxy.cut()` leaves its connections open and silent),
+ * daemon B directly, every partition owned; the held skill "h.spec" on B; a user on B and an observer on A (what A's
+ * clients see); the partitions A owns.
+ */
+async function cutOffPair(extraA: Record<string, unknown> = {}) {
+  const server = await nats();
+  const proxy = await startTcpProxy(server.port);
+  cleanups.push(() => proxy.close());
+  const logsA = captureLogs('info');
+  const logsB = captureLogs('info');
+  const a = await daemon(proxy.url, 'node-a', logsA.logger, extraA);
+  const b = await daemon(server.url, 'node-b', logsB.logger);
+  await expect.poll(() => a.cluster!.view().owned.length > 0 && a.cluster!.view().owned.length + b.cluster!.view().owned.length === PARTITIONS, { timeout: 10_000 }).toBe(true);
+  const skill = await heldSkill(b.url);
+  await expect.poll(() => [a, b].map((d) => [...d.system.fallback.registry.availableFor('default').keys()].join()), { timeout: 5_000 }).toEqual(['h.spec', 'h.spec']);
+  const user = await probe(b.url);
+  const observer = await probe(a.url);
+  return { proxy, a, b, logsA, logsB, skill, user, observer, ownedByA: a.cluster!.view().owned };
+}
+
 describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster/README.md)', () => {
   it('PIPELINE-1 §6, FALLBACK-1 §6.2 across daemons: skills of both dialects on different daemons answer contests on either; 60 sessions × 5 utterances (the same question twice) from users on both: one handled each, the right winner, every partition owned by exactly one daemon', async () => {
     const server = await nats();
@@ -404,24 +425,8 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
   }, 90_000);
 
   it('PIPELINE-1 §6: a daemon cut off from NATS (a partition: its connections open and silent) longer than deadAfterMs is taken for gone; when it comes back, what its contests still say of the utterances taken over is fenced: each with exactly one handled, each answer spoken once, on the clients of both daemons', async () => {
-    const server = await nats();
-    const proxy = await startTcpProxy(server.port);
-    cleanups.push(() => proxy.close());
-    const logsA = captureLogs('info');
-    const logsB = captureLogs('info');
-    // A talks to NATS through the proxy (its heartbeat too), B directly.
-    const a = await daemon(proxy.url, 'node-a', logsA.logger);
-    const b = await daemon(server.url, 'node-b', logsB.logger);
-    await expect.poll(() => a.cluster!.view().owned.length > 0 && a.cluster!.view().owned.length + b.cluster!.view().owned.length === PARTITIONS, { timeout: 10_000 }).toBe(true);
-
-    // One skill, on B, holding its answers until released.
-    const skill = await heldSkill(b.url);
-    await expect.poll(() => [a, b].map((d) => [...d.system.fallback.registry.availableFor('default').keys()].join()), { timeout: 5_000 }).toEqual(['h.spec', 'h.spec']);
-
-    // Sessions whose contests run on A, asked by a user on B; an observer on A sees what A's clients see.
-    const user = await probe(b.url);
-    const observer = await probe(a.url);
-    const ownedByA = a.cluster!.view().owned;
+    const { proxy, a, b, logsA, logsB, skill, user, observer, ownedByA } = await cutOffPair();
+    // Sessions whose contests run on A, asked by the user on B.
     const sent: Array<{ id: string; kind: 'ping' | 'handler' }> = [];
     for (let s = 0; sent.length < 20; s++) {
       const session = `cut-s${s}`;
@@ -468,20 +473,8 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     ['back before its NATS client notices', false],
     ['cut off long enough for its NATS client to reconnect', true],
   ])('PIPELINE-1 §6: what the contests of a daemon cut off from NATS decide on their own meanwhile (a skill silent past its ping timeout) reaches none of its clients — %s: the utterances run again on the daemon that took over, each with exactly one handled and one answer, on the clients of both daemons', async (_, reconnects) => {
-    const server = await nats();
-    const proxy = await startTcpProxy(server.port);
-    cleanups.push(() => proxy.close());
-    const logsA = captureLogs('info');
     // A's contests give a skill 1 s to answer a ping: cut off, they end on their own (unmatched) and say so.
-    const a = await daemon(proxy.url, 'node-a', logsA.logger, { fallback: { pingTimeoutMs: 1_000 } });
-    const b = await daemon(server.url, 'node-b');
-    await expect.poll(() => a.cluster!.view().owned.length > 0 && a.cluster!.view().owned.length + b.cluster!.view().owned.length === PARTITIONS, { timeout: 10_000 }).toBe(true);
-    const skill = await heldSkill(b.url);
-    await expect.poll(() => [a, b].map((d) => [...d.system.fallback.registry.availableFor('default').keys()].join()), { timeout: 5_000 }).toEqual(['h.spec', 'h.spec']);
-
-    const user = await probe(b.url);
-    const observer = await probe(a.url);
-    const ownedByA = a.cluster!.view().owned;
+    const { proxy, a, b, logsA, skill, user, observer, ownedByA } = await cutOffPair({ fallback: { pingTimeoutMs: 1_000 } });
     const ids: string[] = [];
     for (let s = 0; ids.length < 10; s++) {
       const session = `alone-s${s}`;
