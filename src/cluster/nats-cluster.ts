@@ -140,7 +140,7 @@ type Note =
 type ConnectionNote = { readonly connection: string; readonly closed?: boolean; readonly late?: boolean };
 
 /** A receiver missed `from`..`through` of `to`'s run `boot` (redelivery.ts). */
-type ResendNote = { readonly to: string; readonly boot: string; readonly from: number; readonly through: number; readonly by: string };
+type ResendNote = { readonly to: string; readonly boot: string; readonly from: number; readonly through: number; readonly by?: string };
 
 /**
  * How much a daemon keeps of what it published, to publish again (redelivery.ts): long enough for a receiver to see
@@ -207,6 +207,8 @@ export class NatsCluster implements BusRelay {
   /** The partition table is being read before held output goes on (`#recheck`); asked again meanwhile. */
   #rechecking = false;
   #recheckAgain = false;
+  /** While the history is replayed (`attach`): what arrives, and what this daemon hands on itself, in order. */
+  #waitingForReplay: Array<() => void> | undefined;
   /** What this daemon published lately, to publish again for a receiver that missed it. */
   readonly #ring: SentRing;
   /** Every other daemon's messages, once each, in the order it numbered them. */
@@ -316,28 +318,28 @@ export class NatsCluster implements BusRelay {
     // One subscription for the bus and the cluster's notes: NATS keeps one publisher's messages in order on it, so a
     // daemon's taken notes always arrive before its release of that partition. What arrives while the history is
     // replayed waits behind it.
-    const live: Msg[] = [];
-    let replaying = true;
+    // This daemon's own frames (its clients may connect meanwhile) wait too, in the order they came with the others.
+    const live: Array<() => void> = [];
+    this.#waitingForReplay = live;
     this.#sub = this.#nc.subscribe('ovos.>', {
       callback: (error, msg) => {
         if (error !== null) return;
-        if (replaying) live.push(msg);
+        if (this.#waitingForReplay !== undefined) this.#waitingForReplay.push(() => this.#inbound(msg));
         else this.#inbound(msg);
       },
     });
     await this.#nc.flush();
     const replayed = await this.#replay(server);
-    replaying = false;
-    for (const msg of live) this.#inbound(msg);
+    this.#waitingForReplay = undefined;
+    for (const handle of live) handle();
     this.#logger.info({ node: this.node, replayed, connections_open: this.#open.size }, 'cluster: registrations and connections replayed');
     const watch = await this.#kv.watch({ key: 'p.*' });
     void (async () => {
       for await (const entry of watch) this.#tableEntry(entry);
     })().catch((error: unknown) => this.#logger.warn({ reason: 'cluster_watch_failed', err: error }, 'partition table watch ended'));
     void (async () => {
-      // A NATS server gone: the client reconnects to another of the cluster at once. The contests run on (what this
-      // daemon sends meanwhile waits in the client); what was lost on the way, either way, is asked for again by
-      // the numbers (redelivery.ts).
+      // A NATS server gone: the client reconnects to another of the cluster at once. The contests run on; what this
+      // daemon published meanwhile, or was lost on the way, is asked for again by the numbers (redelivery.ts).
       for await (const status of this.#nc.status()) {
         if (status.type === 'disconnect') this.#logger.warn({ reason: 'nats_disconnected', server: String(status.server ?? '') }, 'cluster: NATS connection lost; reconnecting');
         else if (status.type === 'reconnect') {
@@ -421,7 +423,7 @@ export class NatsCluster implements BusRelay {
     }
     const opened: Opened = { node: this.node, boot: this.#boot, seq, connection, partition, frame };
     if (connection === undefined && partition !== undefined) this.#held.push({ subject, opened, message });
-    else this.#busFrame(subject, opened, message);
+    else this.#local(subject, opened, message);
   }
 
   /** Numbered in this daemon's run, kept to publish again, published: its number; undefined (not numbered) when larger than NATS takes. */
@@ -460,7 +462,7 @@ export class NatsCluster implements BusRelay {
    * (`#recheck`), so what it fences is dropped rather than told to this daemon's clients.
    */
   #confirm(): void {
-    const through = this.#seq;
+    const through = this.#handedThrough;
     const started = this.#clock.monotonic();
     this.#nc.flush().then(
       () => {
@@ -478,7 +480,7 @@ export class NatsCluster implements BusRelay {
     if (this.#rechecking) return;
     let ready = 0;
     while (ready < this.#held.length && this.#held[ready]!.opened.seq <= this.#confirmedThrough) ready++;
-    for (const held of this.#held.splice(0, ready)) this.#busFrame(held.subject, held.opened, held.message);
+    for (const held of this.#held.splice(0, ready)) this.#local(held.subject, held.opened, held.message);
   }
 
   /** Who owns the partitions of the held contest output, read from the table itself; then confirmed again. */
@@ -506,17 +508,34 @@ export class NatsCluster implements BusRelay {
     } finally {
       this.#rechecking = false;
     }
+    // What the server had confirmed is handed on now that the table has been read (a confirmation slow again would
+    // otherwise start another read, and nothing would go on while the event loop lags); the rest is confirmed anew.
+    this.#deliverHeld();
     if (this.#held.length > 0) this.#confirm();
+  }
+
+  /** This daemon's own frame, handed on here (a throw is logged, as for a frame heard from another daemon). */
+  #local(subject: string, opened: Opened, message: Message): void {
+    if (this.#waitingForReplay !== undefined) {
+      this.#waitingForReplay.push(() => this.#local(subject, opened, message));
+      return;
+    }
+    try {
+      this.#busFrame(subject, opened, message);
+    } catch (error) {
+      this.#logger.warn({ reason: 'cluster_message_invalid', subject: subject.slice(0, 200), err: error }, 'cluster message dropped');
+    }
   }
 
   /** Another daemon missed some of what this one published: published again for it alone, each with its subject (it drops what it has). */
   #resend(note: ResendNote): void {
-    if (note.to !== this.node || note.boot !== this.#boot || !Number.isInteger(note.from) || !Number.isInteger(note.through) || typeof note.by !== 'string') return;
+    if (note.to !== this.node || note.boot !== this.#boot || !Number.isInteger(note.from) || !Number.isInteger(note.through)) return;
     const through = Math.min(note.through, note.from + RESEND_MAX - 1, this.#seq);
     const again = this.#ring.resend(note.from, through);
-    const subject = `${RESENT_PREFIX}.${note.by}`;
     try {
-      for (const kept of again) this.#nc.publish(subject, Buffer.concat([Buffer.from(`${kept.subject}\n`, 'utf8'), kept.data]));
+      // A daemon of an earlier version names no `by`: for it, on their own subjects, as it expects.
+      if (typeof note.by !== 'string') for (const kept of again) this.#nc.publish(kept.subject, kept.data);
+      else for (const kept of again) this.#nc.publish(`${RESENT_PREFIX}.${note.by}`, Buffer.concat([Buffer.from(`${kept.subject}\n`, 'utf8'), kept.data]));
     } catch (error) {
       this.#logger.warn({ reason: 'cluster_publish_failed', err: error }, 'cluster: could not publish again what a daemon missed');
     }
@@ -570,13 +589,19 @@ export class NatsCluster implements BusRelay {
   opened(connection: string): void {
     const note: ConnectionNote = { connection };
     this.#publish(CONNECTION_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify(note)));
-    this.#connection(note);
+    this.#localConnection(note);
   }
 
   closed(connection: string, late: boolean): void {
     const note: ConnectionNote = { connection, closed: true, late };
     this.#publish(CONNECTION_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify(note)));
-    this.#connection(note);
+    this.#localConnection(note);
+  }
+
+  /** A connection of this daemon's own opened or closed, heard here at once (after the history, while it is replayed). */
+  #localConnection(note: ConnectionNote): void {
+    if (this.#waitingForReplay !== undefined) this.#waitingForReplay.push(() => this.#connection(note));
+    else this.#connection(note);
   }
 
   // --- NATS → this daemon ----------------------------------------------------------------------------------------
@@ -642,15 +667,14 @@ export class NatsCluster implements BusRelay {
       }
       message = decoded.message;
     }
-    // Read before the bookkeeping below: a handled may end a partition's last utterance and give the partition up,
-    // and the contests that ran it still hear it (a legacy skill's own handled, which the pipeline waits for).
-    const inProcess = opened.partition === undefined || this.#owned.has(opened.partition);
     if (message.type === topics.utteranceHandled) this.#handled(message);
     else if (message.type === topics.intentMatched || message.type === topics.intentUnmatched) this.#decided(message);
     else if (message.type === topics.skillHandlerComplete || message.type === topics.skillHandlerError) this.#handlerEnded(message);
     if (!ENTRY_TOPICS.has(message.type)) {
-      // The end of another daemon's utterance: followed above (failover), and of no use to contests that run here.
-      server.relayed(frame, message, connection, inProcess);
+      // The end of an utterance goes to the contests whichever daemon owns its partition now: the daemon that ran it
+      // may have given the partition up meanwhile (its last utterance just ended, or a leave's grace ran out), and its
+      // pipeline still waits for it (an ovos-workshop skill's own handled, a handler's end).
+      server.relayed(frame, message, connection, true);
       return;
     }
     const frameId = `${opened.node}.${opened.boot}.${opened.seq}`;
@@ -850,7 +874,9 @@ export class NatsCluster implements BusRelay {
     else if (value.owner !== null && this.#takenOverFrom.get(partition) === value.owner) this.#takenOverFrom.delete(partition);
     const owned = this.#owned.get(partition);
     if (owned !== undefined && value.owner !== this.node) {
-      // Taken over while this daemon was cut off (it was counted as gone): it runs no new utterance of it.
+      // Taken over while this daemon was cut off (it was counted as gone): it runs no new utterance of it, and what
+      // its contests still say of it is fenced (also when its own claim had not reached its table yet).
+      if (value.owner !== null && this.#takenOverFrom.get(partition) !== this.node) this.#takenOver(partition, this.node);
       this.#owned.delete(partition);
       this.#logger.warn({ reason: 'partition_lost', partition, owner: value.owner }, 'cluster: a partition this daemon owned was taken over');
     }
