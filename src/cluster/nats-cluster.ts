@@ -324,6 +324,7 @@ export class NatsCluster implements BusRelay {
     this.#sub = this.#nc.subscribe('ovos.>', {
       callback: (error, msg) => {
         if (error !== null) return;
+        // Checked here rather than through #afterReplay: no closure per message once the history is in.
         if (this.#waitingForReplay !== undefined) this.#waitingForReplay.push(() => this.#inbound(msg));
         else this.#inbound(msg);
       },
@@ -516,15 +517,19 @@ export class NatsCluster implements BusRelay {
 
   /** This daemon's own frame, handed on here (a throw is logged, as for a frame heard from another daemon). */
   #local(subject: string, opened: Opened, message: Message): void {
-    if (this.#waitingForReplay !== undefined) {
-      this.#waitingForReplay.push(() => this.#local(subject, opened, message));
-      return;
-    }
-    try {
-      this.#busFrame(subject, opened, message);
-    } catch (error) {
-      this.#logger.warn({ reason: 'cluster_message_invalid', subject: subject.slice(0, 200), err: error }, 'cluster message dropped');
-    }
+    this.#afterReplay(() => {
+      try {
+        this.#busFrame(subject, opened, message);
+      } catch (error) {
+        this.#logger.warn({ reason: 'cluster_message_invalid', subject: subject.slice(0, 200), err: error }, 'cluster message dropped');
+      }
+    });
+  }
+
+  /** Now, or after the history while it is replayed (`attach`), in the order it came with the rest. */
+  #afterReplay(act: () => void): void {
+    if (this.#waitingForReplay !== undefined) this.#waitingForReplay.push(act);
+    else act();
   }
 
   /** Another daemon missed some of what this one published: published again for it alone, each with its subject (it drops what it has). */
@@ -589,19 +594,13 @@ export class NatsCluster implements BusRelay {
   opened(connection: string): void {
     const note: ConnectionNote = { connection };
     this.#publish(CONNECTION_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify(note)));
-    this.#localConnection(note);
+    this.#afterReplay(() => this.#connection(note));
   }
 
   closed(connection: string, late: boolean): void {
     const note: ConnectionNote = { connection, closed: true, late };
     this.#publish(CONNECTION_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify(note)));
-    this.#localConnection(note);
-  }
-
-  /** A connection of this daemon's own opened or closed, heard here at once (after the history, while it is replayed). */
-  #localConnection(note: ConnectionNote): void {
-    if (this.#waitingForReplay !== undefined) this.#waitingForReplay.push(() => this.#connection(note));
-    else this.#connection(note);
+    this.#afterReplay(() => this.#connection(note));
   }
 
   // --- NATS → this daemon ----------------------------------------------------------------------------------------
