@@ -265,6 +265,9 @@ const DIAGRAMS: Readonly<Record<string, string>> = { fallback: 'fallback', commo
 const dotName = (name: string): string => name.replace(/[^A-Za-z0-9_]/g, '_');
 
 /** The DOT names of the active state nodes of a snapshot value (src/inspect/diagram.ts names them the same way). */
+/** The id of a machine the inspector has a diagram of, else undefined. */
+const diagramOf = (id: unknown): string | undefined => (typeof id === 'string' && Object.hasOwn(DIAGRAMS, id) ? id : undefined);
+
 export function activeNodes(machineId: string, value: unknown): string[] {
   if (typeof value === 'string') return [dotName(`${machineId}_${value}`)];
   if (value === null || typeof value !== 'object') return [];
@@ -305,7 +308,8 @@ interface ContestRecord {
   readonly info: ContestInfo;
   /** While the contest runs (its ended snapshot may hold a large input: not kept). */
   actor: AnyActorRef | undefined;
-  readonly machineId: string | undefined;
+  /** Known once its logic or its first snapshot names a machine with a diagram. */
+  machineId: string | undefined;
   /** The last snapshot value seen (a string, or an object for compound states) and its text. */
   value: unknown;
   state: string;
@@ -400,6 +404,8 @@ export class InspectorRecorder implements SupervisorObserver {
   readonly #ring: UtteranceRecord[] = [];
   /** Live contests by id. */
   readonly #contests = new Map<string, { readonly contest: ContestRecord; readonly utterance: UtteranceRecord }>();
+  /** The same live contests by actor: what XState's inspection events name (a child's actor id is not its contest id). */
+  readonly #byActor = new WeakMap<AnyActorRef, { readonly contest: ContestRecord; readonly utterance: UtteranceRecord }>();
   readonly #decisions: UtteranceRecord[] = [];
   readonly #strays: StrayDrop[] = [];
   #listeners: Array<(change: RecorderChange) => void> = [];
@@ -436,7 +442,8 @@ export class InspectorRecorder implements SupervisorObserver {
     for (const { contest, utterance } of this.#contests.values()) {
       if (utterance.forgotten) continue;
       if (on) {
-        contest.inspection ??= contest.actor?.system.inspect(this.inspect);
+        // A child's events come through its parent's system.
+        if (contest.info.child !== true) contest.inspection ??= contest.actor?.system.inspect(this.inspect);
         utterance.detailed = true;
       } else {
         contest.inspection?.unsubscribe();
@@ -582,7 +589,7 @@ export class InspectorRecorder implements SupervisorObserver {
   /** The XState inspection hook (detail mode): state changes and fired delays of every contest. */
   readonly inspect = (event: InspectionEvent): void => {
     if (event.type !== '@xstate.snapshot' && event.type !== '@xstate.event') return;
-    const known = this.#contests.get((event.actorRef as AnyActorRef).id);
+    const known = this.#byActor.get(event.actorRef as AnyActorRef);
     if (known === undefined) return;
     const { contest, utterance } = known;
     if (utterance.forgotten) return;
@@ -594,6 +601,7 @@ export class InspectorRecorder implements SupervisorObserver {
       }
       return;
     }
+    contest.machineId ??= diagramOf((event.snapshot as { machine?: { id?: unknown } }).machine?.id);
     this.#stateOf(contest, utterance, (event.snapshot as { value?: unknown }).value);
   };
 
@@ -614,17 +622,20 @@ export class InspectorRecorder implements SupervisorObserver {
     const contest: ContestRecord = {
       info,
       actor,
-      machineId: typeof logicId === 'string' && Object.hasOwn(DIAGRAMS, logicId) ? logicId : undefined,
+      machineId: diagramOf(logicId),
       value: undefined,
       state: '',
       status: 'live',
       reason: undefined,
       startedAt: this.#clock.now() - utterance.start,
       endedAt: undefined,
-      inspection: watched ? actor.system.inspect(this.inspect) : undefined,
+      // A child's events come through its parent's system, already inspected.
+      inspection: watched && info.child !== true ? actor.system.inspect(this.inspect) : undefined,
     };
     utterance.running++;
-    this.#contests.set(info.id, { contest, utterance });
+    const known = { contest, utterance };
+    this.#contests.set(info.id, known);
+    this.#byActor.set(actor, known);
     if (utterance.forgotten) return;
     utterance.contests.push(contest);
     this.#charge(utterance, CONTEST_BYTES + info.id.length + info.kind.length + info.label.length);
@@ -651,6 +662,7 @@ export class InspectorRecorder implements SupervisorObserver {
     this.#contests.delete(info.id);
     const { contest, utterance } = known;
     const actor = contest.actor!;
+    this.#byActor.delete(actor);
     contest.actor = undefined;
     contest.inspection?.unsubscribe();
     contest.inspection = undefined;
@@ -660,7 +672,10 @@ export class InspectorRecorder implements SupervisorObserver {
       return;
     }
     // XState reports the final snapshot only after the actor completed, and not at all without detail: read it here.
-    this.#stateOf(contest, utterance, (actor.getSnapshot() as { value?: unknown }).value);
+    const snapshot = actor.getSnapshot() as { value?: unknown; machine?: { id?: unknown } };
+    // A child contest's logic is chosen as it starts (src/supervisor/delegate.ts): its snapshot names its machine.
+    contest.machineId ??= diagramOf(snapshot.machine?.id);
+    this.#stateOf(contest, utterance, snapshot.value);
     contest.status = result.status === 'done' ? 'done' : result.status;
     contest.reason = result.status === 'stopped' ? clipText(result.reason, CLIP_TEXT) : result.status === 'error' ? 'contest_error' : undefined;
     contest.endedAt = this.#clock.now() - utterance.start;

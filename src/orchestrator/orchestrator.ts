@@ -33,6 +33,7 @@ import { topics, utteranceRefused } from '../dialect/spec-dialect.js';
 import { isLegacyFallbackRequest, legacyTopics, legacyUnmatched } from '../dialect/legacy-dialect.js';
 import type { Match, PipelineStage } from '../pipeline/plugin.js';
 import type { Contest, Supervisor } from '../supervisor/supervisor.js';
+import { delegate } from '../supervisor/delegate.js';
 import type { TimerId } from '../clock/clock.js';
 import { clip } from '../log/logger.js';
 import { LogRateLimiter } from '../log/rate-limit.js';
@@ -511,19 +512,43 @@ export class Orchestrator {
       const match = context.match!;
       bus.publish(forward(context.dispatched!, type, { skill_id: match.skill_id, intent_name: match.intent_name, ...extra }));
     };
+    // The time a stage held the pipeline: what early start (OVOS-COMMON-QUERY-1 §5) exists to shrink.
+    const stageMatched = (request: UtteranceRequest, pipelineId: string, started: number, match: Match | null, aborted: boolean): void => {
+      this.#supervisor.logger.info(
+        { session_id: request.session.sessionId, utterance_id: utteranceIdOf(request.entry), contest: 'utterance/pipeline', stage: pipelineId, match_ms: clock.now() - started, matched: match !== null, aborted },
+        'stage matched',
+      );
+    };
+    const matchByPromise = fromPromise<Match | null, { pipelineId: string; request: UtteranceRequest }>(async ({ input, signal }) => {
+      const { request } = input;
+      const started = clock.now();
+      const match = await stage(input.pipelineId).match({ ...request, message: request.entry, signal });
+      stageMatched(request, input.pipelineId, started, match, signal.aborted);
+      return match;
+    });
+    // A plugin whose `matchLogic` threw: the stage declines with an error (PIPELINE-1 §6), as a `match` that throws.
+    const failedMatch = fromPromise<Match | null>(() => Promise.reject(new Error('the stage could not start its match')));
     return utteranceMachine.provide({
       actors: {
-        matchStage: fromPromise(async ({ input, signal }) => {
-          const { request } = input;
+        // The stage's contest as the utterance actor's own child when its plugin offers one (`matchLogic`), else
+        // its `match` in a promise actor. (The machine declares a promise actor; it reads only the output and the
+        // error of whatever runs there.)
+        matchStage: delegate<{ pipelineId: string; request: UtteranceRequest }, Match | null>((input, self) => {
+          const { request, pipelineId } = input;
+          const current = stage(pipelineId);
+          const logic = current.matchLogic === undefined ? undefined : this.#hook(current, 'matchLogic', () => current.matchLogic!({ ...request, message: request.entry }), null);
+          if (logic === null) return { logic: failedMatch, input };
+          if (logic === undefined) return { logic: matchByPromise, input };
           const started = clock.now();
-          const match = await stage(input.pipelineId).match({ ...request, message: request.entry, signal });
-          // The time this stage held the pipeline: what early start (OVOS-COMMON-QUERY-1 §5) exists to shrink.
-          this.#supervisor.logger.info(
-            { session_id: request.session.sessionId, utterance_id: utteranceIdOf(request.entry), contest: 'utterance/pipeline', stage: input.pipelineId, match_ms: clock.now() - started, matched: match !== null, aborted: signal.aborted },
-            'stage matched',
-          );
-          return match;
-        }),
+          self.subscribe({
+            complete: () => {
+              const snapshot = self.getSnapshot() as { status: string; output: Match | null };
+              stageMatched(request, pipelineId, started, snapshot.status === 'done' ? snapshot.output : null, snapshot.status !== 'done');
+            },
+            error: () => {},
+          });
+          return { logic, input: undefined };
+        }) as unknown as typeof matchByPromise,
         runHandler: fromPromise(async ({ input }) => {
           await stage(input.pipelineId).handle!(input.dispatched, input.match);
         }),

@@ -6,6 +6,7 @@
  * match bound (§4.4) expires, so a contest abandoned by the orchestrator stops instead of running on.
  */
 import { randomUUID } from 'node:crypto';
+import type { ActorLogic, EventObject, Snapshot } from 'xstate';
 import { isJsonObject, type JsonObject, type Message } from '../bus/message.js';
 import { sessionFromObject, type SessionView } from '../bus/session.js';
 
@@ -34,9 +35,28 @@ export interface IntentListing {
   readonly lang: string;
 }
 
+/**
+ * A stage's match as actor logic whose output is the Match (or null): its contest machine, built with
+ * `Supervisor.child`, which the orchestrator runs as the utterance actor's own child.
+ */
+export type MatchLogic = ActorLogic<Snapshot<Match | null>, EventObject, unknown>;
+
+/** A match that returns None at once, as actor logic (done as it starts). */
+export const NO_MATCH: MatchLogic = {
+  getInitialSnapshot: () => ({ status: 'done', output: null, error: undefined }),
+  transition: (snapshot) => snapshot,
+  getPersistedSnapshot: (snapshot) => snapshot,
+};
+
 export interface PipelineStage {
   readonly pipelineId: string;
   match(request: MatchRequest): Promise<Match | null>;
+  /**
+   * Optional: the same match as `match(request)`, as actor logic (see `MatchLogic`), for the orchestrator to run in
+   * the utterance actor's own XState system — one system per utterance, no promise actor between the utterance and
+   * its contest. Ended by the utterance: leaving the stage (the match bound, §4.4) stops it. Absent: `match`.
+   */
+  matchLogic?(request: Omit<MatchRequest, 'signal'>): MatchLogic;
   /**
    * Optional and synchronous: true when `match(request)` would return None at once, sending nothing
    * and awaiting nothing (an empty fallback pool, OVOS-FALLBACK-1 §5; a question the gate rejects,

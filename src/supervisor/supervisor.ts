@@ -5,12 +5,14 @@
  * correlation check.
  *
  * Contests are independent root actors (`createActor` each), not children of a router machine: ENGINEERING-NOTES
- * measured spawning children as quadratic. Every actor gets the shared clock, the shared inspection hook and an
- * error observer; it is forgotten (routes removed) the moment it finishes, so a late reply finds no contest and is
- * dropped here with a reason — it never reaches an actor that is gone.
+ * measured spawning children as quadratic. The one exception is a contest that belongs to one utterance's stage:
+ * it runs as the utterance actor's own child (`child`, invoked by the utterance machine's `matchStage`), one XState
+ * system per utterance, hosted and routed here the same way. Every actor gets the shared clock, the shared inspection
+ * hook and an error observer; it is forgotten (routes removed) the moment it finishes, so a late reply finds no
+ * contest and is dropped here with a reason — it never reaches an actor that is gone.
  */
 import { randomBytes } from 'node:crypto';
-import { createActor, type AnyActorLogic, type AnyActorRef, type EventFromLogic, type InputFrom, type InspectionEvent, type OutputFrom, type SnapshotFrom } from 'xstate';
+import { createActor, type ActorLogic, type AnyActorLogic, type AnyActorRef, type EventFromLogic, type EventObject, type InputFrom, type InspectionEvent, type OutputFrom, type Snapshot, type SnapshotFrom } from 'xstate';
 import type { Bus, Unsubscribe } from '../bus/bus.js';
 import { reply, stringField, utteranceIdOf, type Message } from '../bus/message.js';
 import { DEFAULT_SESSION_ID, sessionIdOf } from '../bus/session.js';
@@ -18,6 +20,7 @@ import type { Clock } from '../clock/clock.js';
 import { classifyLegacy, legacyTopics } from '../dialect/legacy-dialect.js';
 import { classify, isFallbackRegistration, registrationRefused, topics, type Classified, type Defect, type DropReason, type Inbound, type InboundKind, type InboundOf } from '../dialect/spec-dialect.js';
 import { boundedJson, clip, type Logger } from '../log/logger.js';
+import { delegate } from './delegate.js';
 import { LogRateLimiter } from '../log/rate-limit.js';
 
 export type InspectionHook = (event: InspectionEvent) => void;
@@ -35,6 +38,8 @@ export interface ContestInfo {
   readonly label: string;
   readonly sessionId: string;
   readonly utteranceId: string | undefined;
+  /** Run by another contest's actor as its child (`Supervisor.child`), in that actor's XState system. */
+  readonly child?: true;
 }
 
 /**
@@ -183,6 +188,10 @@ export class Supervisor {
   /** Distinguishes this daemon's contest ids from another's on a shared bus. */
   readonly #prefix = randomBytes(3).toString('hex');
   #seq = 0;
+  /** Every hosted contest's actor → its id (a child's actor id is its parent's name for it, not the contest's). */
+  readonly #ids = new WeakMap<AnyActorRef, string>();
+  /** While a root contest is being stopped: its reason, which the children it runs end with. */
+  #stopping: string | undefined;
 
   constructor(options: SupervisorOptions) {
     this.bus = options.bus;
@@ -553,21 +562,66 @@ export class Supervisor {
     return `${kind}:${this.#prefix}.${++this.#seq}`;
   }
 
-  /** Spawn one contest actor, route its replies, forget it when it finishes. */
+  /** Spawn one contest actor (a root actor, a system of its own), route its replies, forget it when it finishes. */
   spawn<TLogic extends AnyActorLogic>(options: ContestOptions<TLogic>): Contest<TLogic> {
     const id = `${options.kind}:${this.#prefix}.${++this.#seq}`;
+    const actorOptions = this.#inspect === undefined
+      ? { input: options.input, clock: this.clock, id }
+      : { input: options.input, clock: this.clock, id, inspect: this.#inspect };
+    const actor = createActor(options.logic, actorOptions);
+    const contest = this.#host(options, id, actor, undefined);
+    actor.start();
+    return contest;
+  }
+
+  /**
+   * The same contest as `spawn`, as actor logic another actor runs as its child (the orchestrator invokes a stage's
+   * contest as the utterance actor's match): one XState system with its parent — no system, scheduler and promise
+   * actor of its own. Routed, logged and observed as a spawned contest from the moment its parent creates it;
+   * `started` then receives it (to listen to what it emits). What the parent reads as its output is `output(…)` of
+   * the machine's; `done` resolves with the machine's own. A child is stopped by its parent: leaving the state that
+   * invoked it ends the contest as stopped (`match_aborted`, or the reason its root was stopped with).
+   */
+  child<TLogic extends AnyActorLogic, TOut>(
+    options: ContestOptions<TLogic>,
+    output: (output: OutputFrom<TLogic>) => TOut,
+    started: (contest: Contest<TLogic>) => void,
+  ): ActorLogic<Snapshot<TOut>, EventObject, unknown> {
+    return delegate<unknown, TOut>((_input, self) => {
+      const id = `${options.kind}:${this.#prefix}.${++this.#seq}`;
+      // The machine's own output, before `output` rewrites it for the parent: what `done` resolves with.
+      let own: OutputFrom<TLogic> | undefined;
+      started(this.#host(options, id, self, { output: () => own as OutputFrom<TLogic> }));
+      return {
+        logic: options.logic,
+        input: options.input,
+        output: (value) => output((own = value as OutputFrom<TLogic>)),
+      };
+    });
+  }
+
+  /** The contest id of a contest's actor (`ContestInfo.id`: what its queries carry as `context.contest_id`). */
+  contestIdOf(actor: AnyActorRef): string {
+    return this.#ids.get(actor) ?? actor.id;
+  }
+
+  /** Route a contest's replies to `actor`, log what it emits, tell the observers, forget it when it ends. */
+  #host<TLogic extends AnyActorLogic>(
+    options: ContestOptions<TLogic>,
+    id: string,
+    actor: AnyActorRef,
+    child: { readonly output: () => OutputFrom<TLogic> } | undefined,
+  ): Contest<TLogic> {
+    this.#ids.set(actor, id);
     const info: ContestInfo = {
       id,
       kind: options.kind,
       label: options.label,
       sessionId: options.sessionId,
       utteranceId: options.utteranceId,
+      ...(child === undefined ? {} : { child: true }),
     };
     const logger = this.logger.child({ session_id: options.sessionId, utterance_id: options.utteranceId, contest: `${options.kind}/${options.label}` });
-    const actorOptions = this.#inspect === undefined
-      ? { input: options.input, clock: this.clock, id }
-      : { input: options.input, clock: this.clock, id, inspect: this.#inspect };
-    const actor = createActor(options.logic, actorOptions);
 
     let settle!: (result: ContestResult<OutputFrom<TLogic>>) => void;
     const done = new Promise<ContestResult<OutputFrom<TLogic>>>((resolve) => (settle = resolve));
@@ -596,7 +650,17 @@ export class Supervisor {
         if (ended) return;
         logger.info({ reason }, 'contest stopped');
         end({ status: 'stopped', reason });
-        actor.stop();
+        // A child is stopped by its parent (XState refuses `stop()` on it); its routes are gone already, and its
+        // parent — a contest too, stopped after it (`stopAll` goes newest first) — takes it down.
+        if (child !== undefined) return;
+        // The children it runs end with this reason too.
+        const outer = this.#stopping;
+        this.#stopping = reason;
+        try {
+          actor.stop();
+        } finally {
+          this.#stopping = outer;
+        }
       },
     };
 
@@ -612,7 +676,12 @@ export class Supervisor {
       }
     });
     actor.subscribe({
-      complete: () => end({ status: 'done', output: (actor.getSnapshot() as { output: OutputFrom<TLogic> }).output }),
+      complete: () => {
+        const snapshot = actor.getSnapshot() as { status: string; output: OutputFrom<TLogic> };
+        // Done; or, for a child, stopped by its parent (it completes its observers then too).
+        if (snapshot.status === 'done') end({ status: 'done', output: child === undefined ? snapshot.output : child.output() });
+        else end({ status: 'stopped', reason: this.#stopping ?? 'match_aborted' });
+      },
       error: (error) => {
         logger.error({ err: error, reason: 'contest_error' }, 'contest failed');
         end({ status: 'error', error });
@@ -627,7 +696,6 @@ export class Supervisor {
       set.add(live);
     }
     if (this.#observers.length > 0) this.#notify('contestStarted', info, actor, options.input);
-    actor.start();
 
     return {
       info,

@@ -29,9 +29,10 @@ describe('the inspection hook', () => {
     for (let i = 0; i < 5; i++) await new Promise<void>((resolve) => setImmediate(resolve));
 
     const machineIds = new Set(
-      events.filter((e) => e.type === '@xstate.snapshot').map((e) => (e.actorRef as { logic?: { id?: string } }).logic?.id),
+      events.filter((e) => e.type === '@xstate.snapshot').map((e) => (e as { snapshot: { machine?: { id?: string } } }).snapshot.machine?.id),
     );
-    // The three machines — plus the promise actors each stage's match runs in, which have no machine id.
+    // The three machines (a fallback contest runs as the utterance actor's child: its actor's logic is the
+    // utterance's match, its snapshot names its machine) — plus the promise actor common query's match runs in.
     for (const id of ['utterance', 'commonQuery', 'fallback']) expect(machineIds).toContain(id);
     // Every transition of every contest is visible: the fallback contest's PONG, the poll's claim-bound delayed event.
     const received = events.filter((e) => e.type === '@xstate.event').map((e) => (e as { event: { type: string } }).event.type);

@@ -155,16 +155,16 @@ export class CommonQueryPlugin implements PipelineStage {
           if (this.#dialects.spec) {
             const ping = reply(context.origin, topics.commonQueryPing, { utterance: context.utterance });
             const { destination: _broadcast, ...routing } = ping.context;
-            bus.publish({ ...ping, context: { ...routing, contest_id: self.id } });
+            bus.publish({ ...ping, context: { ...routing, contest_id: supervisor.contestIdOf(self) } });
           }
-          if (this.#dialects.legacy) bus.publish(withContext(legacyQuestion(context.origin, context.utterance, this.pipelineId), { contest_id: self.id }));
+          if (this.#dialects.legacy) bus.publish(withContext(legacyQuestion(context.origin, context.utterance, this.pipelineId), { contest_id: supervisor.contestIdOf(self) }));
         },
         // §7.1: every claimant in parallel (an unasked claimant's answer is already on its way).
         sendRequests: ({ context, self }) => {
           for (const claimant of context.claimants) {
             if (claimant.unasked === true) continue;
             const request = reply(context.origin, topics.commonQueryRequest(claimant.skill_id), { utterance: context.utterance });
-            bus.publish(withContext(request, { contest_id: self.id }));
+            bus.publish(withContext(request, { contest_id: supervisor.contestIdOf(self) }));
           }
         },
       },

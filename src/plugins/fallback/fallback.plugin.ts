@@ -1,6 +1,7 @@
 /**
  * The fallback pipeline plugin, OVOS-FALLBACK-1: one registry, any number of stages (§8.2), each stage a
- * `PipelineStage` whose `match` builds the pool (§5) and runs one contest actor (§6) through the supervisor.
+ * `PipelineStage` whose `match` builds the pool (§5) and runs one contest actor (§6) through the supervisor — or,
+ * through `matchLogic`, hands the same contest to the orchestrator to run as the utterance actor's own child.
  */
 import type { Unsubscribe } from '../../bus/bus.js';
 import type { Config, PriorityRange } from '../../config/defaults.js';
@@ -9,9 +10,9 @@ import { DEFAULT_SESSION_ID, sessionIdOf, type SessionView } from '../../bus/ses
 import { legacyFallbackPing, legacyFallbackRequest } from '../../dialect/legacy-dialect.js';
 import { registrationRefused, topics, type DropReason } from '../../dialect/spec-dialect.js';
 import type { Logger } from '../../log/logger.js';
-import type { Contest, Supervisor } from '../../supervisor/supervisor.js';
-import type { IntentListing, Match, MatchRequest, PipelineStage } from '../../pipeline/plugin.js';
-import { awaitsPong, fallbackMachine, type FallbackContext, type FallbackEmitted, type FallbackEvent } from '../../../machines/fallback/fallback.machine.js';
+import type { Contest, ContestOptions, Supervisor } from '../../supervisor/supervisor.js';
+import { NO_MATCH, type IntentListing, type Match, type MatchLogic, type MatchRequest, type PipelineStage } from '../../pipeline/plugin.js';
+import { awaitsPong, fallbackMachine, type FallbackContext, type FallbackEmitted, type FallbackEvent, type FallbackOutput } from '../../../machines/fallback/fallback.machine.js';
 import type { RegistryStore } from './registry-store.js';
 import { FallbackRegistry } from './registry.js';
 import { buildPool, stageTakes } from './pool.js';
@@ -77,13 +78,23 @@ export interface FallbackSkillEvent {
   readonly skill_id: string;
 }
 
+/** This plugin's contest machine, with its effects. */
+type FallbackLogic = ReturnType<typeof fallbackMachine.provide>;
+
+/** One contest of a stage: what it runs, what its start sets up, and its output as the stage's Match. */
+interface StageContest {
+  readonly options: ContestOptions<FallbackLogic>;
+  readonly started: (contest: Contest<FallbackLogic>) => void;
+  readonly toMatch: (output: FallbackOutput) => Match | null;
+}
+
 export class FallbackPlugin {
   readonly registry: FallbackRegistry;
   /** Suspends skills that keep timing out (breaker.ts); the only protection on a foreign bus. */
   readonly breaker: SkillBreaker;
   readonly #supervisor: Supervisor;
   readonly #settings: FallbackSettings;
-  readonly #machine;
+  readonly #machine: FallbackLogic;
   readonly #timeoutLog = new LogRateLimiter(LOG_WINDOW_MS);
   readonly #refusalLog = new LogRateLimiter(LOG_WINDOW_MS);
   /** A pool the match bound cannot cover: logged at most once a minute per (stage, pool size). */
@@ -154,7 +165,7 @@ export class FallbackPlugin {
       actions: {
         sendPing: ({ context, self }, { skill_id }) => {
           const ping = reply(context.query.origin, topics.fallbackPing(skill_id), { utterances: [...context.query.utterances], lang: context.query.lang });
-          bus.publish(withContext(ping, { contest_id: self.id }));
+          bus.publish(withContext(ping, { contest_id: supervisor.contestIdOf(self) }));
         },
       },
     });
@@ -768,6 +779,7 @@ export class FallbackPlugin {
     return {
       pipelineId,
       match: (request) => this.#match(pipelineId, range, request),
+      matchLogic: (request) => this.#matchLogic(pipelineId, range, request),
       // §5: an empty pool returns None immediately — but `match` runs when this utterance is due a probe (it sends it).
       declines: (request) => this.pool(request.session, range).length === 0 && !(this.#probeDue() && !this.#broadcastSentFor(request)),
       onUtterance: (entry, lang, session, inPipeline) => this.onUtterance(entry, lang, session, inPipeline),
@@ -859,6 +871,26 @@ export class FallbackPlugin {
     // Messages already published when match was called are delivered first (the in-process bus delivers from a
     // microtask): a skill that registered just before is in the pool — an embedder needs no `await bus.idle()`.
     await Promise.resolve();
+    const contest = this.#contest(pipelineId, range, request);
+    if (contest === null) return null;
+    const run = this.#supervisor.spawn(contest.options);
+    contest.started(run);
+    const result = await run.until(request.signal);
+    return result.status === 'done' ? contest.toMatch(result.output) : null;
+  }
+
+  /**
+   * `match` as the contest machine itself, for the orchestrator to run as the utterance actor's child (the
+   * orchestrator begins an utterance one microtask after it arrives, so what was published before is delivered).
+   */
+  #matchLogic(pipelineId: string, range: PriorityRange | undefined, request: Omit<MatchRequest, 'signal'>): MatchLogic {
+    const contest = this.#contest(pipelineId, range, request);
+    if (contest === null) return NO_MATCH;
+    return this.#supervisor.child(contest.options, contest.toMatch, contest.started);
+  }
+
+  /** One contest of a stage (§6), as `match` and `matchLogic` run it; null when the stage returns None at once. */
+  #contest(pipelineId: string, range: PriorityRange | undefined, request: Omit<MatchRequest, 'signal'>): StageContest | null {
     const pool = this.pool(request.session, range);
     const broadcast = pool.filter((skillId) => this.#isLegacy(request.session.sessionId, skillId));
     // The utterance's one broadcast asks the legacy skills (sent now unless at its arrival or an earlier stage); with
@@ -868,7 +900,7 @@ export class FallbackPlugin {
     this.#checkPoolAgainstBound(pipelineId, pool.length);
     const startedAt = this.#supervisor.clock.now();
     const answered = this.#answersOf(shared, request.session.sessionId, broadcast);
-    const contest = this.#supervisor.spawn({
+    const options: ContestOptions<FallbackLogic> = {
       kind: 'fallback',
       label: pipelineId,
       sessionId: request.session.sessionId,
@@ -892,39 +924,35 @@ export class FallbackPlugin {
       // A pong built as a fresh message (no utterance or contest id) is this contest's if it alone awaits that skill —
       // and the skill owes no earlier pong, which that one could be (ovos-core #859).
       awaits: (inbound, snapshot) => inbound.kind === 'fallback.pong' && !this.#owesPong(inbound.skill_id) && awaitsPong(snapshot.context, inbound.skill_id),
-    });
-    // As it happens (not after the contest), so a late pong that follows a timeout resets the count after it.
-    contest.actor.on('ping.timeout', (event: FallbackEmitted) => {
-      if (event.type === 'ping.timeout') this.#pingTimedOut(event.skill_id, event.after_ms, contest.logger);
-    });
-    contest.actor.on('ping.timeouts', (event: FallbackEmitted) => {
-      if (event.type !== 'ping.timeouts') return;
-      for (const skillId of event.skill_ids) this.#pingTimedOut(skillId, event.after_ms, contest.logger);
-      for (const skillId of event.silent) {
-        if (event.skill_ids.includes(skillId)) continue;
-        this.#owe(skillId);
-        this.#missed(skillId);
-      }
-    });
-    this.#contests.add(contest);
-    void contest.done.then(() => this.#contests.delete(contest));
-    if (shared !== undefined && broadcast.length > 0) this.#broadcasts.take(shared, contest, contest.done);
-    const result = await contest.until(request.signal);
-    // The stage bound decided (skills still silent), or — without one — `until` stopped the contest when the match
-    // bound fired, with exactly this reason; any other stop (bus down, shutdown) has its own, logged by the supervisor.
-    const context = (contest.actor.getSnapshot() as { context: FallbackContext }).context;
-    if (context.cut || (result.status === 'stopped' && result.reason === 'match_aborted')) {
-      this.#reportCut(pipelineId, context, startedAt, contest.logger);
-    }
-    if (result.status !== 'done' || result.output === null) return null;
-    // §6.3 Match shape: the selected skill, reserved intent_name "fallback", empty slots.
-    return {
-      skill_id: result.output.skill_id,
-      intent_name: 'fallback',
-      lang: request.lang,
-      utterance: request.utterances[0]!,
-      slots: {},
     };
+    const started = (contest: Contest<FallbackLogic>): void => {
+      // As it happens (not after the contest), so a late pong that follows a timeout resets the count after it.
+      contest.actor.on('ping.timeout', (event: FallbackEmitted) => {
+        if (event.type === 'ping.timeout') this.#pingTimedOut(event.skill_id, event.after_ms, contest.logger);
+      });
+      contest.actor.on('ping.timeouts', (event: FallbackEmitted) => {
+        if (event.type !== 'ping.timeouts') return;
+        for (const skillId of event.skill_ids) this.#pingTimedOut(skillId, event.after_ms, contest.logger);
+        for (const skillId of event.silent) {
+          if (event.skill_ids.includes(skillId)) continue;
+          this.#owe(skillId);
+          this.#missed(skillId);
+        }
+      });
+      this.#contests.add(contest);
+      if (shared !== undefined && broadcast.length > 0) this.#broadcasts.take(shared, contest, contest.done);
+      void contest.done.then((result) => {
+        this.#contests.delete(contest);
+        // The stage bound decided (skills still silent), or — without one — the match bound stopped the contest
+        // (`match_aborted`); any other stop (bus down, shutdown) has its own reason, logged by the supervisor.
+        const context = (contest.actor.getSnapshot() as { context: FallbackContext }).context;
+        if (context.cut || (result.status === 'stopped' && result.reason === 'match_aborted')) this.#reportCut(pipelineId, context, startedAt, contest.logger);
+      });
+    };
+    // §6.3 Match shape: the selected skill, reserved intent_name "fallback", empty slots.
+    const toMatch = (output: FallbackOutput): Match | null =>
+      output === null ? null : { skill_id: output.skill_id, intent_name: 'fallback', lang: request.lang, utterance: request.utterances[0]!, slots: {} };
+    return { options, started, toMatch };
   }
 
   /** Utterance broadcasts this plugin still keeps (for tests and inspection): at most one a session, and a bounded number. */
