@@ -188,7 +188,7 @@ export class Supervisor {
   /** Distinguishes this daemon's contest ids from another's on a shared bus. */
   readonly #prefix = randomBytes(3).toString('hex');
   #seq = 0;
-  /** Every hosted contest's actor → its id (a child's actor id is its parent's name for it, not the contest's). */
+  /** A child contest's actor → its contest id (its actor id is its parent's name for it; a root's is its contest id). */
   readonly #ids = new WeakMap<AnyActorRef, string>();
   /** While a root contest is being stopped: its reason, which the children it runs end with. */
   #stopping: string | undefined;
@@ -612,7 +612,7 @@ export class Supervisor {
     actor: AnyActorRef,
     child: { readonly output: () => OutputFrom<TLogic> } | undefined,
   ): Contest<TLogic> {
-    this.#ids.set(actor, id);
+    if (child !== undefined) this.#ids.set(actor, id);
     const info: ContestInfo = {
       id,
       kind: options.kind,
