@@ -42,7 +42,7 @@ async function nats(): Promise<NatsServer> {
 async function daemon(url: string, nodeId: string, logger: Logger = silentLogger(), extra: Record<string, unknown> = {}, cluster: Record<string, unknown> = {}): Promise<Daemon & { stopped: () => boolean }> {
   const config = configWith({
     ...extra,
-    bus: { port: 0 },
+    bus: { port: 0, ...(extra['bus'] as Record<string, unknown> | undefined) },
     exampleSkills: false,
     log: { level: 'silent' },
     inspector: { port: 0 },
@@ -253,6 +253,60 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     // Nothing beyond the utterances sent ended (no stray handled).
     const handledIds = userA.messages.filter((m) => m.type === 'ovos.utterance.handled').map(utteranceIdOf);
     expect(new Set(handledIds).size).toBe(handledIds.length);
+  }, 60_000);
+
+  it('FALLBACK-1 §3 across daemons: a skill that comes back on a daemon still replaying the history is known there by its new connection — its frames wait behind the history, as the other daemons\' do', async () => {
+    const server = await nats();
+    const a = await daemon(server.url, 'node-a');
+    await expect.poll(() => a.cluster!.view().owned.length, { timeout: 5_000 }).toBe(PARTITIONS);
+    // A long history (a skill registering and deregistering), so that a daemon joining takes a while to replay it;
+    // at its end, x.spec registers on A, deregisters and goes (OVOS-FALLBACK-1 §3: a skill shutting down).
+    const filler = await probe(a.url);
+    for (let i = 0; i < 5_000; i++) {
+      filler.send(createMessage('ovos.fallback.register', { skill_id: 'filler.spec', priority: 60 }, { skill_id: 'filler.spec' }));
+      filler.send(createMessage('ovos.fallback.deregister', { skill_id: 'filler.spec' }, { skill_id: 'filler.spec' }));
+    }
+    await filler.barrier();
+    const gone = await probe(a.url);
+    gone.send(createMessage('ovos.fallback.register', { skill_id: 'x.spec', priority: 50 }, { skill_id: 'x.spec' }));
+    gone.send(createMessage('ovos.fallback.deregister', { skill_id: 'x.spec' }, { skill_id: 'x.spec' }));
+    await gone.barrier();
+    await gone.close();
+
+    // B starts; x.spec, started again, connects to it as soon as its port takes connections and registers — while B
+    // is still replaying the history (checked: not a test of the easy case). Its registration is newer than its
+    // deregistration in the history: B must not apply them the other way round.
+    const port = await freePort();
+    const logsB = captureLogs('info');
+    const starting = daemon(server.url, 'node-b', logsB.logger, { bus: { port } });
+    const replayed = (): boolean => logsB.lines.items.some((line) => line['msg'] === 'cluster: registrations and connections replayed');
+    let back: Probe | undefined;
+    while (back === undefined) {
+      back = await Probe.connect(`ws://127.0.0.1:${port}/core`).catch(async () => {
+        await new Promise<void>((resolve) => setTimeout(resolve, 2));
+        return undefined;
+      });
+    }
+    cleanups.push(() => back.close());
+    const early = !replayed();
+    await specWordSkill(back, 'x.spec', 50, 'xray');
+    expect(early).toBe(true);
+    const b = await starting;
+
+    // On B, x.spec is registered, bound to its new connection, and wins what it is willing for.
+    expect(b.system.fallback.registry.availableFor('default').has('x.spec')).toBe(true);
+    await expect.poll(() => b.cluster!.view().owned.length, { timeout: 5_000 }).toBeGreaterThan(0);
+    const user = await probe(b.url);
+    const owned = new Set(b.cluster!.view().owned);
+    const sessions = [...Array(200).keys()].map((i) => `xray-s${i}`).filter((session) => owned.has(partitionOf(session, PARTITIONS))).slice(0, 5);
+    expect(sessions.length).toBeGreaterThan(0);
+    for (const [i, session] of sessions.entries()) user.utter('xray please', { utteranceId: `xray-u${i}`, session: { session_id: session }, lang: 'en-US' });
+    await Promise.all(sessions.map((_, i) => user.handled(`xray-u${i}`)));
+    for (const i of sessions.keys()) {
+      const messages = user.of(`xray-u${i}`);
+      expect(messages.filter((m) => m.type === 'ovos.intent.matched').map((m) => m.data['skill_id'])).toEqual(['x.spec']);
+      expect(messages.filter((m) => m.type === 'ovos.utterance.handled')).toHaveLength(1);
+    }
   }, 60_000);
 
   it('PIPELINE-1 §6: the ovos-workshop skill\'s own handled that ends the last utterance of a partition moving to a daemon that joins still reaches the pipeline that ran it: one handled each, none of the pipeline\'s own after its grace', async () => {
