@@ -264,10 +264,10 @@ const DIAGRAMS: Readonly<Record<string, string>> = { fallback: 'fallback', commo
 
 const dotName = (name: string): string => name.replace(/[^A-Za-z0-9_]/g, '_');
 
-/** The DOT names of the active state nodes of a snapshot value (src/inspect/diagram.ts names them the same way). */
 /** The id of a machine the inspector has a diagram of, else undefined. */
 const diagramOf = (id: unknown): string | undefined => (typeof id === 'string' && Object.hasOwn(DIAGRAMS, id) ? id : undefined);
 
+/** The DOT names of the active state nodes of a snapshot value (src/inspect/diagram.ts names them the same way). */
 export function activeNodes(machineId: string, value: unknown): string[] {
   if (typeof value === 'string') return [dotName(`${machineId}_${value}`)];
   if (value === null || typeof value !== 'object') return [];
@@ -840,18 +840,22 @@ export class InspectorRecorder implements SupervisorObserver {
       utterance: record.utterance,
       time: record.time,
       live: record.live,
-      contests: record.contests.map((c) => ({
-        id: c.info.id,
-        kind: c.info.kind,
-        label: c.info.label,
-        machine: c.machineId === undefined ? undefined : DIAGRAMS[c.machineId],
-        state: c.state,
-        active: c.machineId === undefined ? [] : activeNodes(c.machineId, c.value),
-        status: c.status,
-        ...(c.reason === undefined ? {} : { reason: c.reason }),
-        startedAt: c.startedAt,
-        ...(c.endedAt === undefined ? {} : { endedAt: c.endedAt }),
-      })),
+      contests: record.contests.map((c) => {
+        // A live child contest names its machine in its snapshot only (its logic is chosen as it starts).
+        c.machineId ??= diagramOf((c.actor?.getSnapshot() as { machine?: { id?: unknown } } | undefined)?.machine?.id);
+        return {
+          id: c.info.id,
+          kind: c.info.kind,
+          label: c.info.label,
+          machine: c.machineId === undefined ? undefined : DIAGRAMS[c.machineId],
+          state: c.state,
+          active: c.machineId === undefined ? [] : activeNodes(c.machineId, c.value),
+          status: c.status,
+          ...(c.reason === undefined ? {} : { reason: c.reason }),
+          startedAt: c.startedAt,
+          ...(c.endedAt === undefined ? {} : { endedAt: c.endedAt }),
+        };
+      }),
       timeline: record.entries.map((entry) => {
         const view = this.#entryView(entry);
         if (entry.kind !== 'decision' || decision === undefined) return view;

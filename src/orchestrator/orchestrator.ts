@@ -545,7 +545,8 @@ export class Orchestrator {
               const snapshot = self.getSnapshot() as { status: string; output: Match | null };
               stageMatched(request, pipelineId, started, snapshot.status === 'done' ? snapshot.output : null, snapshot.status !== 'done');
             },
-            error: () => {},
+            // The contest failed (logged by the supervisor): the stage declines with an error (PIPELINE-1 §6).
+            error: () => stageMatched(request, pipelineId, started, null, false),
           });
           return { logic, input: undefined };
         }) as unknown as typeof matchByPromise,

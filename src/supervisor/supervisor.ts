@@ -188,10 +188,10 @@ export class Supervisor {
   /** Distinguishes this daemon's contest ids from another's on a shared bus. */
   readonly #prefix = randomBytes(3).toString('hex');
   #seq = 0;
+  /** A contest's actor → the child contests it runs (`child`) that have not ended (its actor may not be hosted yet when they start). */
+  readonly #childrenOf = new WeakMap<AnyActorRef, Set<Live>>();
   /** A child contest's actor → its contest id (its actor id is its parent's name for it; a root's is its contest id). */
   readonly #ids = new WeakMap<AnyActorRef, string>();
-  /** While a root contest is being stopped: its reason, which the children it runs end with. */
-  #stopping: string | undefined;
 
   constructor(options: SupervisorOptions) {
     this.bus = options.bus;
@@ -580,7 +580,9 @@ export class Supervisor {
    * actor of its own. Routed, logged and observed as a spawned contest from the moment its parent creates it;
    * `started` then receives it (to listen to what it emits). What the parent reads as its output is `output(…)` of
    * the machine's; `done` resolves with the machine's own. A child is stopped by its parent: leaving the state that
-   * invoked it ends the contest as stopped (`match_aborted`, or the reason its root was stopped with).
+   * invoked it ends the contest as stopped (`match_aborted`); a parent contest that ends first (stopped, failed, or
+   * before it ever started the child) ends it with its own reason. Its `stop` and `until` end its routing at once;
+   * its machine stops with its parent (XState stops no child on its own).
    */
   child<TLogic extends AnyActorLogic, TOut>(
     options: ContestOptions<TLogic>,
@@ -622,6 +624,13 @@ export class Supervisor {
       ...(child === undefined ? {} : { child: true }),
     };
     const logger = this.logger.child({ session_id: options.sessionId, utterance_id: options.utteranceId, contest: `${options.kind}/${options.label}` });
+    // A child's siblings: what its parent's actor runs.
+    const parent = actor._parent;
+    let siblings: Set<Live> | undefined;
+    if (child !== undefined && parent !== undefined) {
+      siblings = this.#childrenOf.get(parent);
+      if (siblings === undefined) this.#childrenOf.set(parent, (siblings = new Set()));
+    }
 
     let settle!: (result: ContestResult<OutputFrom<TLogic>>) => void;
     const done = new Promise<ContestResult<OutputFrom<TLogic>>>((resolve) => (settle = resolve));
@@ -630,8 +639,14 @@ export class Supervisor {
       if (ended) return;
       ended = true;
       this.#forget(live);
+      siblings?.delete(live);
       if (this.#observers.length > 0) this.#notify('contestEnded', info, result);
       settle(result);
+      // Its children end with it: stopped with its reason, or because it ended (one its actor never started, or
+      // still running after it failed, is ended here; every other ended already, when its parent stopped it).
+      const reason = result.status === 'stopped' ? result.reason : `${options.kind}_${result.status === 'done' ? 'ended' : 'failed'}`;
+      const children = this.#childrenOf.get(actor);
+      if (children !== undefined) for (const running of [...children]) running.stop(reason);
     };
 
     if (options.awaits !== undefined) for (const kind of options.routes) this.#awaitsKinds.add(kind);
@@ -652,17 +667,10 @@ export class Supervisor {
         end({ status: 'stopped', reason });
         // A child is stopped by its parent (XState refuses `stop()` on it); its routes are gone already, and its
         // parent — a contest too, stopped after it (`stopAll` goes newest first) — takes it down.
-        if (child !== undefined) return;
-        // The children it runs end with this reason too.
-        const outer = this.#stopping;
-        this.#stopping = reason;
-        try {
-          actor.stop();
-        } finally {
-          this.#stopping = outer;
-        }
+        if (child === undefined) actor.stop();
       },
     };
+    siblings?.add(live);
 
     // Machines report notable moments with emit(); the edge turns them into log lines.
     // A machine that ignores an event says why (`*.ignored` with a `reason`): a drop, logged like the supervisor's
@@ -680,7 +688,10 @@ export class Supervisor {
         const snapshot = actor.getSnapshot() as { status: string; output: OutputFrom<TLogic> };
         // Done; or, for a child, stopped by its parent (it completes its observers then too).
         if (snapshot.status === 'done') end({ status: 'done', output: child === undefined ? snapshot.output : child.output() });
-        else end({ status: 'stopped', reason: this.#stopping ?? 'match_aborted' });
+        else if (!ended) {
+          logger.info({ reason: 'match_aborted' }, 'contest stopped');
+          end({ status: 'stopped', reason: 'match_aborted' });
+        }
       },
       error: (error) => {
         logger.error({ err: error, reason: 'contest_error' }, 'contest failed');

@@ -10,7 +10,7 @@ import { setup as machineSetup } from 'xstate';
 import { LocalBus } from '../../src/bus/local-bus.js';
 import { createMessage, reply, type JsonObject, type Message } from '../../src/bus/message.js';
 import { ManualClock } from '../../src/clock/manual-clock.js';
-import type { Match } from '../../src/pipeline/plugin.js';
+import { NO_MATCH, type Match } from '../../src/pipeline/plugin.js';
 import { Supervisor, type ContestInfo, type ContestResult } from '../../src/supervisor/supervisor.js';
 import { createHarness, withConfig, type Harness } from '../support/harness.js';
 import { captureLogs } from '../support/log-capture.js';
@@ -115,6 +115,63 @@ describe('a fallback stage\'s contest as the utterance actor\'s child (one XStat
     expect(handledOf(h, 'u1')).toHaveLength(1);
     expect(await record?.done).toMatchObject({ outcome: 'completed', stage: 'echo' });
   });
+  it('PIPELINE-1 §6: a stage whose contest fails declines with an error (logged once, contest_error); the next stage answers; one handled, nothing left routed', async () => {
+    const h = createHarness(withConfig((config) => ({ ...config, pipeline: ['failing', 'echo'] })));
+    const seen = watch(h.system.supervisor);
+    const broken = machineSetup({}).createMachine({ entry: () => { throw new Error('contest bug'); } });
+    const greet: Match = { skill_id: 'echo.skill', intent_name: 'greet', lang: 'en-US', utterance: 'hello', slots: {} };
+    h.system.orchestrator.register({
+      pipelineId: 'failing',
+      match: async () => null,
+      matchLogic: (request) =>
+        h.system.supervisor.child(
+          { kind: 'custom', label: 'failing', sessionId: request.session.sessionId, utteranceId: 'u1', logic: broken, input: undefined, routes: [] },
+          (): Match | null => null,
+          () => {},
+        ),
+      intents: () => [],
+    });
+    h.system.orchestrator.register({ pipelineId: 'echo', match: async () => greet, intents: () => [] });
+    h.bus.subscribe((m) => {
+      if (m.type === 'echo.skill:greet') h.bus.publish(reply(m, 'mycroft.skill.handler.complete'), 'skills');
+    });
+    await h.settle();
+    const record = h.system.orchestrator.handle(createMessage('ovos.utterance.handle', { utterances: ['hello'] }, { session: session('s1'), utterance_id: 'u1' }), ['hello']);
+    await h.settle();
+    expect(seen.ended.find((e) => e.info.kind === 'custom')?.result.status).toBe('error');
+    expect(h.logs.filter((line) => line['reason'] === 'contest_error')).toHaveLength(1);
+    expect(h.logs.filter((line) => line['msg'] === 'stage matched' && line['stage'] === 'failing').map((line) => [line['matched'], line['aborted']])).toEqual([[false, false]]);
+    expect(h.of('ovos.intent.matched').map((m) => m.data['pipeline_id'])).toEqual(['echo']);
+    expect(handledOf(h, 'u1')).toHaveLength(1);
+    expect(await record?.done).toMatchObject({ outcome: 'completed', stage: 'echo' });
+    expect(h.system.supervisor.size).toBe(0);
+  });
+
+  it('PIPELINE-1 §6: a stage whose matchLogic is a None at once (NO_MATCH) declines; the next stage answers', async () => {
+    const h = createHarness(withConfig((config) => ({ ...config, pipeline: ['nothing', 'echo'] })));
+    const greet: Match = { skill_id: 'echo.skill', intent_name: 'greet', lang: 'en-US', utterance: 'hello', slots: {} };
+    h.system.orchestrator.register({ pipelineId: 'nothing', match: async () => greet, matchLogic: () => NO_MATCH, intents: () => [] });
+    h.system.orchestrator.register({ pipelineId: 'echo', match: async () => greet, intents: () => [] });
+    h.bus.subscribe((m) => {
+      if (m.type === 'echo.skill:greet') h.bus.publish(reply(m, 'mycroft.skill.handler.complete'), 'skills');
+    });
+    await h.settle();
+    h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
+    await h.settle();
+    expect(h.of('ovos.intent.matched').map((m) => m.data['pipeline_id'])).toEqual(['echo']);
+    expect(handledOf(h, 'u1')).toHaveLength(1);
+  });
+
+  it('the inspector shows a live child contest with its machine\'s diagram, without detail mode', async () => {
+    const h = createHarness(withConfig((config) => ({ ...config, pipeline: ['fallback_low'] })), { recorder: {} });
+    fallbackSkill(h, 'fb.slow', 90, 'silent');
+    await h.settle();
+    h.utter('tell me something', { session: session('s1'), utteranceId: 'u1' });
+    await h.settle();
+    const [utterance] = h.recorder!.utterances();
+    expect(utterance?.live).toBe(true);
+    expect(utterance?.contests.find((c) => c.kind === 'fallback')).toMatchObject({ machine: 'fallback', status: 'live' });
+  });
 });
 
 describe('Supervisor.child (one contest inside another actor\'s system)', () => {
@@ -169,6 +226,27 @@ describe('Supervisor.child (one contest inside another actor\'s system)', () => 
     expect(seen.ended.find((e) => e.info.label === 'inner')?.result).toEqual({ status: 'stopped', reason: 'match_aborted' });
     expect(supervisor.size).toBe(0);
     expect(clock.pending).toBe(0);
+  });
+
+  it('a child its parent never started (it left the invoking state at once) is ended with its parent, not left routed', async () => {
+    const { logger } = captureLogs();
+    const supervisor = new Supervisor({ bus: new LocalBus(), clock: new ManualClock(), logger });
+    const seen = watch(supervisor);
+    const child = supervisor.child(
+      { kind: 'fallback', label: 'inner', sessionId: 's1', utteranceId: 'u1', logic: once, input: undefined, routes: ['fallback.pong'], correlate: () => ({ type: 'PONG' as const }) },
+      (output) => output,
+      () => {},
+    );
+    const parent = machineSetup({ types: { events: {} as { type: 'END' } }, actors: { inner: child } }).createMachine({
+      initial: 'a',
+      states: { a: { invoke: { src: 'inner' }, always: 'b' }, b: { on: { END: 'over' } }, over: { type: 'final' } },
+    });
+    const outer = supervisor.spawn({ kind: 'utterance', label: 'outer', sessionId: 's1', utteranceId: 'u1', logic: parent, input: undefined, routes: [] });
+    outer.send({ type: 'END' });
+    expect(await outer.done).toEqual({ status: 'done', output: undefined });
+    expect(seen.ended.find((e) => e.info.label === 'inner')?.result).toEqual({ status: 'stopped', reason: 'utterance_ended' });
+    expect(supervisor.size).toBe(0);
+    expect(supervisor.routeKeys).toBe(0);
   });
 
   it('what the parent reads is the mapped output; `done` resolves with the machine\'s own', async () => {

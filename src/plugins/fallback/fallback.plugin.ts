@@ -944,9 +944,10 @@ export class FallbackPlugin {
       void contest.done.then((result) => {
         this.#contests.delete(contest);
         // The stage bound decided (skills still silent), or — without one — the match bound stopped the contest
-        // (`match_aborted`); any other stop (bus down, shutdown) has its own reason, logged by the supervisor.
-        const context = (contest.actor.getSnapshot() as { context: FallbackContext }).context;
-        if (context.cut || (result.status === 'stopped' && result.reason === 'match_aborted')) this.#reportCut(pipelineId, context, startedAt, contest.logger);
+        // (`match_aborted`); any other stop (bus down, shutdown) has its own reason, logged by the supervisor. A
+        // contest that failed as it began has no context to report from.
+        const context = (contest.actor.getSnapshot() as { context?: FallbackContext }).context;
+        if (context !== undefined && (context.cut || (result.status === 'stopped' && result.reason === 'match_aborted'))) this.#reportCut(pipelineId, context, startedAt, contest.logger);
       });
     };
     // §6.3 Match shape: the selected skill, reserved intent_name "fallback", empty slots.
