@@ -98,9 +98,22 @@ const REGISTRY_TOPICS = [topics.fallbackRegister, topics.fallbackDeregister, leg
 /** The utterance entries: the only messages partitioned; the rest reach every daemon. */
 const ENTRY_TOPICS: ReadonlySet<string> = new Set([topics.utteranceHandle, legacyTopics.recognizerUtterance]);
 
-/** The subjects every daemon reads whatever partition they name: the entries, and how utterances end. */
+/**
+ * The subjects every daemon reads whatever partition they name: the entries, how utterances end, and the
+ * common-query claims (spec pongs and legacy `question:query.response`): every daemon's roster learns from every poll
+ * on the bus, as on one bus, so a daemon that has run no poll yet already knows which skills answer.
+ */
 const READ_EVERYWHERE: ReadonlySet<string> = new Set(
-  [...ENTRY_TOPICS, topics.utteranceHandled, topics.intentMatched, topics.intentUnmatched, topics.skillHandlerComplete, topics.skillHandlerError].map(busSubject),
+  [
+    ...ENTRY_TOPICS,
+    topics.utteranceHandled,
+    topics.intentMatched,
+    topics.intentUnmatched,
+    topics.skillHandlerComplete,
+    topics.skillHandlerError,
+    topics.commonQueryPong,
+    legacyTopics.questionQueryResponse,
+  ].map(busSubject),
 );
 
 /** How long a daemon keeps an entry that waits for an owner, or a note heard before its entry. */

@@ -309,6 +309,29 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     }
   }, 60_000);
 
+  it('COMMON-QUERY-1 §6.3 across daemons: a common-query skill that claims in one daemon\'s poll joins every daemon\'s roster — one that has polled nothing yet knows it', async () => {
+    const server = await nats();
+    const a = await daemon(server.url, 'node-a');
+    await expect.poll(() => a.cluster!.view().owned.length, { timeout: 5_000 }).toBe(PARTITIONS);
+    const b = await daemon(server.url, 'node-b');
+    await expect.poll(() => a.cluster!.view().owned.length, { timeout: 5_000 }).toBeLessThan(PARTITIONS);
+    // A spec common-query skill on A: claims every question and answers it.
+    const skill = await probe(a.url);
+    skill.frames.subscribe(({ message }) => {
+      if (message?.type === 'ovos.common_query.ping') skill.send(reply(message, 'ovos.common_query.pong', { skill_id: 'cq.x', utterance: utterance(message), can_answer: true }));
+      if (message?.type === 'cq.x:common_query') skill.send(reply(message, 'cq.x.common_query.response', { skill_id: 'cq.x', utterance: utterance(message), answer: 'cq.x knows', conf: 0.9 }));
+    });
+    // A question in a session A runs: B polls nothing.
+    const user = await probe(a.url);
+    const owned = new Set(a.cluster!.view().owned);
+    const session = [...Array(200).keys()].map((i) => `cq-s${i}`).find((id) => owned.has(partitionOf(id, PARTITIONS)))!;
+    user.utter('what is the speed of light', { utteranceId: 'q1', session: { session_id: session }, lang: 'en-US' });
+    await user.handled('q1');
+    expect(user.of('q1').filter((m) => m.type === 'ovos.utterance.speak').map((m) => m.data['utterance'])).toEqual(['cq.x knows']);
+    expect(a.system.commonQuery.roster().map((entry) => entry.skill_id)).toEqual(['cq.x']);
+    await expect.poll(() => b.system.commonQuery.roster().map((entry) => entry.skill_id), { timeout: 5_000 }).toEqual(['cq.x']);
+  }, 60_000);
+
   it('PIPELINE-1 §6: the ovos-workshop skill\'s own handled that ends the last utterance of a partition moving to a daemon that joins still reaches the pipeline that ran it: one handled each, none of the pipeline\'s own after its grace', async () => {
     const server = await nats();
     const logsA = captureLogs('info');
