@@ -25,7 +25,9 @@ import { startHeartbeat, type Heartbeat } from './heartbeat.js';
 import { InOrder, SentRing } from './redelivery.js';
 import { topics } from '../dialect/spec-dialect.js';
 import { legacyTopics } from '../dialect/legacy-dialect.js';
+import type { FallbackPlugin } from '../plugins/fallback/fallback.plugin.js';
 import {
+  BREAKER_SUBJECT,
   BUS_PREFIX,
   busSubject,
   CONNECTION_SUBJECT,
@@ -152,6 +154,9 @@ type Note =
 
 type ConnectionNote = { readonly connection: string; readonly closed?: boolean; readonly late?: boolean };
 
+/** A daemon's circuit breaker suspended a fallback skill (`for_ms` from `at`, epoch ms) or heard it again. */
+type BreakerNote = { readonly type: 'suspended' | 'resumed'; readonly skill_id: string; readonly node: string; readonly at: number; readonly for_ms?: number };
+
 /** A receiver missed `from`..`through` of `to`'s run `boot` (redelivery.ts). */
 type ResendNote = { readonly to: string; readonly boot: string; readonly from: number; readonly through: number; readonly by?: string };
 
@@ -204,6 +209,8 @@ export class NatsCluster implements BusRelay {
   readonly #clock: Clock;
   readonly #logger: Logger;
   #server: BusServer | undefined;
+  /** The fallback plugin whose suspensions the cluster shares (`shareSuspensions`). */
+  #fallback: FallbackPlugin | undefined;
   #sub: Subscription | undefined;
   #tick: TimerId | undefined;
   /** This run of the daemon (a restart numbers its messages from 1 again, in a run of its own). */
@@ -300,7 +307,7 @@ export class NatsCluster implements BusRelay {
       const jsm = await jetstreamManager(nc);
       const stream = {
         name: STATE_STREAM,
-        subjects: [CONNECTION_SUBJECT, ...REGISTRY_TOPICS.map(busSubject)],
+        subjects: [CONNECTION_SUBJECT, BREAKER_SUBJECT, ...REGISTRY_TOPICS.map(busSubject)],
         storage: StorageType.File,
         max_age: nanos(options.historyMs),
         max_bytes: 256 * 1024 * 1024,
@@ -323,6 +330,32 @@ export class NatsCluster implements BusRelay {
   /** Largest frame the NATS servers take (their `max_payload`). */
   get maxPayload(): number {
     return this.#nc.info?.max_payload ?? 1024 * 1024;
+  }
+
+  /**
+   * One circuit breaker for the cluster: a fallback skill this daemon's breaker suspends (its pings kept timing out
+   * here) or hears again is suspended or resumed on every daemon at once, and a daemon joining replays the
+   * suspensions still running (they are kept in the history with the registrations). Before `attach`.
+   */
+  shareSuspensions(fallback: FallbackPlugin): void {
+    this.#fallback = fallback;
+    fallback.onSkillEvent((event) => {
+      if (event.type === 'ping_timeout') return;
+      const note: BreakerNote = { type: event.type, skill_id: event.skill_id, node: this.node, at: this.#clock.now(), ...(event.for_ms === undefined ? {} : { for_ms: event.for_ms }) };
+      this.#publish(BREAKER_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify(note)));
+    });
+  }
+
+  /** Another daemon's suspension or resumption of a skill (heard, or replayed from the history): the same here. */
+  #breakerNote(note: BreakerNote): void {
+    const fallback = this.#fallback;
+    // This daemon's own notes come back only from the history (NATS echoes nothing): its suspensions before a restart.
+    if (fallback === undefined || typeof note !== 'object' || note === null || typeof note.skill_id !== 'string' || typeof note.node !== 'string') return;
+    if (note.type === 'resumed') fallback.resumedElsewhere(note.skill_id, note.node);
+    else if (note.type === 'suspended' && typeof note.for_ms === 'number' && typeof note.at === 'number') {
+      // What is left of it: a suspension replayed from the history has partly run already.
+      fallback.suspendedElsewhere(note.skill_id, Math.min(note.for_ms, note.at + note.for_ms - this.#clock.now()), note.node);
+    }
   }
 
   /** Start relaying for `server` (created with this cluster as its `relay`), heartbeats and partition claims. */
@@ -651,6 +684,7 @@ export class NatsCluster implements BusRelay {
       if (subject.startsWith(`${BUS_PREFIX}.`)) this.#busFrame(subject, opened);
       else if (subject === CONNECTION_SUBJECT) this.#connection(JSON.parse(opened.frame.toString('utf8')) as ConnectionNote);
       else if (subject === PARTITION_SUBJECT) this.#note(JSON.parse(opened.frame.toString('utf8')) as Note);
+      else if (subject === BREAKER_SUBJECT) this.#breakerNote(JSON.parse(opened.frame.toString('utf8')) as BreakerNote);
     } catch (error) {
       this.#logger.warn({ reason: 'cluster_message_invalid', subject: subject.slice(0, 200), err: error }, 'cluster message dropped');
     }
@@ -770,7 +804,13 @@ export class NatsCluster implements BusRelay {
       // A connection note kept before notes were numbered is bare JSON.
       const opened = m.subject === CONNECTION_SUBJECT && m.data[0] === 0x7b ? undefined : openEnvelope(m.data);
       if (m.subject === CONNECTION_SUBJECT) this.#connection(opened === undefined ? m.json<ConnectionNote>() : (JSON.parse(opened.frame.toString('utf8')) as ConnectionNote));
-      else {
+      else if (m.subject === BREAKER_SUBJECT) {
+        try {
+          if (opened !== undefined) this.#breakerNote(JSON.parse(opened.frame.toString('utf8')) as BreakerNote);
+        } catch (error) {
+          this.#logger.warn({ reason: 'cluster_message_invalid', subject: m.subject, err: error }, 'cluster message dropped');
+        }
+      } else {
         const decoded = opened === undefined ? undefined : decodeFrame(opened.frame.toString('utf8'));
         if (decoded?.ok === true) server.admit(decoded.message, opened?.connection);
       }

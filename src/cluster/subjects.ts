@@ -22,7 +22,9 @@ export const RESEND_SUBJECT = 'ovos.contests.resend';
  * original subject as the payload's first line. A daemon that joined since never takes old messages for new ones.
  */
 export const RESENT_PREFIX = 'ovos.contests.resent';
-/** JetStream stream keeping the registrations and connection changes a joining daemon replays. */
+/** A daemon's circuit breaker suspended a fallback skill, or heard it again (every daemon does the same). */
+export const BREAKER_SUBJECT = 'ovos.contests.breaker';
+/** JetStream stream keeping the registrations, connection changes and suspensions a joining daemon replays. */
 export const STATE_STREAM = 'OVOS_CONTESTS_STATE';
 /** JetStream KV bucket holding the partition table: key `p<n>` → `{ owner, epoch }`. */
 export const PARTITION_BUCKET = 'ovos-contests-partitions';

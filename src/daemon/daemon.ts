@@ -232,6 +232,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     clients = () => server.clientCount;
     // Closed after the bus: the last handled messages still travel on NATS.
     closers.push(() => server.close(), () => joined.close());
+    joined.shareSuspensions(system.fallback);
     await joined.attach(server);
     logger.info({ url, nats: servers, node: joined.node, partitions: config.cluster.partitions }, 'OVOS bus listening, one daemon of a cluster on NATS');
   } else {

@@ -332,6 +332,49 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     await expect.poll(() => b.system.commonQuery.roster().map((entry) => entry.skill_id), { timeout: 5_000 }).toEqual(['cq.x']);
   }, 60_000);
 
+  it('FALLBACK-1 §6.1 across daemons: a skill one daemon\'s breaker suspends (its pings time out) is left out of every daemon\'s pools at once, and out of a daemon that joins later; heard again, it is back on all', async () => {
+    const server = await nats();
+    const fallback = { pingTimeoutMs: 300, suspendAfterTimeouts: 1, suspendMs: 60_000 };
+    const a = await daemon(server.url, 'node-a', silentLogger(), { fallback });
+    await expect.poll(() => a.cluster!.view().owned.length, { timeout: 5_000 }).toBe(PARTITIONS);
+    const b = await daemon(server.url, 'node-b', silentLogger(), { fallback });
+    await expect.poll(() => b.cluster!.view().owned.length, { timeout: 5_000 }).toBeGreaterThan(0);
+    await expect.poll(() => a.cluster!.view().owned.length + b.cluster!.view().owned.length, { timeout: 5_000 }).toBe(PARTITIONS);
+    // On A: a skill that is connected and never answers its pings (priority 10), and a willing catch-all (90).
+    const silent = await probe(a.url);
+    silent.send(createMessage('ovos.fallback.register', { skill_id: 's.silent', priority: 10 }, { skill_id: 's.silent' }));
+    await silent.barrier();
+    await specSkill(a.url, 'z.catch', 90, '');
+    const user = await probe(a.url);
+    const sessionOf = (daemon: Daemon): string => {
+      const owned = new Set(daemon.cluster!.view().owned);
+      return [...Array(200).keys()].map((i) => `brk-s${i}`).find((id) => owned.has(partitionOf(id, PARTITIONS)))!;
+    };
+
+    // An utterance A runs: s.silent's ping times out and A's breaker suspends it.
+    user.utter('hello there', { utteranceId: 'u1', session: { session_id: sessionOf(a) }, lang: 'en-US' });
+    await user.handled('u1');
+    expect(user.of('u1').filter((m) => m.type === 's.silent.fallback.ping')).toHaveLength(1);
+    expect(a.system.fallback.breaker.suspended('s.silent')).toBe(true);
+    await expect.poll(() => b.system.fallback.breaker.suspended('s.silent'), { timeout: 5_000 }).toBe(true);
+
+    // An utterance B runs: s.silent is not asked, so nobody waits for it.
+    user.utter('hello again', { utteranceId: 'u2', session: { session_id: sessionOf(b) }, lang: 'en-US' });
+    await user.handled('u2');
+    expect(user.of('u2').filter((m) => m.type === 's.silent.fallback.ping')).toEqual([]);
+    expect(user.of('u2').find((m) => m.type === 'ovos.intent.matched')?.data['skill_id']).toBe('z.catch');
+
+    // A daemon that joins now replays the suspension with the registrations.
+    const c = await daemon(server.url, 'node-c', silentLogger(), { fallback });
+    expect(c.system.fallback.breaker.suspended('s.silent')).toBe(true);
+
+    // The skill registers again (it is alive): resumed on A, and so on every daemon.
+    silent.send(createMessage('ovos.fallback.register', { skill_id: 's.silent', priority: 10 }, { skill_id: 's.silent' }));
+    await silent.barrier();
+    expect(a.system.fallback.breaker.suspended('s.silent')).toBe(false);
+    await expect.poll(() => [b, c].map((d) => d.system.fallback.breaker.suspended('s.silent')), { timeout: 5_000 }).toEqual([false, false]);
+  }, 60_000);
+
   it('PIPELINE-1 §6: the ovos-workshop skill\'s own handled that ends the last utterance of a partition moving to a daemon that joins still reaches the pipeline that ran it: one handled each, none of the pipeline\'s own after its grace', async () => {
     const server = await nats();
     const logsA = captureLogs('info');

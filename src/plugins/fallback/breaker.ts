@@ -89,6 +89,17 @@ export class SkillBreaker {
     return entry.state === 'open' ? { type: 'resumed', skill_id: skillId } : undefined;
   }
 
+  /**
+   * Suspended for `periodMs` from now by a decision made elsewhere (another daemon of a cluster counted the timeouts):
+   * open as if this breaker had counted them; a suspension here that lasts longer stays.
+   */
+  suspend(skillId: string, periodMs: number): void {
+    const entry = this.#skills.get(skillId);
+    const now = this.#now();
+    if (entry?.state === 'open' && entry.until >= now + periodMs) return;
+    this.#open(skillId, Math.max(this.#threshold, entry?.timeouts ?? 0), periodMs, now);
+  }
+
   /** Left out of pools right now (open and not yet elapsed). */
   suspended(skillId: string): boolean {
     const entry = this.#skills.get(skillId);

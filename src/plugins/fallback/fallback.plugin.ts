@@ -76,6 +76,8 @@ const FULL_RANGE: PriorityRange = [0, 100];
 export interface FallbackSkillEvent {
   readonly type: 'ping_timeout' | 'suspended' | 'resumed';
   readonly skill_id: string;
+  /** For `suspended`: how long the skill is left out of every pool. */
+  readonly for_ms?: number;
 }
 
 /** This plugin's contest machine, with its effects. */
@@ -518,13 +520,29 @@ export class FallbackPlugin {
 
   /** Breaker transitions are logged once each: suspension at warn, resumption at info. */
   #report(transition: BreakerTransition | undefined): void {
-    if (transition !== undefined) this.#tell({ type: transition.type, skill_id: transition.skill_id });
+    if (transition !== undefined) this.#tell(transition.type === 'suspended' ? { type: 'suspended', skill_id: transition.skill_id, for_ms: transition.for_ms } : { type: 'resumed', skill_id: transition.skill_id });
     if (transition?.type === 'suspended') {
       const { skill_id, timeouts, for_ms } = transition;
       this.#supervisor.logger.warn({ reason: 'skill_suspended', skill_id, timeouts, for_ms }, 'fallback skill suspended: its pings keep timing out');
     } else if (transition?.type === 'resumed') {
       this.#supervisor.logger.info({ reason: 'skill_resumed', skill_id: transition.skill_id }, 'fallback skill resumed');
     }
+  }
+
+  /**
+   * Another daemon of the cluster suspended a registered skill for `forMs` more (its breaker counted the timeouts) or
+   * heard it again (src/cluster/): the same here at once, rather than after this daemon's own utterances wait out the
+   * same timeouts. Logged at info; not reported to `onSkillEvent` (the daemon that decided reports it).
+   */
+  suspendedElsewhere(skillId: string, forMs: number, by: string): void {
+    if (forMs <= 0 || !this.registry.holds(skillId)) return;
+    this.breaker.suspend(skillId, forMs);
+    this.#supervisor.logger.info({ reason: 'skill_suspended', skill_id: skillId, for_ms: forMs, by }, 'fallback skill suspended by another daemon of the cluster');
+  }
+
+  resumedElsewhere(skillId: string, by: string): void {
+    if (this.breaker.alive(skillId) === undefined) return;
+    this.#supervisor.logger.info({ reason: 'skill_resumed', skill_id: skillId, by }, 'fallback skill resumed by another daemon of the cluster');
   }
 
   /**

@@ -38,6 +38,30 @@ describe('FALLBACK-1 §6.1 circuit breaker (pure state)', () => {
     expect(b.suspended('other')).toBe(false);
   });
 
+  it('FALLBACK-1 §6.1, a cluster\'s shared breaker: a suspension decided elsewhere (suspend) holds for its period exactly, reports nothing, and a failed probe after it doubles that period', () => {
+    const { b, advance } = breaker();
+    b.suspend('dead', 10_000);
+    expect(b.suspended('dead')).toBe(true);
+    advance(9_999);
+    expect(b.suspended('dead')).toBe(true);
+    advance(1);
+    expect(b.state('dead')).toBe('half_open');
+    expect(b.timeout('dead')).toEqual({ type: 'suspended', skill_id: 'dead', timeouts: SETTINGS.suspendAfterTimeouts + 1, for_ms: 20_000 });
+  });
+
+  it('FALLBACK-1 §6.1, a cluster\'s shared breaker: a shorter suspension from elsewhere does not cut a longer one here short; a longer one extends it', () => {
+    const { b, advance } = breaker();
+    timeouts(b, 'dead', SETTINGS.suspendAfterTimeouts); // out for SUSPEND_MS here
+    b.suspend('dead', 1_000);
+    advance(1_000);
+    expect(b.suspended('dead')).toBe(true);
+    b.suspend('dead', SUSPEND_MS * 2);
+    advance(SUSPEND_MS);
+    expect(b.suspended('dead')).toBe(true);
+    advance(SUSPEND_MS);
+    expect(b.state('dead')).toBe('half_open');
+  });
+
   it('FALLBACK-1 §6.1: at suspendMs - 1 the skill is still out; at suspendMs it is back (half-open)', () => {
     const { b, advance } = breaker();
     timeouts(b, 'dead', 3);

@@ -185,7 +185,7 @@ describe('OVOS-FALLBACK-1 §6.1 circuit breaker: what it remembers once a skill 
     await h.settle();
     h.utter('hello', { session: session('s1') });
     await h.advance(PING_TIMEOUT_MS);
-    expect(heard).toEqual([{ type: 'ping_timeout', skill_id: 'dead' }, { type: 'suspended', skill_id: 'dead' }]);
+    expect(heard).toEqual([{ type: 'ping_timeout', skill_id: 'dead' }, { type: 'suspended', skill_id: 'dead', for_ms: QUICK_BREAKER.fallback.suspendMs }]);
     const timeout = only(withReason(h, 'ping_timeout'));
     expect(timeout).toMatchObject({ level: 40, skill_id: 'dead', after_ms: PING_TIMEOUT_MS });
     expect(timeout['msg']).toMatch(/did not answer its ping/);

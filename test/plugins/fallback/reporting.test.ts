@@ -84,7 +84,7 @@ describe('FALLBACK-1 §6.1: skill events for metrics (onSkillEvent)', () => {
     const timedOutTwice: FallbackSkillEvent[] = [
       { type: 'ping_timeout', skill_id: 'flaky' },
       { type: 'ping_timeout', skill_id: 'flaky' },
-      { type: 'suspended', skill_id: 'flaky' },
+      { type: 'suspended', skill_id: 'flaky', for_ms: CONFIG.fallback.suspendMs },
     ];
     expect(first).toEqual(timedOutTwice);
     // Suspended: left out of the pool, so no ping and no event while it lasts.
@@ -123,7 +123,7 @@ describe('FALLBACK-1 §6.1: skill events for metrics (onSkillEvent)', () => {
     expect(heard).toEqual([
       { type: 'ping_timeout', skill_id: 'silent' },
       { type: 'ping_timeout', skill_id: 'silent' },
-      { type: 'suspended', skill_id: 'silent' },
+      { type: 'suspended', skill_id: 'silent', for_ms: CONFIG.fallback.suspendMs },
     ]);
     expect(withReason(h, 'observer_threw').map((l) => l['msg'])).toEqual(Array(3).fill('fallback skill listener threw'));
     // The utterances themselves were not touched by it.
