@@ -106,6 +106,11 @@ export class Probe {
     return this.#closeCode;
   }
 
+  /** Resolves at the next ping the bus server's heartbeat sends this connection. */
+  pinged(): Promise<void> {
+    return once(this.#socket, 'ping').then(() => undefined);
+  }
+
   /** Resolves with the close code once the connection has ended. */
   closed(): Promise<number> {
     if (this.#closeCode !== undefined) return Promise.resolve(this.#closeCode);

@@ -152,14 +152,18 @@ describe('restart', () => {
   });
 
   it('ovos-wire-today: a legacy skill whose new socket opens before its old one is noticed dead (by the heartbeat) is still asked (not taken for away)', async () => {
-    // Heartbeat 1 s: the old socket is dropped 1–2 s after it opened, the new one opens a few ms after it — well within
-    // the 2 s window even on a loaded machine.
+    // Heartbeat 1 s: the old socket, its network gone, misses its first heartbeat ping and is dropped at the next one,
+    // a heartbeat later. Its bus client reconnects once the old socket is dead, here right after that first ping: the
+    // new socket opens a heartbeat before the drop, well within the 2 s window even when the drop comes late on a
+    // loaded machine (where opening it right after the old one left a margin of a few ms).
     const d = await daemon(join(mkdtempSync(join(tmpdir(), 'ovos-registry-')), 'r.json'), 0, 1_000);
     const user = await Probe.connect(d.url); // the listener's long-lived connection
     cleanups.push(() => user.close());
     const first = await workshopConnection(d.url, 'wiki.fb', false); // its network gone: no pong to the heartbeat
+    const unanswered = first.pinged();
     first.send(createMessage('ovos.skills.fallback.register', { skill_id: 'wiki.fb', priority: 10 }, {}));
     await first.barrier();
+    await unanswered;
     const second = await workshopConnection(d.url, 'wiki.fb'); // ovos-bus-client's new socket, silent until asked
     await second.barrier();
     await first.closed(); // the daemon's heartbeat drops the old socket, at most two heartbeats after it opened
