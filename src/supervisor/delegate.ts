@@ -21,8 +21,9 @@ export function delegate<TInput, TOut>(choose: (input: TInput, self: AnyActorRef
   // Per actor: the logic chosen for it (an actor's scope names it in every call but getPersistedSnapshot).
   const chosen = new WeakMap<AnyActorRef, Chosen<TOut>>();
   const of = (scope: Scope): Chosen<TOut> => chosen.get(scope.self)!;
-  const finish = (choice: Chosen<TOut>, next: Snapshot<unknown>, before: Snapshot<unknown> | undefined): Snapshot<TOut> => {
-    if (choice.output === undefined || next.status !== 'done' || before?.status === 'done') return next as Snapshot<TOut>;
+  // An actor whose logic is done takes no more events: its output is rewritten once.
+  const finish = (choice: Chosen<TOut>, next: Snapshot<unknown>): Snapshot<TOut> => {
+    if (choice.output === undefined || next.status !== 'done') return next as Snapshot<TOut>;
     return { ...next, output: choice.output(next.output) } as Snapshot<TOut>;
   };
   const logic = {
@@ -30,11 +31,11 @@ export function delegate<TInput, TOut>(choose: (input: TInput, self: AnyActorRef
     getInitialSnapshot: (scope: Scope, input: TInput) => {
       const choice = choose(input, scope.self);
       chosen.set(scope.self, choice);
-      return finish(choice, choice.logic.getInitialSnapshot(scope, choice.input), undefined);
+      return finish(choice, choice.logic.getInitialSnapshot(scope, choice.input));
     },
     transition: (snapshot: Snapshot<unknown>, event: EventObject, scope: Scope) => {
       const choice = of(scope);
-      return finish(choice, choice.logic.transition(snapshot, event, scope), snapshot);
+      return finish(choice, choice.logic.transition(snapshot, event, scope));
     },
     start: (snapshot: Snapshot<unknown>, scope: Scope) => {
       of(scope).logic.start?.(snapshot, scope);
