@@ -62,6 +62,16 @@ describe('FALLBACK-1 §6.1 circuit breaker (pure state)', () => {
     expect(b.state('dead')).toBe('half_open');
   });
 
+  it('FALLBACK-1 §6.1, a cluster\'s shared breaker: a suspension from elsewhere ending with the one here leaves its period as it was (the next failed probe doubles this one)', () => {
+    const { b, advance } = breaker();
+    timeouts(b, 'dead', SETTINGS.suspendAfterTimeouts); // out for SUSPEND_MS here
+    advance(10_000);
+    b.suspend('dead', SUSPEND_MS - 10_000); // decided elsewhere, ending at the same moment
+    advance(SUSPEND_MS - 10_000);
+    expect(b.state('dead')).toBe('half_open');
+    expect(b.timeout('dead')).toMatchObject({ type: 'suspended', for_ms: 2 * SUSPEND_MS });
+  });
+
   it('FALLBACK-1 §6.1: at suspendMs - 1 the skill is still out; at suspendMs it is back (half-open)', () => {
     const { b, advance } = breaker();
     timeouts(b, 'dead', 3);
