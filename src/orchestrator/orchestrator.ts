@@ -535,7 +535,9 @@ export class Orchestrator {
         // error of whatever runs there.)
         matchStage: delegate<{ pipelineId: string; request: UtteranceRequest }, Match | null>((input, self) => {
           const { request, pipelineId } = input;
-          const current = stage(pipelineId);
+          // Nothing here may throw: it runs as the utterance actor enters the stage, and would fail the utterance.
+          const current = this.#stages.get(pipelineId);
+          if (current === undefined) return { logic: failedMatch, input };
           const logic = current.matchLogic === undefined ? undefined : this.#hook(current, 'matchLogic', () => current.matchLogic!({ ...request, message: request.entry }), null);
           if (logic === null) return { logic: failedMatch, input };
           if (logic === undefined) return { logic: matchByPromise, input };
