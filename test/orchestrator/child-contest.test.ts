@@ -6,7 +6,7 @@
  * ManualClock, no sleeps.
  */
 import { describe, expect, it } from 'vitest';
-import { setup as machineSetup } from 'xstate';
+import { setup as machineSetup, type AnyStateMachine } from 'xstate';
 import { LocalBus } from '../../src/bus/local-bus.js';
 import { createMessage, reply, type JsonObject, type Message } from '../../src/bus/message.js';
 import { ManualClock } from '../../src/clock/manual-clock.js';
@@ -17,6 +17,19 @@ import { captureLogs } from '../support/log-capture.js';
 
 const session = (id: string): JsonObject => ({ session_id: id });
 const handledOf = (h: Harness, utteranceId: string): Message[] => h.of('ovos.utterance.handled').filter((m) => m.context['utterance_id'] === utteranceId);
+
+const GREET: Match = { skill_id: 'echo.skill', intent_name: 'greet', lang: 'en-US', utterance: 'hello', slots: {} };
+
+/** The stage after the one under test, "echo": it matches echo.skill, whose handler completes. */
+function echoStage(h: Harness): void {
+  h.system.orchestrator.register({ pipelineId: 'echo', match: async () => GREET, intents: () => [] });
+  h.bus.subscribe((m) => {
+    if (m.type === 'echo.skill:greet') h.bus.publish(reply(m, 'mycroft.skill.handler.complete'), 'skills');
+  });
+}
+
+/** "hello" as utterance u1 of session s1, through the orchestrator: its record. */
+const hello = (h: Harness) => h.system.orchestrator.handle(createMessage('ovos.utterance.handle', { utterances: ['hello'] }, { session: session('s1'), utterance_id: 'u1' }), ['hello']);
 
 /** Every contest the supervisor started and how it ended, as its observers see them. */
 function watch(supervisor: Supervisor): { started: ContestInfo[]; ended: Array<{ info: ContestInfo; result: ContestResult<unknown> }> } {
@@ -94,32 +107,28 @@ describe('a fallback stage\'s contest as the utterance actor\'s child (one XStat
 
   it('PIPELINE-1 §6: a stage whose matchLogic throws declines with an error (logged, plugin_hook_threw); the next stage answers; one handled', async () => {
     const h = createHarness(withConfig((config) => ({ ...config, pipeline: ['broken', 'echo'] })));
-    const greet: Match = { skill_id: 'echo.skill', intent_name: 'greet', lang: 'en-US', utterance: 'hello', slots: {} };
     h.system.orchestrator.register({
       pipelineId: 'broken',
-      match: async () => greet,
+      match: async () => GREET,
       matchLogic: () => {
         throw new Error('plugin bug');
       },
       intents: () => [],
     });
-    h.system.orchestrator.register({ pipelineId: 'echo', match: async () => greet, intents: () => [] });
-    h.bus.subscribe((m) => {
-      if (m.type === 'echo.skill:greet') h.bus.publish(reply(m, 'mycroft.skill.handler.complete'), 'skills');
-    });
+    echoStage(h);
     await h.settle();
-    const record = h.system.orchestrator.handle(createMessage('ovos.utterance.handle', { utterances: ['hello'] }, { session: session('s1'), utterance_id: 'u1' }), ['hello']);
+    const record = hello(h);
     await h.settle();
     expect(h.logs.filter((line) => line['reason'] === 'plugin_hook_threw' && line['hook'] === 'matchLogic' && line['stage'] === 'broken')).toHaveLength(1);
     expect(h.of('ovos.intent.matched').map((m) => m.data['pipeline_id'])).toEqual(['echo']);
     expect(handledOf(h, 'u1')).toHaveLength(1);
     expect(await record?.done).toMatchObject({ outcome: 'completed', stage: 'echo' });
   });
+
   it('PIPELINE-1 §6: a stage whose contest fails declines with an error (logged once, contest_error); the next stage answers; one handled, nothing left routed', async () => {
     const h = createHarness(withConfig((config) => ({ ...config, pipeline: ['failing', 'echo'] })));
     const seen = watch(h.system.supervisor);
     const broken = machineSetup({}).createMachine({ entry: () => { throw new Error('contest bug'); } });
-    const greet: Match = { skill_id: 'echo.skill', intent_name: 'greet', lang: 'en-US', utterance: 'hello', slots: {} };
     h.system.orchestrator.register({
       pipelineId: 'failing',
       match: async () => null,
@@ -131,12 +140,9 @@ describe('a fallback stage\'s contest as the utterance actor\'s child (one XStat
         ),
       intents: () => [],
     });
-    h.system.orchestrator.register({ pipelineId: 'echo', match: async () => greet, intents: () => [] });
-    h.bus.subscribe((m) => {
-      if (m.type === 'echo.skill:greet') h.bus.publish(reply(m, 'mycroft.skill.handler.complete'), 'skills');
-    });
+    echoStage(h);
     await h.settle();
-    const record = h.system.orchestrator.handle(createMessage('ovos.utterance.handle', { utterances: ['hello'] }, { session: session('s1'), utterance_id: 'u1' }), ['hello']);
+    const record = hello(h);
     await h.settle();
     expect(seen.ended.find((e) => e.info.kind === 'custom')?.result.status).toBe('error');
     expect(h.logs.filter((line) => line['reason'] === 'contest_error')).toHaveLength(1);
@@ -149,12 +155,8 @@ describe('a fallback stage\'s contest as the utterance actor\'s child (one XStat
 
   it('PIPELINE-1 §6: a stage whose matchLogic is a None at once (NO_MATCH) declines; the next stage answers', async () => {
     const h = createHarness(withConfig((config) => ({ ...config, pipeline: ['nothing', 'echo'] })));
-    const greet: Match = { skill_id: 'echo.skill', intent_name: 'greet', lang: 'en-US', utterance: 'hello', slots: {} };
-    h.system.orchestrator.register({ pipelineId: 'nothing', match: async () => greet, matchLogic: () => NO_MATCH, intents: () => [] });
-    h.system.orchestrator.register({ pipelineId: 'echo', match: async () => greet, intents: () => [] });
-    h.bus.subscribe((m) => {
-      if (m.type === 'echo.skill:greet') h.bus.publish(reply(m, 'mycroft.skill.handler.complete'), 'skills');
-    });
+    h.system.orchestrator.register({ pipelineId: 'nothing', match: async () => GREET, matchLogic: () => NO_MATCH, intents: () => [] });
+    echoStage(h);
     await h.settle();
     h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
     await h.settle();
@@ -181,15 +183,19 @@ describe('Supervisor.child (one contest inside another actor\'s system)', () => 
     output: 'ponged',
   });
 
+  /** A supervisor on its own bus and clock, and what its observers see. */
+  function supervised(clock = new ManualClock()) {
+    const supervisor = new Supervisor({ bus: new LocalBus(), clock, logger: captureLogs().logger });
+    return { supervisor, seen: watch(supervisor) };
+  }
+
+  /** The child contest "inner" of session s1, running `logic`, taking every fallback pong of its session as PONG. */
+  const inner = <TLogic extends AnyStateMachine>(logic: TLogic) =>
+    ({ kind: 'fallback', label: 'inner', sessionId: 's1', utteranceId: 'u1', logic, input: undefined, routes: ['fallback.pong'], correlate: () => ({ type: 'PONG' as const }) }) as const;
+
   it('a root contest stopped with a reason ends the child contest it runs with the same reason, and both leave the routing index', async () => {
-    const { logger } = captureLogs();
-    const supervisor = new Supervisor({ bus: new LocalBus(), clock: new ManualClock(), logger });
-    const seen = watch(supervisor);
-    const child = supervisor.child(
-      { kind: 'fallback', label: 'inner', sessionId: 's1', utteranceId: 'u1', logic: once, input: undefined, routes: ['fallback.pong'], correlate: () => ({ type: 'PONG' as const }) },
-      (output) => output,
-      () => {},
-    );
+    const { supervisor, seen } = supervised();
+    const child = supervisor.child(inner(once), (output) => output, () => {});
     const parent = machineSetup({ actors: { inner: child } }).createMachine({ initial: 'running', states: { running: { invoke: { src: 'inner' } } } });
     const outer = supervisor.spawn({ kind: 'utterance', label: 'outer', sessionId: 's1', utteranceId: 'u1', logic: parent, input: undefined, routes: [] });
     expect(supervisor.size).toBe(2);
@@ -203,19 +209,13 @@ describe('Supervisor.child (one contest inside another actor\'s system)', () => 
   });
 
   it('a parent leaving the state that invoked it (the match bound) ends the child as match_aborted: routes gone, its timers cancelled', async () => {
-    const { logger } = captureLogs();
     const clock = new ManualClock();
-    const supervisor = new Supervisor({ bus: new LocalBus(), clock, logger });
-    const seen = watch(supervisor);
+    const { supervisor, seen } = supervised(clock);
     const slow = machineSetup({ types: { events: {} as { type: 'PONG' } } }).createMachine({
       initial: 'waiting',
       states: { waiting: { on: { PONG: 'done' }, after: { 5_000: 'done' } }, done: { type: 'final' } },
     });
-    const child = supervisor.child(
-      { kind: 'fallback', label: 'inner', sessionId: 's1', utteranceId: 'u1', logic: slow, input: undefined, routes: ['fallback.pong'], correlate: () => ({ type: 'PONG' as const }) },
-      (output) => output,
-      () => {},
-    );
+    const child = supervisor.child(inner(slow), (output) => output, () => {});
     const parent = machineSetup({ actors: { inner: child } }).createMachine({
       initial: 'running',
       states: { running: { invoke: { src: 'inner' }, after: { 1_000: 'over' } }, over: { type: 'final' } },
@@ -229,14 +229,8 @@ describe('Supervisor.child (one contest inside another actor\'s system)', () => 
   });
 
   it('a child its parent never started (it left the invoking state at once) is ended with its parent, not left routed', async () => {
-    const { logger } = captureLogs();
-    const supervisor = new Supervisor({ bus: new LocalBus(), clock: new ManualClock(), logger });
-    const seen = watch(supervisor);
-    const child = supervisor.child(
-      { kind: 'fallback', label: 'inner', sessionId: 's1', utteranceId: 'u1', logic: once, input: undefined, routes: ['fallback.pong'], correlate: () => ({ type: 'PONG' as const }) },
-      (output) => output,
-      () => {},
-    );
+    const { supervisor, seen } = supervised();
+    const child = supervisor.child(inner(once), (output) => output, () => {});
     const parent = machineSetup({ types: { events: {} as { type: 'END' } }, actors: { inner: child } }).createMachine({
       initial: 'a',
       states: { a: { invoke: { src: 'inner' }, always: 'b' }, b: { on: { END: 'over' } }, over: { type: 'final' } },
@@ -250,14 +244,9 @@ describe('Supervisor.child (one contest inside another actor\'s system)', () => 
   });
 
   it('what the parent reads is the mapped output; `done` resolves with the machine\'s own', async () => {
-    const { logger } = captureLogs();
-    const supervisor = new Supervisor({ bus: new LocalBus(), clock: new ManualClock(), logger });
-    let inner: Promise<ContestResult<string>> | undefined;
-    const child = supervisor.child(
-      { kind: 'fallback', label: 'inner', sessionId: 's1', utteranceId: 'u1', logic: once, input: undefined, routes: ['fallback.pong'], correlate: () => ({ type: 'PONG' as const }) },
-      (output) => output.length,
-      (contest) => void (inner = contest.done),
-    );
+    const { supervisor } = supervised();
+    let done: Promise<ContestResult<string>> | undefined;
+    const child = supervisor.child(inner(once), (output) => output.length, (contest) => void (done = contest.done));
     const parent = machineSetup({ types: { output: {} as number }, actors: { inner: child } }).createMachine({
       context: { length: 0 },
       initial: 'running',
@@ -270,7 +259,7 @@ describe('Supervisor.child (one contest inside another actor\'s system)', () => 
     const outer = supervisor.spawn({ kind: 'utterance', label: 'outer', sessionId: 's1', utteranceId: 'u1', logic: parent, input: undefined, routes: [] });
     supervisor.bus.publish(createMessage('fb.a.fallback.pong', { skill_id: 'fb.a', can_handle: true }, { session: { session_id: 's1' } }));
     await (supervisor.bus as LocalBus).idle();
-    expect(await inner).toEqual({ status: 'done', output: 'ponged' });
+    expect(await done).toEqual({ status: 'done', output: 'ponged' });
     expect(await outer.done).toEqual({ status: 'done', output: 6 });
   });
 });
