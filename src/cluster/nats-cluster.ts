@@ -340,7 +340,8 @@ export class NatsCluster implements BusRelay {
   shareSuspensions(fallback: FallbackPlugin): void {
     this.#fallback = fallback;
     fallback.onSkillEvent((event) => {
-      if (event.type === 'ping_timeout') return;
+      // What replaying the history does to the breaker (a registration there resumes a skill) was decided long ago.
+      if (event.type === 'ping_timeout' || this.#waitingForReplay !== undefined) return;
       const note: BreakerNote = { type: event.type, skill_id: event.skill_id, node: this.node, at: this.#clock.now(), ...(event.for_ms === undefined ? {} : { for_ms: event.for_ms }) };
       this.#publish(BREAKER_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify(note)));
     });

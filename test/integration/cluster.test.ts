@@ -373,6 +373,20 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     await silent.barrier();
     expect(a.system.fallback.breaker.suspended('s.silent')).toBe(false);
     await expect.poll(() => [b, c].map((d) => d.system.fallback.breaker.suspended('s.silent')), { timeout: 5_000 }).toEqual([false, false]);
+
+    // Suspended again by A. A daemon joining now replays the suspension, the registration that resumed it, and the
+    // second suspension: it tells no daemon to resume what is suspended now.
+    user.utter('hello once more', { utteranceId: 'u3', session: { session_id: sessionOf(a) }, lang: 'en-US' });
+    await user.handled('u3');
+    expect(a.system.fallback.breaker.suspended('s.silent')).toBe(true);
+    await expect.poll(() => b.system.fallback.breaker.suspended('s.silent'), { timeout: 5_000 }).toBe(true);
+    const d = await daemon(server.url, 'node-d', silentLogger(), { fallback });
+    expect(d.system.fallback.breaker.suspended('s.silent')).toBe(true);
+    // Whatever D published as it joined reached A before a frame D relays afterwards (NATS keeps a publisher's order).
+    const late = await probe(d.url);
+    late.send(createMessage('probe.marker', {}, {}));
+    await user.waitFor((message) => message.type === 'probe.marker', 'a frame relayed by D');
+    expect([a, b].map((daemon) => daemon.system.fallback.breaker.suspended('s.silent'))).toEqual([true, true]);
   }, 60_000);
 
   it('PIPELINE-1 §6: the ovos-workshop skill\'s own handled that ends the last utterance of a partition moving to a daemon that joins still reaches the pipeline that ran it: one handled each, none of the pipeline\'s own after its grace', async () => {
