@@ -347,6 +347,12 @@ export class NatsCluster implements BusRelay {
     });
   }
 
+  /** What the history keeps besides registrations, heard live or replayed: a connection change, a suspension. */
+  #stateNote(subject: string, json: string): void {
+    if (subject === CONNECTION_SUBJECT) this.#connection(JSON.parse(json) as ConnectionNote);
+    else if (subject === BREAKER_SUBJECT) this.#breakerNote(JSON.parse(json) as BreakerNote);
+  }
+
   /** Another daemon's suspension or resumption of a skill (heard, or replayed from the history): the same here. */
   #breakerNote(note: BreakerNote): void {
     const fallback = this.#fallback;
@@ -683,9 +689,8 @@ export class NatsCluster implements BusRelay {
   #delivered(subject: string, opened: Opened): void {
     try {
       if (subject.startsWith(`${BUS_PREFIX}.`)) this.#busFrame(subject, opened);
-      else if (subject === CONNECTION_SUBJECT) this.#connection(JSON.parse(opened.frame.toString('utf8')) as ConnectionNote);
       else if (subject === PARTITION_SUBJECT) this.#note(JSON.parse(opened.frame.toString('utf8')) as Note);
-      else if (subject === BREAKER_SUBJECT) this.#breakerNote(JSON.parse(opened.frame.toString('utf8')) as BreakerNote);
+      else this.#stateNote(subject, opened.frame.toString('utf8'));
     } catch (error) {
       this.#logger.warn({ reason: 'cluster_message_invalid', subject: subject.slice(0, 200), err: error }, 'cluster message dropped');
     }
@@ -804,10 +809,9 @@ export class NatsCluster implements BusRelay {
       count++;
       // A connection note kept before notes were numbered is bare JSON.
       const opened = m.subject === CONNECTION_SUBJECT && m.data[0] === 0x7b ? undefined : openEnvelope(m.data);
-      if (m.subject === CONNECTION_SUBJECT) this.#connection(opened === undefined ? m.json<ConnectionNote>() : (JSON.parse(opened.frame.toString('utf8')) as ConnectionNote));
-      else if (m.subject === BREAKER_SUBJECT) {
+      if (m.subject === CONNECTION_SUBJECT || m.subject === BREAKER_SUBJECT) {
         try {
-          if (opened !== undefined) this.#breakerNote(JSON.parse(opened.frame.toString('utf8')) as BreakerNote);
+          this.#stateNote(m.subject, (opened?.frame ?? Buffer.from(m.data)).toString('utf8'));
         } catch (error) {
           this.#logger.warn({ reason: 'cluster_message_invalid', subject: m.subject, err: error }, 'cluster message dropped');
         }

@@ -688,10 +688,7 @@ export class Supervisor {
         const snapshot = actor.getSnapshot() as { status: string; output: OutputFrom<TLogic> };
         // Done; or, for a child, stopped by its parent (it completes its observers then too).
         if (snapshot.status === 'done') end({ status: 'done', output: child === undefined ? snapshot.output : child.output() });
-        else if (!ended) {
-          logger.info({ reason: 'match_aborted' }, 'contest stopped');
-          end({ status: 'stopped', reason: 'match_aborted' });
-        }
+        else live.stop('match_aborted');
       },
       error: (error) => {
         logger.error({ err: error, reason: 'contest_error' }, 'contest failed');

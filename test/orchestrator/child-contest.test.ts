@@ -164,7 +164,7 @@ describe('a fallback stage\'s contest as the utterance actor\'s child (one XStat
     expect(handledOf(h, 'u1')).toHaveLength(1);
   });
 
-  it('the inspector shows a live child contest with its machine\'s diagram, without detail mode', async () => {
+  it('inspector: a live child contest shows its machine\'s diagram, without detail mode', async () => {
     const h = createHarness(withConfig((config) => ({ ...config, pipeline: ['fallback_low'] })), { recorder: {} });
     fallbackSkill(h, 'fb.slow', 90, 'silent');
     await h.settle();
@@ -193,7 +193,7 @@ describe('Supervisor.child (one contest inside another actor\'s system)', () => 
   const inner = <TLogic extends AnyStateMachine>(logic: TLogic) =>
     ({ kind: 'fallback', label: 'inner', sessionId: 's1', utteranceId: 'u1', logic, input: undefined, routes: ['fallback.pong'], correlate: () => ({ type: 'PONG' as const }) }) as const;
 
-  it('a root contest stopped with a reason ends the child contest it runs with the same reason, and both leave the routing index', async () => {
+  it('PIPELINE-1 §6: a root contest stopped with a reason (a shutdown) ends the child contest it runs with the same reason, and both leave the routing index', async () => {
     const { supervisor, seen } = supervised();
     const child = supervisor.child(inner(once), (output) => output, () => {});
     const parent = machineSetup({ actors: { inner: child } }).createMachine({ initial: 'running', states: { running: { invoke: { src: 'inner' } } } });
@@ -208,7 +208,7 @@ describe('Supervisor.child (one contest inside another actor\'s system)', () => 
     expect(supervisor.size).toBe(0);
   });
 
-  it('a parent leaving the state that invoked it (the match bound) ends the child as match_aborted: routes gone, its timers cancelled', async () => {
+  it('PIPELINE-1 §4.4: a parent leaving the state that invoked it (the match bound) ends the child as match_aborted: routes gone, its timers cancelled', async () => {
     const clock = new ManualClock();
     const { supervisor, seen } = supervised(clock);
     const slow = machineSetup({ types: { events: {} as { type: 'PONG' } } }).createMachine({
@@ -228,7 +228,7 @@ describe('Supervisor.child (one contest inside another actor\'s system)', () => 
     expect(clock.pending).toBe(0);
   });
 
-  it('a child its parent never started (it left the invoking state at once) is ended with its parent, not left routed', async () => {
+  it('FALLBACK-1 §6.1 (a late pong reaches no contest): a child its parent never started (it left the invoking state at once) is ended with its parent, not left routed', async () => {
     const { supervisor, seen } = supervised();
     const child = supervisor.child(inner(once), (output) => output, () => {});
     const parent = machineSetup({ types: { events: {} as { type: 'END' } }, actors: { inner: child } }).createMachine({
@@ -243,7 +243,7 @@ describe('Supervisor.child (one contest inside another actor\'s system)', () => 
     expect(supervisor.routeKeys).toBe(0);
   });
 
-  it('what the parent reads is the mapped output; `done` resolves with the machine\'s own', async () => {
+  it('PIPELINE-1 §4.1: what the parent reads is the mapped output (the stage\'s Match); `done` resolves with the machine\'s own', async () => {
     const { supervisor } = supervised();
     let done: Promise<ContestResult<string>> | undefined;
     const child = supervisor.child(inner(once), (output) => output.length, (contest) => void (done = contest.done));

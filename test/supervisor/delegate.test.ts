@@ -33,7 +33,7 @@ function parentOf(logic: AnyActorLogic, input: unknown) {
 }
 
 describe('delegate: the logic chosen per invocation', () => {
-  it('runs the chosen machine with the chosen input and rewrites its output once, as its parent reads it', async () => {
+  it('PIPELINE-1 §4: runs the chosen machine with the chosen input and rewrites its output once, as its parent reads it (the stage\'s Match)', async () => {
     const seen: unknown[] = [];
     const logic = delegate<{ to: number }, string>((input) => ({ logic: counter, input, output: (n) => (seen.push(n), `counted ${String(n)}`) }));
     const parent = createActor(parentOf(logic, { to: 2 }));
@@ -46,7 +46,7 @@ describe('delegate: the logic chosen per invocation', () => {
     expect(seen).toEqual([2]);
   });
 
-  it('chooses per actor: two invocations of one delegate run different logics, each to its own end', async () => {
+  it('PIPELINE-1 §6: chooses per actor — two invocations of one delegate (two stages) run different logics, each to its own end', async () => {
     let calls = 0;
     const logic = delegate<{ to: number }, unknown>((input) => (++calls === 1 ? { logic: counter, input } : { logic: fromPromise(async () => 'promised'), input: undefined }));
     const first = createActor(parentOf(logic, { to: 1 })).start();
@@ -56,7 +56,7 @@ describe('delegate: the logic chosen per invocation', () => {
     expect(await toPromise(second)).toBe('promised');
   });
 
-  it('runs a chosen logic that has no start of its own (a transition function)', async () => {
+  it('PIPELINE-1 §4: runs a chosen logic that has no start of its own (a transition function)', async () => {
     const reducer = fromTransition((state: number, event: { type: string }) => (event.type === 'ADD' ? state + 1 : state), 0);
     const logic = delegate<undefined, unknown>(() => ({ logic: reducer, input: undefined }));
     const parent = createActor(parentOf(logic, undefined)).start();
@@ -66,7 +66,7 @@ describe('delegate: the logic chosen per invocation', () => {
     expect(parent.getSnapshot().status).toBe('active');
   });
 
-  it('persists a chosen machine as its machine does, and any other snapshot as it is', () => {
+  it('PIPELINE-1 §4: persists a chosen machine as its machine does, and any other snapshot as it is', () => {
     const machineChild = createActor(parentOf(delegate(() => ({ logic: counter, input: { to: 5 } })), undefined)).start();
     const persisted = machineChild.getPersistedSnapshot() as unknown as { children: Record<string, { snapshot: unknown }> };
     expect(persisted.children['child']?.snapshot).toEqual(counter.getPersistedSnapshot(machineChild.getSnapshot().children['child']!.getSnapshot()));
