@@ -12,9 +12,9 @@
  * it have ended; entries arriving meanwhile wait, on every daemon, for the next owner, which takes them in order.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { connect, nanos, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
-import { DiscardPolicy, jetstream, jetstreamManager, StorageType } from '@nats-io/jetstream';
-import { Kvm, type KV, type KvEntry } from '@nats-io/kv';
+import { connect, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { jetstreamManager, StorageType } from '@nats-io/jetstream';
+import { Bucket, Kvm, type KV, type KvEntry, type KvWatchEntry } from '@nats-io/kv';
 import type { BusRelay, BusServer } from '../bus/ws-server.js';
 import type { Bus, BusStatus } from '../bus/bus.js';
 import { decodeFrame, reply, utteranceIdOf, withContext, type Message } from '../bus/message.js';
@@ -25,7 +25,7 @@ import { startHeartbeat, type Heartbeat } from './heartbeat.js';
 import { InOrder, SentRing } from './redelivery.js';
 import { topics } from '../dialect/spec-dialect.js';
 import { legacyTopics } from '../dialect/legacy-dialect.js';
-import type { FallbackPlugin } from '../plugins/fallback/fallback.plugin.js';
+import type { FallbackPlugin, FallbackRegistrationChange } from '../plugins/fallback/fallback.plugin.js';
 import {
   BREAKER_SUBJECT,
   BUS_PREFIX,
@@ -41,7 +41,9 @@ import {
   preferredOwner,
   RESEND_SUBJECT,
   RESENT_PREFIX,
-  STATE_STREAM,
+  FORMER_STATE_STREAM,
+  STATE_BUCKET,
+  stateKey,
 } from './subjects.js';
 
 export interface ClusterOptions {
@@ -61,10 +63,10 @@ export interface ClusterOptions {
   readonly nodeId?: string;
   /** How long a lost daemon's dispatched skill has to end its handler before its utterance ends with an error. */
   readonly handlerMs: number;
-  /** JetStream replicas of the partition table and the history (up to the NATS cluster's size; 3 survives a node). */
+  /** JetStream replicas of the partition table and the state bucket (up to the NATS cluster's size; 3 survives a node). */
   readonly replicas?: number;
-  /** How long the registration history is kept (`fallback.forgetAfterMs`: a registration unheard for longer is forgotten anyway). */
-  readonly historyMs: number;
+  /** How long a registration or suspension is kept in the state bucket after it was written (`fallback.forgetAfterMs`). */
+  readonly stateTtlMs: number;
 }
 
 /** What one daemon knows of the cluster (the inspector and the metrics show it). */
@@ -92,10 +94,11 @@ export interface ClusterView {
 const RECENT_SESSIONS = 100;
 
 /**
- * The registrations (both dialects): kept in the cluster's history with the connection changes, so a daemon that
- * joins replays them through its own plugins and knows every skill the others know, bound to the same connections.
+ * The registrations (both dialects): the daemon a skill registers through keeps the registration in the state bucket
+ * with the connections open, so a daemon that joins replays them through its own plugins and knows every skill the
+ * others know, bound to the same connections.
  */
-const REGISTRY_TOPICS = [topics.fallbackRegister, topics.fallbackDeregister, legacyTopics.fallbackRegister, legacyTopics.fallbackDeregister];
+const REGISTRY_TOPICS: ReadonlySet<string> = new Set([topics.fallbackRegister, topics.fallbackDeregister, legacyTopics.fallbackRegister, legacyTopics.fallbackDeregister]);
 
 /** The utterance entries: the only messages partitioned; the rest reach every daemon. */
 const ENTRY_TOPICS: ReadonlySet<string> = new Set([topics.utteranceHandle, legacyTopics.recognizerUtterance]);
@@ -157,6 +160,15 @@ type ConnectionNote = { readonly connection: string; readonly closed?: boolean; 
 /** A daemon's circuit breaker suspended a fallback skill (`for_ms` from `at`, epoch ms) or heard it again. */
 type BreakerNote = { readonly type: 'suspended' | 'resumed'; readonly skill_id: string; readonly node: string; readonly at: number; readonly for_ms?: number };
 
+/** A registration in the state bucket: the register message as its skill sent it, and the connection it came over. */
+type RegistrationValue = { readonly frame: string; readonly connection?: string };
+
+/** How often a daemon removes the state bucket's delete markers (the bucket's age limit does not), and how old they must be. */
+const MARKER_SWEEP_MS = 3_600_000;
+const MARKER_KEEP_MS = 30 * 60_000;
+/** A replay of the state bucket that hears nothing for this long has nothing more to hear (its last entries went meanwhile). */
+const REPLAY_QUIET_MS = 5_000;
+
 /** A receiver missed `from`..`through` of `to`'s run `boot` (redelivery.ts). */
 type ResendNote = { readonly to: string; readonly boot: string; readonly from: number; readonly through: number; readonly by?: string };
 
@@ -205,11 +217,19 @@ export class NatsCluster implements BusRelay {
   readonly node: string;
   readonly #nc: NatsConnection;
   readonly #kv: KV;
+  /** What a joining daemon replays (`STATE_BUCKET`). */
+  readonly #state: KV;
+  /** Changes of the state bucket not written yet, oldest first: key → latest value (null: remove). */
+  readonly #stateWrites = new Map<string, Uint8Array | null>();
+  #writingState: Promise<void> | undefined;
+  /** Registrations this daemon relayed for its clients and its own skills (the others' daemons keep theirs). */
+  readonly #ownRegistrations = new WeakSet<Message>();
+  #markerSweep: TimerId | undefined;
   readonly #options: ClusterOptions;
   readonly #clock: Clock;
   readonly #logger: Logger;
   #server: BusServer | undefined;
-  /** The fallback plugin whose suspensions the cluster shares (`shareSuspensions`). */
+  /** The fallback plugin whose registrations and suspensions the cluster shares (`shareFallback`). */
   #fallback: FallbackPlugin | undefined;
   #sub: Subscription | undefined;
   #tick: TimerId | undefined;
@@ -227,7 +247,7 @@ export class NatsCluster implements BusRelay {
   /** The partition table is being read before held output goes on (`#recheck`); asked again meanwhile. */
   #rechecking = false;
   #recheckAgain = false;
-  /** While the history is replayed (`attach`): what arrives, and what this daemon hands on itself, in order. */
+  /** While the state is replayed (`attach`): what arrives, and what this daemon hands on itself, in order. */
   #waitingForReplay: Array<() => void> | undefined;
   /** What this daemon published lately, to publish again for a receiver that missed it. */
   readonly #ring: SentRing;
@@ -272,9 +292,10 @@ export class NatsCluster implements BusRelay {
   #leaving = false;
   readonly #status: Array<(status: BusStatus) => void> = [];
 
-  private constructor(nc: NatsConnection, kv: KV, options: ClusterOptions) {
+  private constructor(nc: NatsConnection, kv: KV, state: KV, options: ClusterOptions) {
     this.#nc = nc;
     this.#kv = kv;
+    this.#state = state;
     this.#options = options;
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger;
@@ -303,24 +324,16 @@ export class NatsCluster implements BusRelay {
     const nc = await connect({ servers: [...options.servers], name: 'ovos-contests', maxReconnectAttempts: -1, reconnectTimeWait: 250, noEcho: true, ...pingsFor(options.deadAfterMs) });
     try {
       const replicas = options.replicas ?? 1;
-      const kv = await whilePlacing(() => new Kvm(nc).create(PARTITION_BUCKET, { history: 1, replicas }));
+      const kvm = new Kvm(nc);
+      const kv = await whilePlacing(() => kvm.create(PARTITION_BUCKET, { history: 1, replicas }));
+      const state = await whilePlacing(() => kvm.create(STATE_BUCKET, { history: 1, replicas, storage: StorageType.File, ttl: options.stateTtlMs }));
+      // Earlier versions kept every change in a stream (it grew with every connection opened and closed, and its size
+      // bound dropped the oldest registrations first): nothing reads it any more, and it would go on storing.
       const jsm = await jetstreamManager(nc);
-      const stream = {
-        name: STATE_STREAM,
-        subjects: [CONNECTION_SUBJECT, BREAKER_SUBJECT, ...REGISTRY_TOPICS.map(busSubject)],
-        storage: StorageType.File,
-        max_age: nanos(options.historyMs),
-        max_bytes: 256 * 1024 * 1024,
-        discard: DiscardPolicy.Old,
-        num_replicas: replicas,
-      };
-      await whilePlacing(() =>
-        jsm.streams.info(STATE_STREAM).then(
-          () => jsm.streams.update(STATE_STREAM, stream),
-          () => jsm.streams.add(stream),
-        ),
-      );
-      return new NatsCluster(nc, kv, options);
+      if (await jsm.streams.delete(FORMER_STATE_STREAM).catch(() => false)) {
+        options.logger.warn({ reason: 'former_state_removed', stream: FORMER_STATE_STREAM, bucket: STATE_BUCKET }, 'cluster: the history stream of an earlier version was removed; skills that never register again (legacy) are known once they speak');
+      }
+      return new NatsCluster(nc, kv, state, options);
     } catch (error) {
       await nc.close().catch(() => {});
       throw error;
@@ -333,34 +346,94 @@ export class NatsCluster implements BusRelay {
   }
 
   /**
-   * One circuit breaker for the cluster: a fallback skill this daemon's breaker suspends (its pings kept timing out
-   * here) or hears again is suspended or resumed on every daemon at once, and a daemon joining replays the
-   * suspensions still running (they are kept in the history with the registrations). Before `attach`.
+   * The fallback plugin's state, shared by the cluster. One circuit breaker: a fallback skill this daemon's breaker
+   * suspends (its pings kept timing out here) or hears again is suspended or resumed on every daemon at once. The
+   * registrations accepted here of what this daemon relayed, and the suspensions decided here, are kept in the state
+   * bucket, so a daemon joining knows them. Before `attach`.
    */
-  shareSuspensions(fallback: FallbackPlugin): void {
+  shareFallback(fallback: FallbackPlugin): void {
     this.#fallback = fallback;
     fallback.onSkillEvent((event) => {
-      // What replaying the history does to the breaker (a registration there resumes a skill) was decided long ago.
+      // What replaying the state does to the breaker (a registration there resumes a skill) was decided long ago.
       if (event.type === 'ping_timeout' || this.#waitingForReplay !== undefined) return;
       const note: BreakerNote = { type: event.type, skill_id: event.skill_id, node: this.node, at: this.#clock.now(), ...(event.for_ms === undefined ? {} : { for_ms: event.for_ms }) };
-      this.#publish(BREAKER_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify(note)));
+      const data = encoder.encode(JSON.stringify(note));
+      this.#publish(BREAKER_SUBJECT, undefined, undefined, data);
+      this.#writeState(stateKey.suspension(event.skill_id), event.type === 'suspended' ? data : null);
     });
+    fallback.onRegistration((change) => this.#registration(change));
   }
 
-  /** What the history keeps besides registrations, heard live or replayed: a connection change, a suspension. */
+  /** A register or deregister the fallback plugin accepted: kept in the state bucket by the daemon it came through. */
+  #registration(change: FallbackRegistrationChange): void {
+    if (!this.#ownRegistrations.has(change.message)) return;
+    const key = stateKey.registration(change.session_id, change.skill_id);
+    if (change.type === 'deregistered') this.#writeState(key, null);
+    else {
+      const value: RegistrationValue = { frame: JSON.stringify(change.message), ...(change.connection === undefined ? {} : { connection: change.connection }) };
+      this.#writeState(key, encoder.encode(JSON.stringify(value)));
+    }
+  }
+
+  /**
+   * The state bucket's key `key` becomes `value` (null: removed), written in the order of the changes, each key's
+   * latest only; what cannot be written now (NATS out of reach) is written again once it can.
+   */
+  #writeState(key: string, value: Uint8Array | null): void {
+    this.#stateWrites.delete(key);
+    this.#stateWrites.set(key, value);
+    this.#writingState ??= this.#flushState().finally(() => (this.#writingState = undefined));
+  }
+
+  async #flushState(): Promise<void> {
+    while (this.#stateWrites.size > 0) {
+      const batch = [...this.#stateWrites];
+      this.#stateWrites.clear();
+      // Sent together, in order, on one connection: JetStream stores them in that order.
+      const results = await Promise.allSettled(batch.map(([key, value]) => (value === null ? this.#state.purge(key) : this.#state.put(key, value))));
+      const failed = batch.filter((_, i) => results[i]!.status === 'rejected');
+      if (failed.length === 0) continue;
+      if (this.#closing) return;
+      const error = (results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason as unknown;
+      this.#logger.warn({ reason: 'cluster_state_unwritten', keys: failed.length, err: error }, 'cluster: state not written to the bucket; written again shortly');
+      // Before what changed since, unless a key changed again.
+      const newer = [...this.#stateWrites];
+      this.#stateWrites.clear();
+      for (const [key, value] of failed) if (!newer.some(([k]) => k === key)) this.#stateWrites.set(key, value);
+      for (const [key, value] of newer) this.#stateWrites.set(key, value);
+      await new Promise<void>((resolve) => this.#clock.setTimeout(resolve, Math.max(250, this.#options.heartbeatMs)));
+    }
+  }
+
+  /**
+   * A key removed leaves a marker the bucket's age limit never removes: markers older than `MARKER_KEEP_MS` go every
+   * `MARKER_SWEEP_MS` (a joining daemon reads a missing key as a removed one).
+   */
+  #sweepMarkers(): void {
+    this.#markerSweep = this.#clock.setTimeout(() => {
+      if (this.#state instanceof Bucket) {
+        this.#state.purgeDeletes(MARKER_KEEP_MS).catch((error: unknown) => {
+          if (!this.#closing) this.#logger.warn({ reason: 'cluster_markers_unswept', err: error }, 'cluster: delete markers of the state bucket not removed; tried again later');
+        });
+      }
+      this.#sweepMarkers();
+    }, MARKER_SWEEP_MS);
+  }
+
+  /** What the state keeps besides registrations, heard live or replayed: a connection opened or closed, a suspension. */
   #stateNote(subject: string, json: string): void {
     if (subject === CONNECTION_SUBJECT) this.#connection(JSON.parse(json) as ConnectionNote);
     else if (subject === BREAKER_SUBJECT) this.#breakerNote(JSON.parse(json) as BreakerNote);
   }
 
-  /** Another daemon's suspension or resumption of a skill (heard, or replayed from the history): the same here. */
+  /** Another daemon's suspension or resumption of a skill (heard, or replayed from the state): the same here. */
   #breakerNote(note: BreakerNote): void {
     const fallback = this.#fallback;
-    // This daemon's own notes come back only from the history (NATS echoes nothing): its suspensions before a restart.
+    // This daemon's own notes come back only from the state (NATS echoes nothing): its suspensions before a restart.
     if (fallback === undefined || typeof note !== 'object' || note === null || typeof note.skill_id !== 'string' || typeof note.node !== 'string') return;
     if (note.type === 'resumed') fallback.resumedElsewhere(note.skill_id, note.node);
     else if (note.type === 'suspended' && typeof note.for_ms === 'number' && typeof note.at === 'number') {
-      // What is left of it: a suspension replayed from the history has partly run already.
+      // What is left of it: a suspension replayed from the state has partly run already.
       fallback.suspendedElsewhere(note.skill_id, Math.min(note.for_ms, note.at + note.for_ms - this.#clock.now()), note.node);
     }
   }
@@ -369,7 +442,7 @@ export class NatsCluster implements BusRelay {
   async attach(server: BusServer): Promise<void> {
     this.#server = server;
     // One subscription for the bus and the cluster's notes: NATS keeps one publisher's messages in order on it, so a
-    // daemon's taken notes always arrive before its release of that partition. What arrives while the history is
+    // daemon's taken notes always arrive before its release of that partition. What arrives while the state is
     // replayed waits behind it.
     // This daemon's own frames (its clients may connect meanwhile) wait too, in the order they came with the others.
     const live: Array<() => void> = [];
@@ -377,7 +450,7 @@ export class NatsCluster implements BusRelay {
     this.#sub = this.#nc.subscribe('ovos.>', {
       callback: (error, msg) => {
         if (error !== null) return;
-        // Checked here rather than through #afterReplay: no closure per message once the history is in.
+        // Checked here rather than through #afterReplay: no closure per message once the state is in.
         if (this.#waitingForReplay !== undefined) this.#waitingForReplay.push(() => this.#inbound(msg));
         else this.#inbound(msg);
       },
@@ -387,6 +460,7 @@ export class NatsCluster implements BusRelay {
     this.#waitingForReplay = undefined;
     for (const handle of live) handle();
     this.#logger.info({ node: this.node, replayed, connections_open: this.#open.size }, 'cluster: registrations and connections replayed');
+    this.#sweepMarkers();
     const watch = await this.#kv.watch({ key: 'p.*' });
     void (async () => {
       for await (const entry of watch) this.#tableEntry(entry);
@@ -476,6 +550,7 @@ export class NatsCluster implements BusRelay {
       return;
     }
     const opened: Opened = { node: this.node, boot: this.#boot, seq, connection, partition, frame };
+    if (REGISTRY_TOPICS.has(message.type)) this.#ownRegistrations.add(message);
     if (connection === undefined && partition !== undefined) this.#held.push({ subject, opened, message });
     else this.#local(subject, opened, message);
   }
@@ -579,7 +654,7 @@ export class NatsCluster implements BusRelay {
     });
   }
 
-  /** Now, or after the history while it is replayed (`attach`), in the order it came with the rest. */
+  /** Now, or after the state while it is replayed (`attach`), in the order it came with the rest. */
   #afterReplay(act: () => void): void {
     if (this.#waitingForReplay !== undefined) this.#waitingForReplay.push(act);
     else act();
@@ -646,13 +721,16 @@ export class NatsCluster implements BusRelay {
 
   opened(connection: string): void {
     const note: ConnectionNote = { connection };
-    this.#publish(CONNECTION_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify(note)));
+    const data = encoder.encode(JSON.stringify(note));
+    this.#publish(CONNECTION_SUBJECT, undefined, undefined, data);
+    this.#writeState(stateKey.connection(connection), data);
     this.#afterReplay(() => this.#connection(note));
   }
 
   closed(connection: string, late: boolean): void {
     const note: ConnectionNote = { connection, closed: true, late };
     this.#publish(CONNECTION_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify(note)));
+    this.#writeState(stateKey.connection(connection), null);
     this.#afterReplay(() => this.#connection(note));
   }
 
@@ -795,34 +873,49 @@ export class NatsCluster implements BusRelay {
   }
 
   /**
-   * The cluster's history (registrations, connection changes) up to now, through this daemon's own plugins: it then
-   * knows what the daemons before it know. Replayed in process only; the clients saw it when it happened.
+   * The cluster's state (registrations, the connections open, suspensions) as the state bucket has it now, through
+   * this daemon's own plugins, in the order it was written: it then knows what the daemons before it know. Replayed in
+   * process only; the clients saw it when it happened. A registration whose connection has closed since is replayed
+   * bound to it, and the connection closed after (its skill is known, and not taken for connected).
    */
   async #replay(server: BusServer): Promise<number> {
-    const jsm = await jetstreamManager(this.#nc);
-    const last = (await jsm.streams.info(STATE_STREAM)).state.last_seq;
-    if (last === 0) return 0;
-    const consumer = await jetstream(this.#nc).consumers.get(STATE_STREAM);
-    const messages = await consumer.consume();
+    if ((await this.#state.status()).values === 0) return 0;
+    const watch = await this.#state.watch();
+    const referenced = new Set<string>();
     let count = 0;
-    for await (const m of messages) {
-      count++;
-      // A connection note kept before notes were numbered is bare JSON.
-      const opened = m.subject === CONNECTION_SUBJECT && m.data[0] === 0x7b ? undefined : openEnvelope(m.data);
-      if (m.subject === CONNECTION_SUBJECT || m.subject === BREAKER_SUBJECT) {
-        try {
-          this.#stateNote(m.subject, (opened?.frame ?? Buffer.from(m.data)).toString('utf8'));
-        } catch (error) {
-          this.#logger.warn({ reason: 'cluster_message_invalid', subject: m.subject, err: error }, 'cluster message dropped');
-        }
-      } else {
-        const decoded = opened === undefined ? undefined : decodeFrame(opened.frame.toString('utf8'));
-        if (decoded?.ok === true) server.admit(decoded.message, opened?.connection);
+    let quiet = this.#clock.setTimeout(() => watch.stop(), REPLAY_QUIET_MS);
+    for await (const entry of watch) {
+      this.#clock.clearTimeout(quiet);
+      if (entry.operation === 'PUT') {
+        count++;
+        this.#replayed(server, entry, referenced);
       }
-      if (m.seq >= last) break;
+      if (entry.delta === 0 || entry.isUpdate) break;
+      quiet = this.#clock.setTimeout(() => watch.stop(), REPLAY_QUIET_MS);
     }
-    await messages.close();
+    this.#clock.clearTimeout(quiet);
+    watch.stop();
+    for (const connection of referenced) if (!this.#open.has(connection)) server.relayedConnection(connection, { late: false });
     return count;
+  }
+
+  /** One entry of the state bucket, replayed (one that does not parse is logged and skipped). */
+  #replayed(server: BusServer, entry: KvWatchEntry, referenced: Set<string>): void {
+    try {
+      const text = entry.string();
+      if (entry.key.startsWith('c.')) this.#stateNote(CONNECTION_SUBJECT, text);
+      else if (entry.key.startsWith('s.')) this.#stateNote(BREAKER_SUBJECT, text);
+      else if (entry.key.startsWith('r.')) {
+        const value = JSON.parse(text) as RegistrationValue;
+        const decoded = typeof value.frame === 'string' ? decodeFrame(value.frame) : undefined;
+        const connection = typeof value.connection === 'string' ? value.connection : undefined;
+        if (decoded?.ok !== true || !REGISTRY_TOPICS.has(decoded.message.type)) throw new Error('not a registration');
+        if (connection !== undefined) referenced.add(connection);
+        server.admit(decoded.message, connection);
+      }
+    } catch (error) {
+      this.#logger.warn({ reason: 'cluster_message_invalid', key: entry.key.slice(0, 200), err: error }, 'cluster state entry dropped');
+    }
   }
 
   #decided(message: Message): void {
@@ -875,6 +968,8 @@ export class NatsCluster implements BusRelay {
       const node = connection.slice(0, connection.indexOf('/'));
       if (this.#alive(node)) continue;
       this.#connection({ connection, closed: true, late: true });
+      // Every daemon that sees it gone removes it (the same removal, in any order).
+      this.#writeState(stateKey.connection(connection), null);
     }
   }
 
@@ -1174,7 +1269,15 @@ export class NatsCluster implements BusRelay {
   }
 
   async close(): Promise<void> {
+    // What the state bucket should say of this daemon (its connections closed) is written if NATS takes it now; else the
+    // others remove its connections when they miss it.
+    if (this.#writingState !== undefined) {
+      let bound: TimerId | undefined;
+      await Promise.race([this.#writingState, new Promise<void>((resolve) => (bound = this.#clock.setTimeout(resolve, 2_000)))]);
+      if (bound !== undefined) this.#clock.clearTimeout(bound);
+    }
     this.#closing = true;
+    if (this.#markerSweep !== undefined) this.#clock.clearTimeout(this.#markerSweep);
     await this.#beat?.stop();
     if (this.#tick !== undefined) this.#clock.clearTimeout(this.#tick);
     this.#sub?.unsubscribe();

@@ -24,10 +24,28 @@ export const RESEND_SUBJECT = 'ovos.contests.resend';
 export const RESENT_PREFIX = 'ovos.contests.resent';
 /** A daemon's circuit breaker suspended a fallback skill, or heard it again (every daemon does the same). */
 export const BREAKER_SUBJECT = 'ovos.contests.breaker';
-/** JetStream stream keeping the registrations, connection changes and suspensions a joining daemon replays. */
-export const STATE_STREAM = 'OVOS_CONTESTS_STATE';
+/**
+ * JetStream KV bucket holding what a joining daemon replays — the registrations, the client connections open, the
+ * suspensions — one key each, its latest value only (`stateKey`).
+ */
+export const STATE_BUCKET = 'ovos-contests-state';
+/** The stream earlier versions kept that history in (every change, not the latest): removed at start. */
+export const FORMER_STATE_STREAM = 'OVOS_CONTESTS_STATE';
 /** JetStream KV bucket holding the partition table: key `p<n>` → `{ owner, epoch }`. */
 export const PARTITION_BUCKET = 'ovos-contests-partitions';
+
+/** A string as one KV key token (base64url: letters, digits, `-` and `_`, which every key allows); `=` for empty. */
+const keyToken = (value: string): string => (value === '' ? '=' : Buffer.from(value, 'utf8').toString('base64url'));
+
+/**
+ * The keys of the state bucket: `r.<session>.<skill>` a fallback registration (its latest accepted register; a
+ * deregister deletes it), `c.<connection>` a client connection open on some daemon, `s.<skill>` a suspension.
+ */
+export const stateKey = {
+  registration: (sessionId: string, skillId: string): string => `r.${keyToken(sessionId)}.${keyToken(skillId)}`,
+  connection: (connection: string): string => `c.${keyToken(connection)}`,
+  suspension: (skillId: string): string => `s.${keyToken(skillId)}`,
+} as const;
 
 const PLAIN = /^[A-Za-z0-9_\-:]$/;
 
@@ -92,7 +110,7 @@ export function envelope(node: string, boot: string, seq: number, connection: st
 
 export interface Opened {
   readonly node: string;
-  /** The relaying daemon's run; `-` in an envelope written before runs were named (a history kept from then). */
+  /** The relaying daemon's run (random at each start). */
   readonly boot: string;
   readonly seq: number;
   readonly connection: string | undefined;
@@ -106,8 +124,6 @@ export function openEnvelope(data: Uint8Array): Opened | undefined {
   const end = bytes.indexOf(10);
   if (end < 0 || end > 1024) return undefined;
   const fields = bytes.subarray(0, end).toString('utf8').split(' ');
-  // Four fields: the envelope before runs were named, still read from a registration history kept from then.
-  if (fields.length === 4) fields.splice(1, 0, '-');
   const [node, boot, seq, connection, partition, extra] = fields;
   if (node === undefined || node === '' || boot === undefined || boot === '' || seq === undefined || !/^\d+$/.test(seq) || connection === undefined || connection === '' || extra !== undefined) return undefined;
   if (partition === undefined || (partition !== '-' && !/^\d+$/.test(partition))) return undefined;

@@ -379,7 +379,7 @@ const cluster = section({
     .describe('a daemon not heard from for this long is gone: its partitions are taken over; > cluster.heartbeatMs'),
   replicas: intIn(1, 5)
     .default(1)
-    .describe('JetStream replicas of the partition table and the registration history: 1 on one NATS server, 3 on a NATS cluster (survives a server)'),
+    .describe('JetStream replicas of the partition table and the state bucket (registrations, connections, suspensions): 1 on one NATS server, 3 on a NATS cluster (survives a server)'),
   workers: intIn(1)
     .nullable()
     .default(null)

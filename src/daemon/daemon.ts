@@ -166,7 +166,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   // on the bus (src/plugins/README.md, "Liveness and restarts").
   let store: RegistryStore | undefined;
   const openStore = (port: number): void => {
-    // A daemon of a cluster keeps no file of its own: the cluster's history (src/cluster/README.md) is its memory.
+    // A daemon of a cluster keeps no file of its own: the cluster's state bucket (src/cluster/README.md) is its memory.
     if (config.fallback.registryFile === null || config.cluster.nats !== null) return;
     const file = registryPath(config.fallback.registryFile, busKey(config.bus, port));
     if (config.fallback.registryFile === DEFAULT_CONFIG.fallback.registryFile) adoptSharedFile(file, logger);
@@ -213,7 +213,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
       deadAfterMs: config.cluster.deadAfterMs,
       // A partition is given up once its utterances end: at most a whole match and a whole handler.
       drainMs: config.orchestrator.matchTimeoutMs + config.orchestrator.handlerTimeoutMs,
-      historyMs: config.fallback.forgetAfterMs,
+      stateTtlMs: config.fallback.forgetAfterMs,
       replicas: config.cluster.replicas,
       handlerMs: config.orchestrator.handlerTimeoutMs,
       logger: logger.child({ component: 'cluster' }),
@@ -232,7 +232,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     clients = () => server.clientCount;
     // Closed after the bus: the last handled messages still travel on NATS.
     closers.push(() => server.close(), () => joined.close());
-    joined.shareSuspensions(system.fallback);
+    joined.shareFallback(system.fallback);
     await joined.attach(server);
     logger.info({ url, nats: servers, node: joined.node, partitions: config.cluster.partitions }, 'OVOS bus listening, one daemon of a cluster on NATS');
   } else {

@@ -3,7 +3,7 @@
  * and "Partitions").
  */
 import { describe, expect, it } from 'vitest';
-import { busSubject, envelope, openEnvelope, partitionOf, preferredOwner, topicOf } from '../../src/cluster/subjects.js';
+import { busSubject, envelope, openEnvelope, partitionOf, preferredOwner, stateKey, topicOf } from '../../src/cluster/subjects.js';
 
 /** A NATS subject token may not be empty nor hold whitespace, `*` or `>` (the NATS subject rules). */
 const validSubject = (subject: string): boolean => subject.split('.').every((token) => token !== '' && !/[\s*>]/.test(token));
@@ -36,13 +36,8 @@ describe('the envelope a frame travels in', () => {
     expect(openEnvelope(envelope('n', 'b', 1, undefined, undefined, frame))).toEqual({ node: 'n', boot: 'b', seq: 1, connection: undefined, partition: undefined, frame });
   });
 
-  it('reads an envelope written before runs were named (a registration history kept from then) as run "-"', () => {
-    const frame = Buffer.from('{"type":"ovos.fallback.register","data":{},"context":{}}', 'utf8');
-    expect(openEnvelope(Buffer.concat([Buffer.from('n 7 n/1@127.0.0.1:1 -\n'), frame]))).toEqual({ node: 'n', boot: '-', seq: 7, connection: 'n/1@127.0.0.1:1', partition: undefined, frame });
-  });
-
   it('is refused from anyone who does not write one: a bare frame, a missing field, no newline', () => {
-    for (const text of ['{"type":"x","data":{},"context":{}}', 'n 1 -\n{}', 'n x - -\n{}', 'n 1 - x\n{}', 'n b 1 - - extra\n{}', 'n b x - -\n{}', 'n  1 - -\n{}', ' 1 - -\n{}', 'n 1 - -']) {
+    for (const text of ['{"type":"x","data":{},"context":{}}', 'n 1 -\n{}', 'n x - -\n{}', 'n 1 - x\n{}', 'n b 1 - - extra\n{}', 'n b x - -\n{}', 'n  1 - -\n{}', ' 1 - -\n{}', 'n 1 - -', 'n 7 n/1@127.0.0.1:1 -\n{}']) {
       expect(openEnvelope(Buffer.from(text)), text).toBeUndefined();
     }
   });
@@ -80,5 +75,24 @@ describe('partitions', () => {
     const without = partitions.map((p) => preferredOwner(p, ['node-a', 'node-c']));
     expect(partitions.filter((p) => without[p] !== after[p]).every((p) => after[p] === 'node-b')).toBe(true);
     expect(preferredOwner(0, [])).toBeUndefined();
+  });
+});
+
+describe('the keys of the state bucket', () => {
+  /** What a JetStream KV key may hold (the client's `validateKey`): tokens of letters, digits, "-", "_", "/", "=", dot-separated. */
+  const validKey = (key: string): boolean => /^[-/=.\w]+$/.test(key) && !key.startsWith('.') && !key.endsWith('.') && !key.includes('..');
+
+  it('are valid KV keys for any session, skill or connection id — dots, spaces, wildcards, unicode, empty — and distinct for distinct ids', () => {
+    const ids = ['default', 'hello-world.openvoiceos', 'two words', 'a.*.>', 'ünïcode', '', '.', 'w0-ab12/7@127.0.0.1:5555'];
+    const keys = new Set<string>();
+    for (const id of ids) {
+      for (const key of [stateKey.registration(id, id), stateKey.registration('default', id), stateKey.connection(id), stateKey.suspension(id)]) {
+        expect(validKey(key), key).toBe(true);
+        keys.add(key);
+      }
+    }
+    // Every id gives its own keys (the registration of "default" by "default" is counted once).
+    expect(keys.size).toBe(ids.length * 4 - 1);
+    expect(stateKey.registration('a', 'b.c')).not.toBe(stateKey.registration('a.b', 'c'));
   });
 });

@@ -8,7 +8,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { partitionOf, preferredOwner } from '../../src/cluster/subjects.js';
+import { connect } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import { FORMER_STATE_STREAM, partitionOf, preferredOwner, STATE_BUCKET } from '../../src/cluster/subjects.js';
 import { createMessage, reply, utteranceIdOf, type Message } from '../../src/bus/message.js';
 import { startDaemon, type Daemon } from '../../src/daemon/daemon.js';
 import { silentLogger, type Logger } from '../../src/log/logger.js';
@@ -255,30 +258,38 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     expect(new Set(handledIds).size).toBe(handledIds.length);
   }, 60_000);
 
-  it('FALLBACK-1 §3 across daemons: a skill that comes back on a daemon still replaying the history is known there by its new connection — its frames wait behind the history, as the other daemons\' do', async () => {
+  it('FALLBACK-1 §3, §6.1 across daemons: a suspended skill that comes back on a daemon still replaying the state and registers there is resumed on every daemon and wins there', async () => {
     const server = await nats();
-    const a = await daemon(server.url, 'node-a');
+    const fallback = { pingTimeoutMs: 300, suspendAfterTimeouts: 1, suspendMs: 60_000 };
+    const a = await daemon(server.url, 'node-a', silentLogger(), { fallback });
     await expect.poll(() => a.cluster!.view().owned.length, { timeout: 5_000 }).toBe(PARTITIONS);
-    // A long history (a skill registering and deregistering), so that a daemon joining takes a while to replay it;
-    // at its end, x.spec registers on A, deregisters and goes (OVOS-FALLBACK-1 §3: a skill shutting down).
+    // A large state (many session-scoped registrations, one key each), so that a daemon joining takes a while to
+    // replay it.
     const filler = await probe(a.url);
-    for (let i = 0; i < 5_000; i++) {
-      filler.send(createMessage('ovos.fallback.register', { skill_id: 'filler.spec', priority: 60 }, { skill_id: 'filler.spec' }));
-      filler.send(createMessage('ovos.fallback.deregister', { skill_id: 'filler.spec' }, { skill_id: 'filler.spec' }));
+    for (let session = 0; session < 250; session++) {
+      for (let skill = 0; skill < 32; skill++) {
+        filler.send(createMessage('ovos.fallback.register', { skill_id: `filler${skill}.spec`, priority: 60 }, { skill_id: `filler${skill}.spec`, session: { session_id: `filler-s${session}` } }));
+      }
     }
     await filler.barrier();
-    const gone = await probe(a.url);
-    gone.send(createMessage('ovos.fallback.register', { skill_id: 'x.spec', priority: 50 }, { skill_id: 'x.spec' }));
-    gone.send(createMessage('ovos.fallback.deregister', { skill_id: 'x.spec' }, { skill_id: 'x.spec' }));
-    await gone.barrier();
-    await gone.close();
+    await expect.poll(() => a.system.fallback.registry.availableFor('filler-s249').size, { timeout: 10_000 }).toBe(32);
+    // Then x.spec registers on A, hangs (its ping times out: A suspends it) and is killed (its connection closes).
+    const hung = await probe(a.url);
+    hung.send(createMessage('ovos.fallback.register', { skill_id: 'x.spec', priority: 50 }, { skill_id: 'x.spec' }));
+    await hung.barrier();
+    const userA = await probe(a.url);
+    userA.utter('xray please', { utteranceId: 'hang', session: { session_id: 'default' }, lang: 'en-US' });
+    await userA.handled('hang');
+    expect(a.system.fallback.breaker.suspended('x.spec')).toBe(true);
+    await hung.close();
 
     // B starts; x.spec, started again, connects to it as soon as its port takes connections and registers — while B
-    // is still replaying the history (checked: not a test of the easy case). Its registration is newer than its
-    // deregistration in the history: B must not apply them the other way round.
+    // is still replaying the state (checked: not a test of the easy case). Its registration is newer than its
+    // suspension in the state: B must not end with it suspended. (B applies its own frames after the state; A, hearing
+    // the registration, removes the suspension from the state, which closes the same gap from the other side.)
     const port = await freePort();
     const logsB = captureLogs('info');
-    const starting = daemon(server.url, 'node-b', logsB.logger, { bus: { port } });
+    const starting = daemon(server.url, 'node-b', logsB.logger, { bus: { port }, fallback });
     const replayed = (): boolean => logsB.lines.items.some((line) => line['msg'] === 'cluster: registrations and connections replayed');
     let back: Probe | undefined;
     while (back === undefined) {
@@ -293,8 +304,10 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     expect(early).toBe(true);
     const b = await starting;
 
-    // On B, x.spec is registered, bound to its new connection, and wins what it is willing for.
+    // On B, x.spec is registered, bound to its new connection, not suspended, and wins what it is willing for.
     expect(b.system.fallback.registry.availableFor('default').has('x.spec')).toBe(true);
+    expect(b.system.fallback.breaker.suspended('x.spec')).toBe(false);
+    await expect.poll(() => a.system.fallback.breaker.suspended('x.spec'), { timeout: 5_000 }).toBe(false);
     await expect.poll(() => b.cluster!.view().owned.length, { timeout: 5_000 }).toBeGreaterThan(0);
     const user = await probe(b.url);
     const owned = new Set(b.cluster!.view().owned);
@@ -388,6 +401,76 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     await user.waitFor((message) => message.type === 'probe.marker', 'a frame relayed by D');
     expect([a, b].map((daemon) => daemon.system.fallback.breaker.suspended('s.silent'))).toEqual([true, true]);
   }, 60_000);
+
+  it('FALLBACK-1 §3 across restarts: the cluster\'s state is one key per registration, open connection and suspension however often skills reconnect, and it outlives every daemon — an ovos-workshop skill that never registers again is known to the daemons started after', async () => {
+    const server = await nats();
+    const a = await daemon(server.url, 'node-a');
+    const b = await daemon(server.url, 'node-b');
+    await expect.poll(() => a.cluster!.view().owned.length + b.cluster!.view().owned.length, { timeout: 5_000 }).toBe(PARTITIONS);
+    // An ovos-workshop fallback skill on A (it registers once, at its own start); a spec skill restarting 100 times on
+    // B, registering each time; 100 short-lived clients (the `say` command) on both.
+    await workshopSkill(a.url, 'w.keep', 50, 'keep');
+    for (let i = 0; i < 100; i++) {
+      const churn = await Probe.connect(b.url);
+      await specWordSkill(churn, 'churn.spec', 60, 'churn');
+      await churn.close();
+      const brief = await Probe.connect((i % 2 === 0 ? a : b).url);
+      await brief.close();
+    }
+    const nc = await connect({ servers: server.url });
+    cleanups.push(() => nc.close());
+    const state = await new Kvm(nc).open(STATE_BUCKET);
+    const keys = async (): Promise<string[]> => {
+      const all: string[] = [];
+      for await (const key of await state.keys()) all.push(key);
+      return all.sort();
+    };
+    // One registration each, and the one connection open (w.keep's): the churn left nothing behind.
+    await expect.poll(async () => (await keys()).map((key) => key.slice(0, 2)), { timeout: 5_000 }).toEqual(['c.', 'r.', 'r.']);
+    expect((await state.status()).values).toBeLessThan(250);
+
+    // Every daemon stops; w.keep's process lives on and its bus client reconnects, to a daemon started after, without
+    // registering (ovos-workshop registers only at its own start).
+    await a.close();
+    await b.close();
+    const a2 = await daemon(server.url, 'node-a2');
+    const b2 = await daemon(server.url, 'node-b2');
+    await expect.poll(() => a2.cluster!.view().owned.length + b2.cluster!.view().owned.length, { timeout: 5_000 }).toBe(PARTITIONS);
+    for (const d of [a2, b2]) {
+      expect(d.system.fallback.registry.entry('default', 'w.keep')?.priority).toBe(50);
+      expect(d.system.fallback.registry.entry('default', 'churn.spec')?.priority).toBe(60);
+    }
+    const back = await probe(b2.url);
+    back.frames.subscribe(({ message }) => {
+      if (message?.type === 'ovos.skills.fallback.ping') back.send(reply(message, 'ovos.skills.fallback.pong', { skill_id: 'w.keep', can_handle: utterance(message).includes('keep') }));
+      if (message?.type === 'ovos.skills.fallback.w.keep.request') {
+        back.send({ ...message, type: 'speak', data: { utterance: 'w.keep here' } });
+        back.send({ ...message, type: 'ovos.skills.fallback.w.keep.response', data: { result: true, fallback_handler: 'X.handle_fallback' } });
+        back.send({ ...message, type: 'ovos.utterance.handled', data: {} });
+      }
+    });
+    const user = await probe(a2.url);
+    const sessions = ['keep-s0', 'keep-s1', 'keep-s2', 'keep-s3'];
+    for (const [i, session] of sessions.entries()) user.utter('keep this', { utteranceId: `keep-u${i}`, session: { session_id: session }, lang: 'en-US' });
+    await Promise.all(sessions.map((_, i) => user.handled(`keep-u${i}`)));
+    await user.barrier();
+    for (const i of sessions.keys()) {
+      expect(user.of(`keep-u${i}`).filter((m) => m.type === 'ovos.intent.matched').map((m) => m.data['skill_id'])).toEqual(['w.keep']);
+      expect(user.of(`keep-u${i}`).filter((m) => m.type === 'ovos.utterance.handled')).toHaveLength(1);
+    }
+  }, 90_000);
+
+  it('a cluster started by an earlier version: the history stream it kept is removed at start, with a warning', async () => {
+    const server = await nats();
+    const nc = await connect({ servers: server.url });
+    cleanups.push(() => nc.close());
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.add({ name: FORMER_STATE_STREAM, subjects: ['ovos.contests.connection'] });
+    const logs = captureLogs('info');
+    await daemon(server.url, 'node-a', logs.logger);
+    expect(logs.lines.items.filter((line) => line['reason'] === 'former_state_removed').map((line) => line['level'])).toEqual([40]);
+    await expect(jsm.streams.info(FORMER_STATE_STREAM)).rejects.toThrow(/not found/);
+  }, 30_000);
 
   it('PIPELINE-1 §6: the ovos-workshop skill\'s own handled that ends the last utterance of a partition moving to a daemon that joins still reaches the pipeline that ran it: one handled each, none of the pipeline\'s own after its grace', async () => {
     const server = await nats();
@@ -520,6 +603,21 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     await expect.poll(() => a.cluster!.view().owners.filter((owner) => owner === 'node-b').length, { timeout: 10_000 }).toBeGreaterThan(0);
     await expect.poll(() => a.cluster!.view().owned.length + a.cluster!.view().owners.filter((owner) => owner === 'node-b').length, { timeout: 10_000 }).toBe(PARTITIONS);
 
+    // A client of B (its connection is in the cluster's state while B lives).
+    await probe(`ws://127.0.0.1:${port}/core`);
+    const nc = await connect({ servers: server.url });
+    cleanups.push(() => nc.close());
+    const state = await new Kvm(nc).open(STATE_BUCKET);
+    const connectionsOf = async (node: string): Promise<string[]> => {
+      const open: string[] = [];
+      for await (const key of await state.keys('c.*')) {
+        const connection = Buffer.from(key.slice(2), 'base64url').toString('utf8');
+        if (connection.startsWith(`${node}/`)) open.push(connection);
+      }
+      return open;
+    };
+    await expect.poll(() => connectionsOf('node-b'), { timeout: 5_000 }).toHaveLength(1);
+
     // One skill, on A, holding its answers until released.
     const skill = await heldSkill(a.url);
     await expect.poll(() => [...a.system.fallback.registry.availableFor('default').keys()], { timeout: 5_000 }).toEqual(['h.spec']);
@@ -556,6 +654,8 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     }
     expect(wrong).toEqual([]);
     expect(a.cluster!.view().failovers).toBe(sent.filter((u) => u.onB).length);
+    // B's connections left the cluster's state with it (A removed them: B could not).
+    await expect.poll(() => connectionsOf('node-b'), { timeout: 5_000 }).toEqual([]);
   }, 90_000);
 
   it('PIPELINE-1 §6: a daemon cut off from NATS (a partition: its connections open and silent) longer than deadAfterMs is taken for gone; when it comes back, what its contests still say of the utterances taken over is fenced: each with exactly one handled, each answer spoken once, on the clients of both daemons', async () => {

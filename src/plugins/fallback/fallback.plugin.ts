@@ -80,6 +80,44 @@ export interface FallbackSkillEvent {
   readonly for_ms?: number;
 }
 
+/**
+ * What `FallbackPlugin.onRegistration` reports: a register or deregister it accepted (§3.1, §3.2), with the message
+ * and the client connection it came over. A cluster keeps these to tell a daemon that joins (src/cluster/).
+ */
+export type FallbackRegistrationChange =
+  | { readonly type: 'registered'; readonly session_id: string; readonly skill_id: string; readonly message: Message; readonly connection: string | undefined }
+  | { readonly type: 'deregistered'; readonly session_id: string; readonly skill_id: string; readonly message: Message };
+
+/** Listeners of one kind, told in turn: one that throws is logged and costs the others nothing. */
+class Listeners<T> {
+  #listeners: Array<(value: T) => void> = [];
+  readonly #logger: Logger;
+  readonly #what: string;
+
+  constructor(logger: Logger, what: string) {
+    this.#logger = logger;
+    this.#what = what;
+  }
+
+  /** Added; the function returned removes it. */
+  add(listener: (value: T) => void): () => void {
+    this.#listeners = [...this.#listeners, listener];
+    return () => {
+      this.#listeners = this.#listeners.filter((l) => l !== listener);
+    };
+  }
+
+  tell(value: T): void {
+    for (const listener of this.#listeners) {
+      try {
+        listener(value);
+      } catch (err) {
+        this.#logger.error({ err, reason: 'observer_threw' }, `fallback ${this.#what} listener threw`);
+      }
+    }
+  }
+}
+
 /** This plugin's contest machine, with its effects. */
 type FallbackLogic = ReturnType<typeof fallbackMachine.provide>;
 
@@ -103,7 +141,9 @@ export class FallbackPlugin {
   readonly #poolBoundLog = new LogRateLimiter(LOG_WINDOW_MS);
   readonly #matchTimeoutMs: number | undefined;
   /** Hear of skills' ping timeouts and circuit-breaker transitions (metrics). */
-  #skillListeners: Array<(event: FallbackSkillEvent) => void> = [];
+  readonly #skillListeners: Listeners<FallbackSkillEvent>;
+  /** Hear of the registrations and deregistrations accepted (a cluster's shared state). */
+  readonly #registrationListeners: Listeners<FallbackRegistrationChange>;
   /** Live contests of every stage: told when a skill becomes unreachable. */
   readonly #contests = new Set<Contest<typeof fallbackMachine>>();
   readonly #reconnectWindowMs: number;
@@ -148,6 +188,8 @@ export class FallbackPlugin {
     this.#matchTimeoutMs = options.matchTimeoutMs;
     this.#reconnectWindowMs = options.reconnectWindowMs ?? 0;
     this.#store = options.store;
+    this.#skillListeners = new Listeners(supervisor.logger, 'skill');
+    this.#registrationListeners = new Listeners(supervisor.logger, 'registration');
     this.registry = new FallbackRegistry({
       maxSkillsPerSession: settings.maxSkillsPerSession,
       maxSessions: settings.maxSessions,
@@ -196,6 +238,7 @@ export class FallbackPlugin {
       supervisor.logger.info({ skill_id: inbound.skill_id, priority: inbound.priority, session_id: sessionId, connection, dialect: inbound.legacy === true ? 'legacy' : 'spec' }, 'fallback skill registered');
       // Not heard from yet: a registration alone, never answered for, is restored dormant after a restart.
       options.store?.register(sessionId, inbound.skill_id, inbound.priority, inbound.legacy === true, false);
+      this.#tellRegistration({ type: 'registered', session_id: sessionId, skill_id: inbound.skill_id, message, connection });
       this.#report(this.breaker.alive(inbound.skill_id)); // a skill that registers again is given a fresh start
       this.#warnIfPlaced(inbound.skill_id, inbound.priority);
     });
@@ -223,6 +266,7 @@ export class FallbackPlugin {
       const removed = this.registry.deregister(sessionId, inbound.skill_id);
       options.store?.deregister(sessionId, inbound.skill_id);
       if (removed && !this.registry.holds(inbound.skill_id)) this.breaker.forget(inbound.skill_id);
+      this.#tellRegistration({ type: 'deregistered', session_id: sessionId, skill_id: inbound.skill_id, message });
       supervisor.logger.info({ skill_id: inbound.skill_id, session_id: sessionId, removed }, 'fallback skill deregistered');
     });
     // Embedded bus: a closed connection unbinds every registration made or heard over it, in every session (FALLBACK-1
@@ -502,20 +546,20 @@ export class FallbackPlugin {
 
   /** Ping timeouts and circuit-breaker transitions of fallback skills, as they happen (metrics). */
   onSkillEvent(listener: (event: FallbackSkillEvent) => void): () => void {
-    this.#skillListeners = [...this.#skillListeners, listener];
-    return () => {
-      this.#skillListeners = this.#skillListeners.filter((l) => l !== listener);
-    };
+    return this.#skillListeners.add(listener);
   }
 
   #tell(event: FallbackSkillEvent): void {
-    for (const listener of this.#skillListeners) {
-      try {
-        listener(event);
-      } catch (err) {
-        this.#supervisor.logger.error({ err, reason: 'observer_threw' }, 'fallback skill listener threw');
-      }
-    }
+    this.#skillListeners.tell(event);
+  }
+
+  /** Hear of every register and deregister this plugin accepts (not of those it refuses, nor of a restored registry). */
+  onRegistration(listener: (change: FallbackRegistrationChange) => void): () => void {
+    return this.#registrationListeners.add(listener);
+  }
+
+  #tellRegistration(change: FallbackRegistrationChange): void {
+    this.#registrationListeners.tell(change);
   }
 
   /** Breaker transitions are logged once each: suspension at warn, resumption at info. */

@@ -5,8 +5,9 @@
  * hears nothing more. Harness: LocalBus + ManualClock.
  */
 import { describe, expect, it } from 'vitest';
-import type { FallbackSkillEvent } from '../../../src/plugins/fallback/fallback.plugin.js';
-import { createHarness, fallbackSkill, withConfig, type Harness } from '../../support/harness.js';
+import { createMessage } from '../../../src/bus/message.js';
+import type { FallbackRegistrationChange, FallbackSkillEvent } from '../../../src/plugins/fallback/fallback.plugin.js';
+import { createHarness, fallbackSkill, HARNESS_CONFIG, withConfig, type Harness } from '../../support/harness.js';
 
 const withReason = (h: Harness, reason: string): Array<Record<string, unknown>> => h.logs.filter((line) => line['reason'] === reason);
 
@@ -128,5 +129,30 @@ describe('FALLBACK-1 §6.1: skill events for metrics (onSkillEvent)', () => {
     expect(withReason(h, 'observer_threw').map((l) => l['msg'])).toEqual(Array(3).fill('fallback skill listener threw'));
     // The utterances themselves were not touched by it.
     expect(h.of('ovos.utterance.handled')).toHaveLength(2);
+  });
+});
+
+describe('FALLBACK-1 §3.1, §3.2: registrations for a cluster\'s shared state (onRegistration)', () => {
+  it('reports each register and deregister the plugin accepts, with its message and connection — none it refuses, and nothing to a listener that unsubscribed', async () => {
+    const h = createHarness(HARNESS_CONFIG);
+    const heard: FallbackRegistrationChange[] = [];
+    const gone: FallbackRegistrationChange[] = [];
+    h.system.fallback.onRegistration((change) => heard.push(change));
+    const unsubscribe = h.system.fallback.onRegistration((change) => gone.push(change));
+    unsubscribe();
+    const register = createMessage('ovos.fallback.register', { skill_id: 'a.spec', priority: 10 }, { skill_id: 'a.spec', session: { session_id: 'kitchen' } });
+    h.bus.publish(register, 'c1');
+    // A legacy registration of the same skill over another connection never takes the spec skill's over (refused).
+    h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: 'a.spec', priority: 20 }, { session: { session_id: 'kitchen' } }), 'c2');
+    const deregister = createMessage('ovos.fallback.deregister', { skill_id: 'a.spec' }, { skill_id: 'a.spec', session: { session_id: 'kitchen' } });
+    h.bus.publish(deregister, 'c1');
+    await h.settle();
+    expect(withReason(h, 'legacy_over_spec')).toHaveLength(1);
+    expect(heard).toEqual([
+      { type: 'registered', session_id: 'kitchen', skill_id: 'a.spec', message: register, connection: 'c1' },
+      { type: 'deregistered', session_id: 'kitchen', skill_id: 'a.spec', message: deregister },
+    ]);
+    expect(heard[0]!.message).toBe(register);
+    expect(gone).toEqual([]);
   });
 });
