@@ -17,13 +17,14 @@ import { jetstreamManager, StorageType } from '@nats-io/jetstream';
 import { Bucket, Kvm, type KV, type KvEntry, type KvWatchEntry } from '@nats-io/kv';
 import type { BusRelay, BusServer } from '../bus/ws-server.js';
 import type { Bus, BusStatus } from '../bus/bus.js';
-import { decodeFrame, reply, utteranceIdOf, withContext, type Message } from '../bus/message.js';
+import { decodeFrame, encodeMessage, reply, utteranceIdOf, withContext, type Message } from '../bus/message.js';
+import { LogRateLimiter } from '../log/rate-limit.js';
 import { sessionIdOf, DEFAULT_SESSION_ID } from '../bus/session.js';
 import { systemClock, type Clock, type TimerId } from '../clock/clock.js';
 import type { Logger } from '../log/logger.js';
 import { startHeartbeat, type Heartbeat } from './heartbeat.js';
 import { InOrder, SentRing } from './redelivery.js';
-import { topics } from '../dialect/spec-dialect.js';
+import { topics, utteranceRefused } from '../dialect/spec-dialect.js';
 import { legacyTopics } from '../dialect/legacy-dialect.js';
 import type { FallbackPlugin, FallbackRegistrationChange } from '../plugins/fallback/fallback.plugin.js';
 import {
@@ -240,6 +241,10 @@ export class NatsCluster implements BusRelay {
   readonly #outbox: Array<string | Uint8Array> = [];
   /** What this daemon's contests said of an utterance, published and waiting for the NATS server's confirmation (`#confirm`). */
   readonly #held: Array<{ readonly subject: string; readonly opened: Opened; readonly message: Message }> = [];
+  /** Since when the NATS connection has been lost (monotonic ms; undefined while connected). */
+  #disconnectedAt: number | undefined;
+  /** One `cluster_unreachable` warn a minute. */
+  readonly #unreachableLog = new LogRateLimiter(60_000);
   #confirmedThrough = 0;
   /** The last number handed to the NATS client: what the heartbeat says this daemon published. */
   #handedThrough = 0;
@@ -469,8 +474,11 @@ export class NatsCluster implements BusRelay {
       // A NATS server gone: the client reconnects to another of the cluster at once. The contests run on; what this
       // daemon published meanwhile, or was lost on the way, is asked for again by the numbers (redelivery.ts).
       for await (const status of this.#nc.status()) {
-        if (status.type === 'disconnect') this.#logger.warn({ reason: 'nats_disconnected', server: String(status.server ?? '') }, 'cluster: NATS connection lost; reconnecting');
-        else if (status.type === 'reconnect') {
+        if (status.type === 'disconnect') {
+          this.#disconnectedAt ??= this.#clock.monotonic();
+          this.#logger.warn({ reason: 'nats_disconnected', server: String(status.server ?? '') }, 'cluster: NATS connection lost; reconnecting');
+        } else if (status.type === 'reconnect') {
+          this.#disconnectedAt = undefined;
           this.#logger.info({ server: String(status.server ?? '') }, 'cluster: NATS connection back');
           if (this.#held.length > 0) void this.#recheck();
         }
@@ -541,6 +549,10 @@ export class NatsCluster implements BusRelay {
    * answer what another daemon answers again.
    */
   send(frame: Buffer, message: Message, connection: string | undefined): void {
+    if (connection !== undefined && ENTRY_TOPICS.has(message.type) && this.#cutOff()) {
+      this.#refuseCutOff(message, connection);
+      return;
+    }
     const partition = this.#partitionOfFrame(message);
     if (connection === undefined && partition !== undefined && this.#fenced(this.node, partition, message)) return;
     const subject = busSubject(message.type);
@@ -553,6 +565,33 @@ export class NatsCluster implements BusRelay {
     if (REGISTRY_TOPICS.has(message.type)) this.#ownRegistrations.add(message);
     if (connection === undefined && partition !== undefined) this.#held.push({ subject, opened, message });
     else this.#local(subject, opened, message);
+  }
+
+  /**
+   * Cut off from NATS for longer than `deadAfterMs`: the other daemons have taken this one for gone and its partitions
+   * over, so nothing it runs now could be told to its clients before NATS is back (and much of it would be fenced
+   * then). (A connection gone silent is noticed by the client's pings, `pingsFor`, and counts from then.)
+   */
+  #cutOff(): boolean {
+    return this.#disconnectedAt !== undefined && this.#clock.monotonic() - this.#disconnectedAt > this.#options.deadAfterMs;
+  }
+
+  /**
+   * An utterance from a client of this daemon while it is cut off: not taken, not published (no daemon runs it, then
+   * or later), and ended at once with its handled (`error: "cluster_unreachable"`) to this daemon's clients — never a
+   * silence, nor an answer minutes late. So what this daemon keeps while cut off is bounded by what was in flight.
+   */
+  #refuseCutOff(message: Message, connection: string): void {
+    const handled = utteranceRefused(message, 'cluster_unreachable');
+    const now = this.#clock.monotonic();
+    const { log, suppressed } = this.#unreachableLog.shouldLog('cluster_unreachable', now);
+    if (log) {
+      this.#logger.warn(
+        { reason: 'cluster_unreachable', connection, session_id: sessionIdOf(message), utterance_id: utteranceIdOf(message), cut_off_ms: now - this.#disconnectedAt!, suppressed },
+        'utterance refused: this daemon is cut off from NATS (its handled says so; warned once a minute)',
+      );
+    }
+    if (handled !== null) this.#server?.relayedToClients(Buffer.from(encodeMessage(handled), 'utf8'));
   }
 
   /** Numbered in this daemon's run, kept to publish again, published: its number; undefined (not numbered) when larger than NATS takes. */

@@ -129,6 +129,9 @@ export type DropReason =
   | 'legacy_over_spec'
   /** An utterance that arrived while the daemon shuts down (graceful shutdown): answered with its handled at once. */
   | 'shutting_down'
+  /** An utterance from a client of a daemon of a cluster cut off from NATS for longer than cluster.deadAfterMs (its
+   *  partitions may be another daemon's by now): answered with its handled at once, by that daemon, to its clients. */
+  | 'cluster_unreachable'
   /** An utterance past its client connection's share (orchestrator.maxInFlightPerConnection running and as many
    *  waiting): answered with its handled at once. */
   | 'too_many_in_flight';

@@ -703,6 +703,63 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     }
   }, 120_000);
 
+  it('PIPELINE-1 §6: a daemon whose NATS connection drops and is back within deadAfterMs still owns its partitions: what its contests decided meanwhile (a ping timeout) reaches the clients of both daemons once it is back, one handled each, none fenced', async () => {
+    const { proxy, a, logsA, logsB, user, observer, ownedByA } = await cutOffPair({ fallback: { pingTimeoutMs: 300 } });
+    const ids: string[] = [];
+    for (let s = 0; ids.length < 5; s++) {
+      const session = `drop-s${s}`;
+      if (!ownedByA.includes(partitionOf(session, PARTITIONS))) continue;
+      ids.push(`${session}-u0`);
+      observer.utter('hold the ping', { utteranceId: `${session}-u0`, session: { session_id: session }, lang: 'en-US' });
+    }
+    await Promise.all(ids.map((id) => observer.waitFor((m) => m.type === 'h.spec.fallback.ping' && utteranceIdOf(m) === id, `ping of ${id}`)));
+
+    // The connection drops (the client notices at once); A's contests time out meanwhile and end: held, not told.
+    proxy.drop();
+    const endedOnA = (): number => ids.filter((id) => logsA.lines.items.some((line) => line['utterance_id'] === id && line['msg'] === 'utterance handled')).length;
+    await expect.poll(endedOnA, { timeout: 1_000, interval: 20 }).toBe(ids.length);
+    expect(logsA.lines.items.some((line) => line['reason'] === 'nats_disconnected')).toBe(true);
+    expect(ids.filter((id) => observer.of(id).some((m) => m.type === 'ovos.utterance.handled'))).toEqual([]);
+    proxy.heal();
+
+    await Promise.all(ids.map((id) => observer.handled(id, 10_000)));
+    await Promise.all(ids.map((id) => user.handled(id, 10_000)));
+    await observer.barrier();
+    await user.barrier();
+    expect(a.cluster!.view().owned).toEqual(ownedByA);
+    expect([...logsA.lines.items, ...logsB.lines.items].filter((line) => line['reason'] === 'fenced')).toEqual([]);
+    for (const seen of [observer, user]) {
+      for (const id of ids) {
+        expect(seen.of(id).filter((m) => m.type === 'ovos.utterance.handled').map((m) => m.data)).toEqual([{}]);
+        expect(seen.of(id).filter((m) => m.type === 'ovos.intent.unmatched')).toHaveLength(1);
+      }
+    }
+  }, 60_000);
+
+  it('PIPELINE-1 §6: a daemon cut off from NATS for longer than deadAfterMs refuses its clients\' new utterances at once — one handled each, error "cluster_unreachable" — and no daemon answers them when it is back', async () => {
+    const { proxy, a, b, logsA, user, observer } = await cutOffPair();
+    proxy.drop();
+    await expect.poll(() => b.cluster!.view().owned.length, { timeout: 15_000 }).toBe(PARTITIONS);
+    await expect.poll(() => logsA.lines.items.some((line) => line['reason'] === 'nats_disconnected'), { timeout: 5_000 }).toBe(true);
+    await new Promise<void>((resolve) => setTimeout(resolve, CLUSTER.deadAfterMs + 100));
+    // Two utterances (the spec's entry and the legacy one) from a client of A, cut off.
+    observer.utter('hello there', { utteranceId: 'cut-u1', session: { session_id: 'cut-s1' }, lang: 'en-US' });
+    observer.send(createMessage('recognizer_loop:utterance', { utterances: ['hello again'], lang: 'en-US' }, { session: { session_id: 'cut-s2' }, utterance_id: 'cut-u2' }));
+    for (const id of ['cut-u1', 'cut-u2']) expect((await observer.handled(id, 2_000)).data).toEqual({ error: 'cluster_unreachable' });
+    expect(logsA.lines.items.filter((line) => line['reason'] === 'cluster_unreachable')).toHaveLength(1); // once a minute
+
+    proxy.heal();
+    await expect.poll(() => a.cluster!.view().owned.length, { timeout: 30_000 }).toBeGreaterThan(0);
+    // Some time for anything left to arrive; then: neither daemon ran them, nobody else heard of them.
+    await new Promise<void>((resolve) => setTimeout(resolve, 1_000));
+    await observer.barrier();
+    await user.barrier();
+    for (const id of ['cut-u1', 'cut-u2']) {
+      expect(observer.of(id).map((m) => m.type)).toEqual(['ovos.utterance.handled']);
+      expect(user.of(id)).toEqual([]);
+    }
+  }, 90_000);
+
   it.each([
     ['back before its NATS client notices', false],
     ['cut off long enough for its NATS client to reconnect', true],

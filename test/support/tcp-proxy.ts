@@ -1,13 +1,16 @@
 /**
  * A TCP proxy on loopback for the cluster tests: a daemon that talks to NATS through it can be cut off — the proxy
  * stops reading both ways, the connections stay open and silent, as across a network partition — and let through
- * again, everything that waited then flowing on. NATS itself is untouched.
+ * again, everything that waited then flowing on; or its connections can be dropped and new ones refused (a NATS
+ * server out of reach: the client notices at once and keeps reconnecting) until healed. NATS itself is untouched.
  */
 import { connect, createServer, type Socket } from 'node:net';
 
 export interface TcpProxy {
   readonly url: string;
   cut(): void;
+  /** Every connection closed, and every new one, until `heal`. */
+  drop(): void;
   heal(): void;
   close(): Promise<void>;
 }
@@ -15,7 +18,12 @@ export interface TcpProxy {
 export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
   const pairs = new Set<{ readonly client: Socket; readonly upstream: Socket; readonly waiting: Array<[Socket, Buffer]> }>();
   let cut = false;
+  let refusing = false;
   const server = createServer((client) => {
+    if (refusing) {
+      client.destroy();
+      return;
+    }
     const upstream = connect(targetPort, '127.0.0.1');
     const pair = { client, upstream, waiting: [] as Array<[Socket, Buffer]> };
     pairs.add(pair);
@@ -41,8 +49,16 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
     cut: () => {
       cut = true;
     },
+    drop: () => {
+      refusing = true;
+      for (const pair of pairs) {
+        pair.client.destroy();
+        pair.upstream.destroy();
+      }
+    },
     heal: () => {
       cut = false;
+      refusing = false;
       for (const pair of pairs) for (const [to, chunk] of pair.waiting.splice(0)) to.write(chunk);
     },
     close: async () => {
