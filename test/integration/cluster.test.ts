@@ -185,6 +185,25 @@ async function cutOffPair(extraA: Record<string, unknown> = {}) {
   return { proxy, a, b, logsA, logsB, skill, user, observer, ownedByA: a.cluster!.view().owned };
 }
 
+/**
+ * `count` utterances "hold the ping" from `user`, one in each of the first sessions `<prefix>-s<n>` whose partition is
+ * in `owned` (the held skill holds its pong): their ids, once each ping has reached `user`.
+ */
+async function holdPings(user: Probe, owned: readonly number[], prefix: string, count: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let s = 0; ids.length < count; s++) {
+    const session = `${prefix}-s${s}`;
+    if (!owned.includes(partitionOf(session, PARTITIONS))) continue;
+    ids.push(`${session}-u0`);
+    user.utter('hold the ping', { utteranceId: `${session}-u0`, session: { session_id: session }, lang: 'en-US' });
+  }
+  await Promise.all(ids.map((id) => user.waitFor((m) => m.type === 'h.spec.fallback.ping' && utteranceIdOf(m) === id, `ping of ${id}`)));
+  return ids;
+}
+
+/** How many of `ids` a daemon's log says ended there. */
+const endedOn = (logs: ReturnType<typeof captureLogs>, ids: readonly string[]): number => ids.filter((id) => logs.lines.items.some((line) => line['utterance_id'] === id && line['msg'] === 'utterance handled')).length;
+
 describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster/README.md)', () => {
   it('PIPELINE-1 §6, FALLBACK-1 §6.2 across daemons: skills of both dialects on different daemons answer contests on either; 60 sessions × 5 utterances (the same question twice) from users on both: one handled each, the right winner, every partition owned by exactly one daemon', async () => {
     const server = await nats();
@@ -705,18 +724,11 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
 
   it('PIPELINE-1 §6: a daemon whose NATS connection drops and is back within deadAfterMs still owns its partitions: what its contests decided meanwhile (a ping timeout) reaches the clients of both daemons once it is back, one handled each, none fenced', async () => {
     const { proxy, a, logsA, logsB, user, observer, ownedByA } = await cutOffPair({ fallback: { pingTimeoutMs: 300 } });
-    const ids: string[] = [];
-    for (let s = 0; ids.length < 5; s++) {
-      const session = `drop-s${s}`;
-      if (!ownedByA.includes(partitionOf(session, PARTITIONS))) continue;
-      ids.push(`${session}-u0`);
-      observer.utter('hold the ping', { utteranceId: `${session}-u0`, session: { session_id: session }, lang: 'en-US' });
-    }
-    await Promise.all(ids.map((id) => observer.waitFor((m) => m.type === 'h.spec.fallback.ping' && utteranceIdOf(m) === id, `ping of ${id}`)));
+    const ids = await holdPings(observer, ownedByA, 'drop', 5);
 
     // The connection drops (the client notices at once); A's contests time out meanwhile and end: held, not told.
     proxy.drop();
-    const endedOnA = (): number => ids.filter((id) => logsA.lines.items.some((line) => line['utterance_id'] === id && line['msg'] === 'utterance handled')).length;
+    const endedOnA = (): number => endedOn(logsA, ids);
     await expect.poll(endedOnA, { timeout: 1_000, interval: 20 }).toBe(ids.length);
     expect(logsA.lines.items.some((line) => line['reason'] === 'nats_disconnected')).toBe(true);
     expect(ids.filter((id) => observer.of(id).some((m) => m.type === 'ovos.utterance.handled'))).toEqual([]);
@@ -766,17 +778,10 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
   ])('PIPELINE-1 §6: what the contests of a daemon cut off from NATS decide on their own meanwhile (a skill silent past its ping timeout) reaches none of its clients — %s: the utterances run again on the daemon that took over, each with exactly one handled and one answer, on the clients of both daemons', async (_, reconnects) => {
     // A's contests give a skill 1 s to answer a ping: cut off, they end on their own (unmatched) and say so.
     const { proxy, a, b, logsA, skill, user, observer, ownedByA } = await cutOffPair({ fallback: { pingTimeoutMs: 1_000 } });
-    const ids: string[] = [];
-    for (let s = 0; ids.length < 10; s++) {
-      const session = `alone-s${s}`;
-      if (!ownedByA.includes(partitionOf(session, PARTITIONS))) continue;
-      ids.push(`${session}-u0`);
-      user.utter('hold the ping', { utteranceId: `${session}-u0`, session: { session_id: session }, lang: 'en-US' });
-    }
-    await Promise.all(ids.map((id) => user.waitFor((m) => m.type === 'h.spec.fallback.ping' && utteranceIdOf(m) === id, `ping of ${id}`)));
+    const ids = await holdPings(user, ownedByA, 'alone', 10);
 
     proxy.cut();
-    const endedOnA = (): number => ids.filter((id) => logsA.lines.items.some((line) => line['utterance_id'] === id && line['msg'] === 'utterance handled')).length;
+    const endedOnA = (): number => endedOn(logsA, ids);
     await expect.poll(endedOnA, { timeout: 15_000 }).toBe(ids.length);
     await expect.poll(() => b.cluster!.view().owned.length, { timeout: 15_000 }).toBe(PARTITIONS);
     skill.release();
