@@ -6,14 +6,18 @@
  * again), and two front ends in this process asking at the same time — the same question twice at once in one
  * session, a command, several sessions. Not a speed figure: it counts what a user would notice — an utterance never
  * handled (lost) or handled twice (doubled), who answered, and how long the handled of a legacy-handled utterance
- * came after the skill's end (the grace for a skill that sends its own).
+ * came after the skill's end (the grace for a skill that sends its own). Then, when nats-server is installed, the same
+ * trial across two daemons of a cluster (src/cluster/): the skills of each dialect on one daemon, their users on the other.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { WebSocket } from 'ws';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.js';
-import { startDaemonProcess } from './mixed-load.js';
-import type { Section } from './report.js';
+import { freePort, startDaemonProcess, type DaemonProcess } from './mixed-load.js';
+import type { Cell, Section } from './report.js';
 import { summarize } from './stats.js';
 
 interface Plan {
@@ -184,36 +188,81 @@ function startSkills(url: string, cast: 'spec' | 'legacy'): Promise<{ stop(): Pr
   });
 }
 
+/** One setup's trial: the skills and the two front ends, at once, on the daemons given (one, or two of a cluster). */
+async function trial(urls: { readonly spec: string; readonly legacy: string; readonly users: readonly [string, string] }, registered: () => number): Promise<{ outcomes: Outcome[]; specReconnects: number; legacyReconnects: number }> {
+  const skills: Array<{ stop(): Promise<number> }> = [];
+  try {
+    skills.push(await startSkills(urls.spec, 'spec'), await startSkills(urls.legacy, 'legacy'));
+    const deadline = Date.now() + 10_000;
+    while (registered() < 3 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    const outcomes = await Promise.all(PLANS.map((plan, i) => drive(urls.users[i % 2]!, plan)));
+    const [specReconnects = 0, legacyReconnects = 0] = await Promise.all(skills.splice(0).map((s) => s.stop()));
+    return { outcomes, specReconnects, legacyReconnects };
+  } finally {
+    await Promise.all(skills.map((s) => s.stop()));
+  }
+}
+
+function rowsOf(outcomes: readonly Outcome[], setup: string): Array<Record<string, Cell>> {
+  return outcomes.map((o) => ({
+    run: `${setup}: ${o.plan.name}`,
+    utterances: o.utterances,
+    lost: o.lost,
+    doubled: o.doubled,
+    who: Object.entries(o.who)
+      .map(([label, n]) => `${label} ${n}`)
+      .join('; '),
+    gapP50: o.afterEnd.length === 0 ? null : summarize(o.afterEnd).p50,
+    gapOver500: o.afterEnd.filter((ms) => ms > 500).length,
+  }));
+}
+
+/**
+ * The same trial across two daemons of a cluster on one nats-server (JetStream), each started as `npm start -- --nats`
+ * does: the spec skills on the second daemon, the ovos-workshop skills on the first, each front end on the daemon its
+ * plan's skills are not on. Undefined when nats-server is not installed.
+ */
+async function clusterTrial(): Promise<{ outcomes: Outcome[]; specReconnects: number; legacyReconnects: number; graces: readonly number[] } | undefined> {
+  if (spawnSync('nats-server', ['--version']).status !== 0) return undefined;
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'ovos-bench-nats-'));
+  const nats = spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const daemons: DaemonProcess[] = [];
+  try {
+    let output = '';
+    nats.stderr?.setEncoding('utf8').on('data', (chunk: string) => (output = (output + chunk).slice(-10_000)));
+    const deadline = Date.now() + 10_000;
+    while (!output.includes('Server is ready')) {
+      if (Date.now() > deadline) throw new Error('nats-server not ready after 10 s');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const url = `nats://127.0.0.1:${port}`;
+    daemons.push(await startDaemonProcess({ nats: url }), await startDaemonProcess({ nats: url }));
+    const [a, b] = daemons as [DaemonProcess, DaemonProcess];
+    const run = await trial({ spec: b.url, legacy: a.url, users: [a.url, b.url] }, () => Math.min(a.registered(), b.registered()));
+    return { ...run, graces: daemons.map((d) => d.logged('skill_leaves_handled')) };
+  } finally {
+    for (const daemon of daemons) await daemon.stop();
+    nats.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 export async function benchAdversarial(): Promise<Section> {
   const daemon = await startDaemonProcess();
-  const skills: Array<{ stop(): Promise<number> }> = [];
   const front = await openSocket(daemon.url);
   try {
-    skills.push(await startSkills(daemon.url, 'spec'), await startSkills(daemon.url, 'legacy'));
-    const deadline = Date.now() + 10_000;
-    while (daemon.registered() < 3 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-    const outcomes = await Promise.all(PLANS.map((plan) => drive(daemon.url, plan)));
-    const [specReconnects, legacyReconnects] = await Promise.all(skills.splice(0).map((s) => s.stop()));
+    const { outcomes, specReconnects, legacyReconnects } = await trial({ spec: daemon.url, legacy: daemon.url, users: [daemon.url, daemon.url] }, () => daemon.registered());
+    const graces = daemon.logged('skill_leaves_handled');
     const dead = await deadLegacySkill(daemon.url, () => daemon.registered(), front);
-    const rows = outcomes.map((o) => {
-      const gap = summarize(o.afterEnd);
-      return {
-        run: o.plan.name,
-        utterances: o.utterances,
-        lost: o.lost,
-        doubled: o.doubled,
-        who: Object.entries(o.who)
-          .map(([label, n]) => `${label} ${n}`)
-          .join('; '),
-        gapP50: o.afterEnd.length === 0 ? null : gap.p50,
-        gapOver500: o.afterEnd.filter((ms) => ms > 500).length,
-      };
-    });
-    const lost = outcomes.reduce((n, o) => n + o.lost, 0);
-    const doubled = outcomes.reduce((n, o) => n + o.doubled, 0);
+    const cluster = await clusterTrial();
+    const all = [...outcomes, ...(cluster?.outcomes ?? [])];
+    const rows = [...rowsOf(outcomes, 'one daemon'), ...rowsOf(cluster?.outcomes ?? [], 'two daemons on NATS')];
+    const lost = all.reduce((n, o) => n + o.lost, 0);
+    const doubled = all.reduce((n, o) => n + o.doubled, 0);
     return {
       id: 'adversarial',
-      title: '9. Adversarial skills over real sockets (daemon, two skill processes, two front ends at once)',
+      title: '9. Adversarial skills over real sockets (daemon, two skill processes, two front ends at once; then the same across two daemons on NATS)',
       params: { plans: PLANS, graceMs: GRACE_MS },
       columns: [
         { key: 'run', header: 'front end', unit: 'text' },
@@ -226,7 +275,10 @@ export async function benchAdversarial(): Promise<Section> {
       ],
       rows,
       notes: [
-        `the spec skills' crashy connection reconnected ${specReconnects} times, the legacy bus client ${legacyReconnects} times`,
+        `one daemon: the spec skills' crashy connection reconnected ${specReconnects} times, the legacy bus client ${legacyReconnects} times; the pipeline waited out the grace for the legacy skills' handled ${graces} times`,
+        cluster === undefined
+          ? 'two daemons on NATS: not run (nats-server is not installed; Debian: apt install nats-server)'
+          : `two daemons on NATS (the spec skills on the second, the legacy skills on the first, each front end on the daemon its skills are not on): the spec skills' connection reconnected ${cluster.specReconnects} times, the legacy bus client ${cluster.legacyReconnects} times; the grace waited out ${cluster.graces.join(' and ')} times`,
         `daemon log lines at warn or above: ${daemon.warnings()} (ping timeouts would be among them: the silent fallback skill, at 90, is only asked when nothing before it answers)`,
         'lost = never handled; doubled = more than one ovos.utterance.handled; a question nobody answered ends with the fallback or unmatched, which is not lost',
         'a legacy skill that leaves the handled to the core costs the 1 s grace once, then none; a grace during which its socket dropped teaches nothing, so a client that reconnects often waits it more',
@@ -240,7 +292,6 @@ export async function benchAdversarial(): Promise<Section> {
     };
   } finally {
     front.close();
-    await Promise.all(skills.map((s) => s.stop()));
     await daemon.stop();
   }
 }

@@ -74,20 +74,24 @@ export interface DaemonProcess {
   registered(): number;
   /** Log lines at warn or above (`level` ≥ 40), for the report. */
   warnings(): number;
+  /** Log lines with this `reason`. */
+  logged(reason: string): number;
   stop(): Promise<void>;
 }
 
-export async function startDaemonProcess(): Promise<DaemonProcess> {
+/** The daemon as `npm start` runs it, on a state directory of its own; `nats`: one daemon of a cluster on that NATS server. */
+export async function startDaemonProcess(options: { readonly nats?: string } = {}): Promise<DaemonProcess> {
   const port = await freePort();
   const execArgv = profileArgv();
   const state = mkdtempSync(join(tmpdir(), 'ovos-bench-'));
   const child: ChildProcess = spawn(
     process.execPath,
-    [...execArgv, DAEMON_MAIN, '--port', String(port), '--no-example-skills', '--inspector-port', '0', '--no-registry-file', '--no-mycroft-conf'],
+    [...execArgv, DAEMON_MAIN, '--port', String(port), '--no-example-skills', '--inspector-port', '0', '--no-registry-file', '--no-mycroft-conf', ...(options.nats === undefined ? [] : ['--nats', options.nats])],
     { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, XDG_STATE_HOME: state } },
   );
   let registered = 0;
   let warnings = 0;
+  const reasons = new Map<string, number>();
   let listening = false;
   let rest = '';
   // pino writes synchronously: the pipe must be drained all along, or the daemon would block on a full pipe.
@@ -96,8 +100,10 @@ export async function startDaemonProcess(): Promise<DaemonProcess> {
     rest = lines.pop() ?? '';
     for (const line of lines) {
       if (line.includes('"fallback skill registered"')) registered += 1;
-      else if (line.includes('"OVOS bus listening"')) listening = true;
+      else if (line.includes('"msg":"inspector page at this address"')) listening = true;
       if (/"level":(4|5|6)\d/.test(line)) warnings += 1;
+      const reason = /"reason":"([^"]+)"/.exec(line)?.[1];
+      if (reason !== undefined) reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
     }
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -116,6 +122,7 @@ export async function startDaemonProcess(): Promise<DaemonProcess> {
     pid: child.pid ?? -1,
     registered: () => registered,
     warnings: () => warnings,
+    logged: (reason) => reasons.get(reason) ?? 0,
     stop: async () => {
       child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
