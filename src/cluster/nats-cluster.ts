@@ -12,12 +12,12 @@
  * it have ended; entries arriving meanwhile wait, on every daemon, for the next owner, which takes them in order.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { connect, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
-import { jetstreamManager, StorageType } from '@nats-io/jetstream';
-import { Bucket, Kvm, type KV, type KvEntry, type KvWatchEntry } from '@nats-io/kv';
+import { connect, nanos, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { jetstreamManager, StorageType, type JetStreamManager } from '@nats-io/jetstream';
+import { Kvm, type KV, type KvEntry, type KvWatchEntry } from '@nats-io/kv';
 import type { BusRelay, BusServer } from '../bus/ws-server.js';
 import type { Bus, BusStatus } from '../bus/bus.js';
-import { decodeFrame, encodeMessage, reply, utteranceIdOf, withContext, type Message } from '../bus/message.js';
+import { createMessage, decodeFrame, encodeMessage, reply, utteranceIdOf, withContext, type Message } from '../bus/message.js';
 import { LogRateLimiter } from '../log/rate-limit.js';
 import { sessionIdOf, DEFAULT_SESSION_ID } from '../bus/session.js';
 import { systemClock, type Clock, type TimerId } from '../clock/clock.js';
@@ -105,8 +105,8 @@ const REGISTRY_TOPICS: ReadonlySet<string> = new Set([topics.fallbackRegister, t
 const ENTRY_TOPICS: ReadonlySet<string> = new Set([topics.utteranceHandle, legacyTopics.recognizerUtterance]);
 
 /**
- * The subjects every daemon reads whatever partition they name: the entries, how utterances end, and the
- * common-query claims (spec pongs and legacy `question:query.response`): every daemon's roster learns from every poll
+ * The subjects every daemon reads whatever partition they name: the entries, how utterances end, the registrations
+ * (one that names an utterance too is still every daemon's), and the common-query claims (spec pongs and legacy `question:query.response`): every daemon's roster learns from every poll
  * on the bus, as on one bus, so a daemon that has run no poll yet already knows which skills answer.
  */
 const READ_EVERYWHERE: ReadonlySet<string> = new Set(
@@ -119,6 +119,7 @@ const READ_EVERYWHERE: ReadonlySet<string> = new Set(
     topics.skillHandlerError,
     topics.commonQueryPong,
     legacyTopics.questionQueryResponse,
+    ...REGISTRY_TOPICS,
   ].map(busSubject),
 );
 
@@ -167,6 +168,29 @@ type RegistrationValue = { readonly frame: string; readonly connection?: string 
 /** How often a daemon removes the state bucket's delete markers (the bucket's age limit does not), and how old they must be. */
 const MARKER_SWEEP_MS = 3_600_000;
 const MARKER_KEEP_MS = 30 * 60_000;
+
+/** A registration as the fallback plugin would have heard it: what a daemon writes for a registry entry it rewrites. */
+function registrationMessage(sessionId: string, skillId: string, priority: number, legacy: boolean): Message {
+  return legacy
+    ? createMessage(legacyTopics.fallbackRegister, { skill_id: skillId, priority }, { session: { session_id: sessionId } })
+    : createMessage(topics.fallbackRegister, { skill_id: skillId, priority }, { skill_id: skillId, session: { session_id: sessionId } });
+}
+
+/**
+ * A KV bucket, created if missing, with the settings asked for: `Kvm.create` only reads a bucket that exists, so a
+ * change of `cluster.replicas` or `fallback.forgetAfterMs` is applied to its stream here.
+ */
+async function bucket(kvm: Kvm, jsm: JetStreamManager, name: string, options: { readonly replicas: number; readonly ttl?: number; readonly storage?: StorageType }, logger: Logger): Promise<KV> {
+  const kv = await whilePlacing(() => kvm.create(name, { history: 1, ...options }));
+  const stream = `KV_${name}`;
+  const { config } = await jsm.streams.info(stream);
+  const maxAge = options.ttl === undefined ? config.max_age : nanos(options.ttl);
+  if (config.num_replicas !== options.replicas || config.max_age !== maxAge) {
+    await whilePlacing(() => jsm.streams.update(stream, { ...config, num_replicas: options.replicas, max_age: maxAge }));
+    logger.info({ bucket: name, replicas: options.replicas, ttl_ms: options.ttl }, 'cluster: bucket settings changed');
+  }
+  return kv;
+}
 /** A replay of the state bucket that hears nothing for this long has nothing more to hear (its last entries went meanwhile). */
 const REPLAY_QUIET_MS = 5_000;
 
@@ -223,9 +247,17 @@ export class NatsCluster implements BusRelay {
   /** Changes of the state bucket not written yet, oldest first: key → latest value (null: remove). */
   readonly #stateWrites = new Map<string, Uint8Array | null>();
   #writingState: Promise<void> | undefined;
+  readonly #jsm: JetStreamManager;
   /** Registrations this daemon relayed for its clients and its own skills (the others' daemons keep theirs). */
   readonly #ownRegistrations = new WeakSet<Message>();
+  /** The client connections open on this daemon (their keys are this daemon's to keep). */
+  readonly #ownConnections = new Set<string>();
+  /** Keys of registrations made through this daemon by its in-process skills (no connection), while they stand. */
+  readonly #inProcessRegistrations = new Set<string>();
   #markerSweep: TimerId | undefined;
+  #refresh: TimerId | undefined;
+  /** The pause before a failed write of the state is tried again. */
+  #writeRetry: { readonly timer: TimerId; readonly resolve: () => void } | undefined;
   readonly #options: ClusterOptions;
   readonly #clock: Clock;
   readonly #logger: Logger;
@@ -297,10 +329,11 @@ export class NatsCluster implements BusRelay {
   #leaving = false;
   readonly #status: Array<(status: BusStatus) => void> = [];
 
-  private constructor(nc: NatsConnection, kv: KV, state: KV, options: ClusterOptions) {
+  private constructor(nc: NatsConnection, kv: KV, state: KV, jsm: JetStreamManager, options: ClusterOptions) {
     this.#nc = nc;
     this.#kv = kv;
     this.#state = state;
+    this.#jsm = jsm;
     this.#options = options;
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger;
@@ -330,15 +363,15 @@ export class NatsCluster implements BusRelay {
     try {
       const replicas = options.replicas ?? 1;
       const kvm = new Kvm(nc);
-      const kv = await whilePlacing(() => kvm.create(PARTITION_BUCKET, { history: 1, replicas }));
-      const state = await whilePlacing(() => kvm.create(STATE_BUCKET, { history: 1, replicas, storage: StorageType.File, ttl: options.stateTtlMs }));
+      const jsm = await jetstreamManager(nc);
+      const kv = await bucket(kvm, jsm, PARTITION_BUCKET, { replicas }, options.logger);
+      const state = await bucket(kvm, jsm, STATE_BUCKET, { replicas, storage: StorageType.File, ttl: options.stateTtlMs }, options.logger);
       // Earlier versions kept every change in a stream (it grew with every connection opened and closed, and its size
       // bound dropped the oldest registrations first): nothing reads it any more, and it would go on storing.
-      const jsm = await jetstreamManager(nc);
       if (await jsm.streams.delete(FORMER_STATE_STREAM).catch(() => false)) {
         options.logger.warn({ reason: 'former_state_removed', stream: FORMER_STATE_STREAM, bucket: STATE_BUCKET }, 'cluster: the history stream of an earlier version was removed; skills that never register again (legacy) are known once they speak');
       }
-      return new NatsCluster(nc, kv, state, options);
+      return new NatsCluster(nc, kv, state, jsm, options);
     } catch (error) {
       await nc.close().catch(() => {});
       throw error;
@@ -371,13 +404,51 @@ export class NatsCluster implements BusRelay {
 
   /** A register or deregister the fallback plugin accepted: kept in the state bucket by the daemon it came through. */
   #registration(change: FallbackRegistrationChange): void {
-    if (!this.#ownRegistrations.has(change.message)) return;
     const key = stateKey.registration(change.session_id, change.skill_id);
+    // Made or removed through another daemon (or replayed): that daemon keeps the key now.
+    if (change.type === 'deregistered' || change.connection !== undefined || !this.#ownRegistrations.has(change.message)) this.#inProcessRegistrations.delete(key);
+    if (!this.#ownRegistrations.has(change.message)) return;
     if (change.type === 'deregistered') this.#writeState(key, null);
     else {
-      const value: RegistrationValue = { frame: JSON.stringify(change.message), ...(change.connection === undefined ? {} : { connection: change.connection }) };
-      this.#writeState(key, encoder.encode(JSON.stringify(value)));
+      if (change.connection === undefined) this.#inProcessRegistrations.add(key);
+      this.#writeRegistration(key, change.message, change.connection);
     }
+  }
+
+  #writeRegistration(key: string, message: Message, connection: string | undefined): void {
+    const value: RegistrationValue = { frame: encodeMessage(message), ...(connection === undefined ? {} : { connection }) };
+    const data = encoder.encode(JSON.stringify(value));
+    // Larger than NATS takes: it could never be written (the daemons that hear it still know it).
+    if (data.length > this.maxPayload - 1024) {
+      this.#logger.warn({ reason: 'frame_over_cluster_limit', key: key.slice(0, 200), bytes: data.length }, 'cluster: registration too large for the state bucket; not kept');
+      return;
+    }
+    this.#writeState(key, data);
+  }
+
+  /**
+   * What this daemon keeps in the state bucket, written again: the connections open on it, and every registration
+   * that is live on it — bound to one of its connections, or its in-process skills' — as the registry has it now. A key
+   * written no more (its daemon gone, its skill not heard from) leaves the bucket after its age limit
+   * (`fallback.forgetAfterMs`); one written again stays. Every quarter of that limit, and when this daemon is back from
+   * being cut off (the others removed its connections meanwhile).
+   */
+  #refreshState(): void {
+    for (const connection of this.#ownConnections) this.#writeState(stateKey.connection(connection), encoder.encode(JSON.stringify({ connection } satisfies ConnectionNote)));
+    const registry = this.#fallback?.registry;
+    if (registry === undefined) return;
+    for (const entry of registry.entries()) {
+      const key = stateKey.registration(entry.sessionId, entry.skillId);
+      const own = entry.connection === undefined ? this.#inProcessRegistrations.has(key) : this.#ownConnections.has(entry.connection);
+      if (own && entry.away !== true) this.#writeRegistration(key, registrationMessage(entry.sessionId, entry.skillId, entry.priority, entry.legacy), entry.connection);
+    }
+  }
+
+  #scheduleRefresh(): void {
+    this.#refresh = this.#clock.setTimeout(() => {
+      this.#refreshState();
+      this.#scheduleRefresh();
+    }, Math.max(1_000, this.#options.stateTtlMs / 4));
   }
 
   /**
@@ -387,10 +458,20 @@ export class NatsCluster implements BusRelay {
   #writeState(key: string, value: Uint8Array | null): void {
     this.#stateWrites.delete(key);
     this.#stateWrites.set(key, value);
-    this.#writingState ??= this.#flushState().finally(() => (this.#writingState = undefined));
+    this.#writingState ??= this.#flushState();
   }
 
   async #flushState(): Promise<void> {
+    try {
+      await this.#writeStateNow();
+    } finally {
+      this.#writingState = undefined;
+    }
+    // Changed between the last write and now (a microtask after it): written too.
+    if (this.#stateWrites.size > 0 && !this.#closing) this.#writingState = this.#flushState();
+  }
+
+  async #writeStateNow(): Promise<void> {
     while (this.#stateWrites.size > 0) {
       const batch = [...this.#stateWrites];
       this.#stateWrites.clear();
@@ -406,23 +487,40 @@ export class NatsCluster implements BusRelay {
       this.#stateWrites.clear();
       for (const [key, value] of failed) if (!newer.some(([k]) => k === key)) this.#stateWrites.set(key, value);
       for (const [key, value] of newer) this.#stateWrites.set(key, value);
-      await new Promise<void>((resolve) => this.#clock.setTimeout(resolve, Math.max(250, this.#options.heartbeatMs)));
+      await new Promise<void>((resolve) => {
+        const timer = this.#clock.setTimeout(() => {
+          this.#writeRetry = undefined;
+          resolve();
+        }, Math.max(250, this.#options.heartbeatMs));
+        this.#writeRetry = { timer, resolve };
+      });
     }
   }
 
   /**
    * A key removed leaves a marker the bucket's age limit never removes: markers older than `MARKER_KEEP_MS` go every
-   * `MARKER_SWEEP_MS` (a joining daemon reads a missing key as a removed one).
+   * `MARKER_SWEEP_MS` (a joining daemon reads a missing key as a removed one), each purged up to itself only, so a
+   * key written again meanwhile stays.
    */
   #sweepMarkers(): void {
     this.#markerSweep = this.#clock.setTimeout(() => {
-      if (this.#state instanceof Bucket) {
-        this.#state.purgeDeletes(MARKER_KEEP_MS).catch((error: unknown) => {
-          if (!this.#closing) this.#logger.warn({ reason: 'cluster_markers_unswept', err: error }, 'cluster: delete markers of the state bucket not removed; tried again later');
-        });
-      }
+      this.#sweepMarkersNow().catch((error: unknown) => {
+        if (!this.#closing) this.#logger.warn({ reason: 'cluster_markers_unswept', err: error }, 'cluster: delete markers of the state bucket not removed; tried again later');
+      });
       this.#sweepMarkers();
     }, MARKER_SWEEP_MS);
+  }
+
+  async #sweepMarkersNow(): Promise<void> {
+    if ((await this.#state.status()).values === 0) return;
+    const markers: KvEntry[] = [];
+    const watch = await this.#state.watch();
+    for await (const entry of watch) {
+      if (entry.operation !== 'PUT' && Date.now() - entry.created.getTime() > MARKER_KEEP_MS) markers.push(entry);
+      if (entry.delta === 0 || entry.isUpdate) break;
+    }
+    watch.stop();
+    for (const marker of markers) await this.#jsm.streams.purge(`KV_${STATE_BUCKET}`, { filter: `$KV.${STATE_BUCKET}.${marker.key}`, seq: marker.revision + 1 });
   }
 
   /** What the state keeps besides registrations, heard live or replayed: a connection opened or closed, a suspension. */
@@ -466,6 +564,7 @@ export class NatsCluster implements BusRelay {
     for (const handle of live) handle();
     this.#logger.info({ node: this.node, replayed, connections_open: this.#open.size }, 'cluster: registrations and connections replayed');
     this.#sweepMarkers();
+    this.#scheduleRefresh();
     const watch = await this.#kv.watch({ key: 'p.*' });
     void (async () => {
       for await (const entry of watch) this.#tableEntry(entry);
@@ -478,6 +577,12 @@ export class NatsCluster implements BusRelay {
           this.#disconnectedAt ??= this.#clock.monotonic();
           this.#logger.warn({ reason: 'nats_disconnected', server: String(status.server ?? '') }, 'cluster: NATS connection lost; reconnecting');
         } else if (status.type === 'reconnect') {
+          // Cut off long enough to be taken for gone: the others closed this daemon's connections and removed them
+          // from the state. They are open: said again, and kept again.
+          if (this.#cutOff()) {
+            for (const connection of this.#ownConnections) this.#publish(CONNECTION_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify({ connection } satisfies ConnectionNote)));
+            this.#refreshState();
+          }
           this.#disconnectedAt = undefined;
           this.#logger.info({ server: String(status.server ?? '') }, 'cluster: NATS connection back');
           if (this.#held.length > 0) void this.#recheck();
@@ -762,6 +867,7 @@ export class NatsCluster implements BusRelay {
     const note: ConnectionNote = { connection };
     const data = encoder.encode(JSON.stringify(note));
     this.#publish(CONNECTION_SUBJECT, undefined, undefined, data);
+    this.#ownConnections.add(connection);
     this.#writeState(stateKey.connection(connection), data);
     this.#afterReplay(() => this.#connection(note));
   }
@@ -769,6 +875,7 @@ export class NatsCluster implements BusRelay {
   closed(connection: string, late: boolean): void {
     const note: ConnectionNote = { connection, closed: true, late };
     this.#publish(CONNECTION_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify(note)));
+    this.#ownConnections.delete(connection);
     this.#writeState(stateKey.connection(connection), null);
     this.#afterReplay(() => this.#connection(note));
   }
@@ -921,20 +1028,38 @@ export class NatsCluster implements BusRelay {
     if ((await this.#state.status()).values === 0) return 0;
     const watch = await this.#state.watch();
     const referenced = new Set<string>();
+    const suspensions: KvWatchEntry[] = [];
     let count = 0;
+    let ended = false;
     let quiet = this.#clock.setTimeout(() => watch.stop(), REPLAY_QUIET_MS);
     for await (const entry of watch) {
       this.#clock.clearTimeout(quiet);
       if (entry.operation === 'PUT') {
         count++;
-        this.#replayed(server, entry, referenced);
+        if (entry.key.startsWith('s.')) suspensions.push(entry);
+        else this.#replayed(server, entry, referenced);
       }
-      if (entry.delta === 0 || entry.isUpdate) break;
+      if (entry.delta === 0 || entry.isUpdate) {
+        ended = true;
+        break;
+      }
       quiet = this.#clock.setTimeout(() => watch.stop(), REPLAY_QUIET_MS);
     }
     this.#clock.clearTimeout(quiet);
     watch.stop();
+    if (!ended) this.#logger.warn({ reason: 'cluster_replay_quiet', replayed: count, quiet_ms: REPLAY_QUIET_MS }, 'cluster: the state bucket went quiet before its last entry (removed meanwhile?); going on with what was read');
     for (const connection of referenced) if (!this.#open.has(connection)) server.relayedConnection(connection, { late: false });
+    // Suspensions last, once the registrations are in (a suspension of a skill not registered here is not kept): the
+    // bucket's order between keys is not always the order of the changes (a write that failed is written later).
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    for (const entry of suspensions) this.#replayed(server, entry, referenced);
+    // Connections this daemon's name had in an earlier run (it crashed, or stopped before NATS took their removal):
+    // closed, and removed.
+    for (const connection of [...this.#open]) {
+      if (!connection.startsWith(`${this.node}/`)) continue;
+      this.#connection({ connection, closed: true, late: true });
+      this.#writeState(stateKey.connection(connection), null);
+    }
     return count;
   }
 
@@ -1308,8 +1433,10 @@ export class NatsCluster implements BusRelay {
   }
 
   async close(): Promise<void> {
-    // What the state bucket should say of this daemon (its connections closed) is written if NATS takes it now; else the
-    // others remove its connections when they miss it.
+    // Its connections close with it (the bus server closes them without a word): removed from the state if NATS takes
+    // it now; else the others remove them when they miss this daemon, or it does when it starts again under its name.
+    for (const connection of this.#ownConnections) this.#writeState(stateKey.connection(connection), null);
+    this.#ownConnections.clear();
     if (this.#writingState !== undefined) {
       let bound: TimerId | undefined;
       await Promise.race([this.#writingState, new Promise<void>((resolve) => (bound = this.#clock.setTimeout(resolve, 2_000)))]);
@@ -1317,6 +1444,11 @@ export class NatsCluster implements BusRelay {
     }
     this.#closing = true;
     if (this.#markerSweep !== undefined) this.#clock.clearTimeout(this.#markerSweep);
+    if (this.#refresh !== undefined) this.#clock.clearTimeout(this.#refresh);
+    if (this.#writeRetry !== undefined) {
+      this.#clock.clearTimeout(this.#writeRetry.timer);
+      this.#writeRetry.resolve();
+    }
     await this.#beat?.stop();
     if (this.#tick !== undefined) this.#clock.clearTimeout(this.#tick);
     this.#sub?.unsubscribe();

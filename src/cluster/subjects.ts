@@ -8,6 +8,8 @@
  * The frame's own `type` is what daemons read; the subject only routes.
  */
 
+import { createHash } from 'node:crypto';
+
 export const BUS_PREFIX = 'ovos.bus';
 /** Connection opened / closed on one daemon's websocket endpoint, heard by every daemon. */
 export const CONNECTION_SUBJECT = 'ovos.contests.connection';
@@ -34,8 +36,18 @@ export const FORMER_STATE_STREAM = 'OVOS_CONTESTS_STATE';
 /** JetStream KV bucket holding the partition table: key `p<n>` → `{ owner, epoch }`. */
 export const PARTITION_BUCKET = 'ovos-contests-partitions';
 
-/** A string as one KV key token (base64url: letters, digits, `-` and `_`, which every key allows); `=` for empty. */
-const keyToken = (value: string): string => (value === '' ? '=' : Buffer.from(value, 'utf8').toString('base64url'));
+/** Ids longer than this are keyed by their hash: a key is a subject, and a NATS server takes lines of 4 KB at most. */
+const KEY_ID_MAX = 96;
+
+/**
+ * A string as one KV key token: base64url (letters, digits, `-` and `_`, which every key allows); `=` for empty; a long
+ * one `=` and its SHA-256 (base64url never holds `=`, so neither is taken for another id).
+ */
+function keyToken(value: string): string {
+  if (value === '') return '=';
+  if (value.length > KEY_ID_MAX) return `=${createHash('sha256').update(value, 'utf8').digest('base64url')}`;
+  return Buffer.from(value, 'utf8').toString('base64url');
+}
 
 /**
  * The keys of the state bucket: `r.<session>.<skill>` a fallback registration (its latest accepted register; a

@@ -95,4 +95,16 @@ describe('the keys of the state bucket', () => {
     expect(keys.size).toBe(ids.length * 4 - 1);
     expect(stateKey.registration('a', 'b.c')).not.toBe(stateKey.registration('a.b', 'c'));
   });
+
+  it('stay short for ids of any length (a key is a subject; NATS takes 4 KB lines): a long id is keyed by its hash, two long ids apart', () => {
+    const long = 'x'.repeat(5_000);
+    const key = stateKey.registration(long, long);
+    expect(validKey(key)).toBe(true);
+    expect(key.length).toBeLessThan(120);
+    expect(stateKey.registration(long, `${long}y`)).not.toBe(key);
+    // At the bound, still the id itself (base64url: readable back).
+    const at = 'y'.repeat(96);
+    expect(Buffer.from(stateKey.suspension(at).slice(2), 'base64url').toString('utf8')).toBe(at);
+    expect(stateKey.suspension(`${at}y`).startsWith('s.=')).toBe(true);
+  });
 });

@@ -182,7 +182,33 @@ async function cutOffPair(extraA: Record<string, unknown> = {}) {
   await expect.poll(() => [a, b].map((d) => [...d.system.fallback.registry.availableFor('default').keys()].join()), { timeout: 5_000 }).toEqual(['h.spec', 'h.spec']);
   const user = await probe(b.url);
   const observer = await probe(a.url);
-  return { proxy, a, b, logsA, logsB, skill, user, observer, ownedByA: a.cluster!.view().owned };
+  return { server, proxy, a, b, logsA, logsB, skill, user, observer, ownedByA: a.cluster!.view().owned };
+}
+
+/** The cluster's state bucket, read as a user would with a NATS client: its keys, and the ids they name. */
+async function stateOf(url: string): Promise<{
+  readonly values: () => Promise<number>;
+  readonly keys: (filter?: string) => Promise<string[]>;
+  /** The connections in the state whose daemon is `node`. */
+  readonly connectionsOf: (node: string) => Promise<string[]>;
+  /** The skills with a registration in the state. */
+  readonly registrations: () => Promise<string[]>;
+}> {
+  const nc = await connect({ servers: url });
+  cleanups.push(() => nc.close());
+  const state = await new Kvm(nc).open(STATE_BUCKET);
+  const keys = async (filter = '>'): Promise<string[]> => {
+    const all: string[] = [];
+    for await (const key of await state.keys(filter)) all.push(key);
+    return all.sort();
+  };
+  const id = (token: string): string => Buffer.from(token, 'base64url').toString('utf8');
+  return {
+    values: async () => (await state.status()).values,
+    keys,
+    connectionsOf: async (node) => (await keys('c.*')).map((key) => id(key.slice(2))).filter((connection) => connection.startsWith(`${node}/`)),
+    registrations: async () => (await keys('r.*.*')).map((key) => id(key.split('.')[2]!)).sort(),
+  };
 }
 
 /**
@@ -421,7 +447,7 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     expect([a, b].map((daemon) => daemon.system.fallback.breaker.suspended('s.silent'))).toEqual([true, true]);
   }, 60_000);
 
-  it('FALLBACK-1 §3 across restarts: the cluster\'s state is one key per registration, open connection and suspension however often skills reconnect, and it outlives every daemon — an ovos-workshop skill that never registers again is known to the daemons started after', async () => {
+  it('FALLBACK-1 §3 across restarts: the cluster\'s state is one key per registration and open connection however often skills reconnect, and it outlives every daemon — an ovos-workshop skill that never registers again is known to the daemons started again', async () => {
     const server = await nats();
     const a = await daemon(server.url, 'node-a');
     const b = await daemon(server.url, 'node-b');
@@ -436,24 +462,19 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
       const brief = await Probe.connect((i % 2 === 0 ? a : b).url);
       await brief.close();
     }
-    const nc = await connect({ servers: server.url });
-    cleanups.push(() => nc.close());
-    const state = await new Kvm(nc).open(STATE_BUCKET);
-    const keys = async (): Promise<string[]> => {
-      const all: string[] = [];
-      for await (const key of await state.keys()) all.push(key);
-      return all.sort();
-    };
-    // One registration each, and the one connection open (w.keep's): the churn left nothing behind.
+    const { keys, values } = await stateOf(server.url);
+    // One registration each, and the one connection open (w.keep's): the churn left nothing behind but removal markers.
     await expect.poll(async () => (await keys()).map((key) => key.slice(0, 2)), { timeout: 5_000 }).toEqual(['c.', 'r.', 'r.']);
-    expect((await state.status()).values).toBeLessThan(250);
+    expect(await values()).toBeLessThan(250);
 
-    // Every daemon stops; w.keep's process lives on and its bus client reconnects, to a daemon started after, without
-    // registering (ovos-workshop registers only at its own start).
+    // Every daemon stops (their connections leave the state with them); w.keep's process lives on and its bus client
+    // reconnects, to a daemon started again (under the same name), without registering (ovos-workshop registers only
+    // at its own start).
     await a.close();
     await b.close();
-    const a2 = await daemon(server.url, 'node-a2');
-    const b2 = await daemon(server.url, 'node-b2');
+    expect((await keys()).map((key) => key.slice(0, 2))).toEqual(['r.', 'r.']);
+    const a2 = await daemon(server.url, 'node-a');
+    const b2 = await daemon(server.url, 'node-b');
     await expect.poll(() => a2.cluster!.view().owned.length + b2.cluster!.view().owned.length, { timeout: 5_000 }).toBe(PARTITIONS);
     for (const d of [a2, b2]) {
       expect(d.system.fallback.registry.entry('default', 'w.keep')?.priority).toBe(50);
@@ -478,6 +499,43 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
       expect(user.of(`keep-u${i}`).filter((m) => m.type === 'ovos.utterance.handled')).toHaveLength(1);
     }
   }, 90_000);
+
+  it('FALLBACK-1 §3 across restarts, fallback.forgetAfterMs: what is live is kept in the state however long it lives (written again every quarter of the limit); a registration whose skill is gone is forgotten after it', async () => {
+    const server = await nats();
+    const fallback = { forgetAfterMs: 60_000 };
+    const a = await daemon(server.url, 'node-a', silentLogger(), { fallback });
+    const b = await daemon(server.url, 'node-b', silentLogger(), { fallback });
+    await expect.poll(() => a.cluster!.view().owned.length + b.cluster!.view().owned.length, { timeout: 5_000 }).toBe(PARTITIONS);
+    // An ovos-workshop skill on A, connected all along; a spec skill registered through B whose process is gone.
+    await workshopSkill(a.url, 'w.live', 50, 'live');
+    const gone = await probe(b.url);
+    gone.send(createMessage('ovos.fallback.register', { skill_id: 'g.gone', priority: 60 }, { skill_id: 'g.gone' }));
+    await gone.barrier();
+    await gone.close();
+    const { registrations } = await stateOf(server.url);
+    await expect.poll(registrations, { timeout: 5_000 }).toEqual(['g.gone', 'w.live']);
+    // Past the limit: the live skill's registration and connection are still there; the gone one's is not.
+    await new Promise<void>((resolve) => setTimeout(resolve, 62_000));
+    await expect.poll(registrations, { timeout: 10_000 }).toEqual(['w.live']);
+    const c = await daemon(server.url, 'node-c', silentLogger(), { fallback });
+    const entry = c.system.fallback.registry.entry('default', 'w.live');
+    expect(entry?.priority).toBe(50);
+    expect(entry?.connection?.startsWith('node-a/')).toBe(true);
+    expect(c.system.fallback.registry.entry('default', 'g.gone')).toBeUndefined();
+  }, 120_000);
+
+  it('cluster.replicas and fallback.forgetAfterMs changed between starts: the buckets take the new settings', async () => {
+    const server = await nats();
+    const first = await daemon(server.url, 'node-a', silentLogger(), { fallback: { forgetAfterMs: 120_000 } });
+    await first.close();
+    const logs = captureLogs('info');
+    await daemon(server.url, 'node-a', logs.logger, { fallback: { forgetAfterMs: 180_000 } });
+    const nc = await connect({ servers: server.url });
+    cleanups.push(() => nc.close());
+    const jsm = await jetstreamManager(nc);
+    expect((await jsm.streams.info(`KV_${STATE_BUCKET}`)).config.max_age).toBe(180_000 * 1_000_000);
+    expect(logs.lines.items.filter((line) => line['msg'] === 'cluster: bucket settings changed').map((line) => line['bucket'])).toEqual([STATE_BUCKET]);
+  }, 30_000);
 
   it('a cluster started by an earlier version: the history stream it kept is removed at start, with a warning', async () => {
     const server = await nats();
@@ -624,17 +682,7 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
 
     // A client of B (its connection is in the cluster's state while B lives).
     await probe(`ws://127.0.0.1:${port}/core`);
-    const nc = await connect({ servers: server.url });
-    cleanups.push(() => nc.close());
-    const state = await new Kvm(nc).open(STATE_BUCKET);
-    const connectionsOf = async (node: string): Promise<string[]> => {
-      const open: string[] = [];
-      for await (const key of await state.keys('c.*')) {
-        const connection = Buffer.from(key.slice(2), 'base64url').toString('utf8');
-        if (connection.startsWith(`${node}/`)) open.push(connection);
-      }
-      return open;
-    };
+    const { connectionsOf } = await stateOf(server.url);
     await expect.poll(() => connectionsOf('node-b'), { timeout: 5_000 }).toHaveLength(1);
 
     // One skill, on A, holding its answers until released.
@@ -749,7 +797,11 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
   }, 60_000);
 
   it('PIPELINE-1 §6: a daemon cut off from NATS for longer than deadAfterMs refuses its clients\' new utterances at once — one handled each, error "cluster_unreachable" — and no daemon answers them when it is back', async () => {
-    const { proxy, a, b, logsA, user, observer } = await cutOffPair();
+    const { server, proxy, a, b, logsA, user, observer } = await cutOffPair();
+    const { connectionsOf } = await stateOf(server.url);
+    const connectionsOfA = async (): Promise<number> => (await connectionsOf('node-a')).length;
+    // The observer's connection is in the state before the cut.
+    await expect.poll(connectionsOfA, { timeout: 5_000 }).toBe(1);
     proxy.drop();
     await expect.poll(() => b.cluster!.view().owned.length, { timeout: 15_000 }).toBe(PARTITIONS);
     await expect.poll(() => logsA.lines.items.some((line) => line['reason'] === 'nats_disconnected'), { timeout: 5_000 }).toBe(true);
@@ -760,8 +812,11 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     for (const id of ['cut-u1', 'cut-u2']) expect((await observer.handled(id, 2_000)).data).toEqual({ error: 'cluster_unreachable' });
     expect(logsA.lines.items.filter((line) => line['reason'] === 'cluster_unreachable')).toHaveLength(1); // once a minute
 
+    // B removed A's connections from the state (A taken for gone); A writes them again once it is back.
+    await expect.poll(connectionsOfA, { timeout: 5_000 }).toBe(0);
     proxy.heal();
     await expect.poll(() => a.cluster!.view().owned.length, { timeout: 30_000 }).toBeGreaterThan(0);
+    await expect.poll(connectionsOfA, { timeout: 5_000 }).toBe(1);
     // Some time for anything left to arrive; then: neither daemon ran them, nobody else heard of them.
     await new Promise<void>((resolve) => setTimeout(resolve, 1_000));
     await observer.barrier();

@@ -82,7 +82,9 @@ export interface FallbackSkillEvent {
 
 /**
  * What `FallbackPlugin.onRegistration` reports: a register or deregister it accepted (§3.1, §3.2), with the message
- * and the client connection it came over. A cluster keeps these to tell a daemon that joins (src/cluster/).
+ * and the client connection it came over — and a registration evicted by the registry bounds (§3.4), reported as
+ * deregistered with the register message that took its place. A cluster keeps these to tell a daemon that joins
+ * (src/cluster/).
  */
 export type FallbackRegistrationChange =
   | { readonly type: 'registered'; readonly session_id: string; readonly skill_id: string; readonly message: Message; readonly connection: string | undefined }
@@ -142,6 +144,8 @@ export class FallbackPlugin {
   readonly #matchTimeoutMs: number | undefined;
   /** Hear of skills' ping timeouts and circuit-breaker transitions (metrics). */
   readonly #skillListeners: Listeners<FallbackSkillEvent>;
+  /** The register message being applied (a registration it evicts is reported with it). */
+  #registering: Message | undefined;
   /** Hear of the registrations and deregistrations accepted (a cluster's shared state). */
   readonly #registrationListeners: Listeners<FallbackRegistrationChange>;
   /** Live contests of every stage: told when a skill becomes unreachable. */
@@ -197,6 +201,7 @@ export class FallbackPlugin {
       // A registration away gave its place up to a new skill: gone from the file too (it would come back at a restart).
       onEvict: ({ sessionId, skillId }) => {
         options.store?.deregister(sessionId, skillId);
+        if (this.#registering !== undefined) this.#tellRegistration({ type: 'deregistered', session_id: sessionId, skill_id: skillId, message: this.#registering });
         if (!this.registry.holds(skillId)) this.breaker.forget(skillId);
         supervisor.logger.info({ reason: 'registry_evicted', skill_id: skillId, session_id: sessionId }, 'fallback registration away gave its place up to a new one (registry bound reached)');
       },
@@ -229,7 +234,13 @@ export class FallbackPlugin {
         this.#refuse('skill_bound_elsewhere', message, inbound.skill_id);
         return;
       }
-      const registered = this.registry.register(sessionId, inbound.skill_id, inbound.priority, connection, inbound.legacy === true);
+      this.#registering = message;
+      let registered: ReturnType<FallbackRegistry['register']>;
+      try {
+        registered = this.registry.register(sessionId, inbound.skill_id, inbound.priority, connection, inbound.legacy === true);
+      } finally {
+        this.#registering = undefined;
+      }
       if (registered !== 'registered') {
         // A connection over its quota is one flood, warned once a minute whatever skills it names.
         this.#refuse(registered, message, inbound.skill_id, registered === 'connection_quota' ? `connection ${connection}` : inbound.skill_id);

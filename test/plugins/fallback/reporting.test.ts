@@ -155,4 +155,24 @@ describe('FALLBACK-1 §3.1, §3.2: registrations for a cluster\'s shared state (
     expect(heard[0]!.message).toBe(register);
     expect(gone).toEqual([]);
   });
+
+  it('§3.4: a registration the registry bounds evict is reported deregistered, with the register message that took its place', async () => {
+    const h = createHarness(withConfig((config) => ({ ...config, fallback: { ...config.fallback, maxSkillsPerSession: 1 } })));
+    const heard: FallbackRegistrationChange[] = [];
+    h.system.fallback.onRegistration((change) => heard.push(change));
+    h.bus.publish(createMessage('ovos.fallback.register', { skill_id: 'old.spec', priority: 10 }, { skill_id: 'old.spec' }), 'c1');
+    await h.settle();
+    h.bus.closeConnection('c1'); // old.spec is away: its place may be given up
+    await h.settle();
+    const taking = createMessage('ovos.fallback.register', { skill_id: 'new.spec', priority: 20 }, { skill_id: 'new.spec' });
+    h.bus.publish(taking, 'c2');
+    await h.settle();
+    expect(withReason(h, 'registry_evicted')).toHaveLength(1);
+    expect(heard.map((change) => [change.type, change.skill_id])).toEqual([
+      ['registered', 'old.spec'],
+      ['deregistered', 'old.spec'],
+      ['registered', 'new.spec'],
+    ]);
+    expect(heard[1]!.message).toBe(taking);
+  });
 });
