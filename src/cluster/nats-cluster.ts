@@ -106,8 +106,9 @@ const ENTRY_TOPICS: ReadonlySet<string> = new Set([topics.utteranceHandle, legac
 
 /**
  * The subjects every daemon reads whatever partition they name: the entries, how utterances end, the registrations
- * (one that names an utterance too is still every daemon's), and the common-query claims (spec pongs and legacy `question:query.response`): every daemon's roster learns from every poll
- * on the bus, as on one bus, so a daemon that has run no poll yet already knows which skills answer.
+ * (one that names an utterance too is every daemon's), and the common-query claims (spec pongs and legacy
+ * `question:query.response`): every daemon's roster learns from every poll on the bus, as on one bus, so a daemon that
+ * has run no poll yet already knows which skills answer.
  */
 const READ_EVERYWHERE: ReadonlySet<string> = new Set(
   [
