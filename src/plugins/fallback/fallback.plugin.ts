@@ -608,6 +608,12 @@ export class FallbackPlugin {
     this.#owes.set(skillId, this.#supervisor.clock.monotonic() + 2 * this.#settings.pingTimeoutMs);
   }
 
+  /** A broadcast kept reached `skillId` and went unanswered by it less than two ping timeouts ago (any session). */
+  #owesBroadcast(skillId: string): boolean {
+    const T = this.#settings.pingTimeoutMs;
+    return this.#broadcasts.owed(skillId, undefined, this.#supervisor.clock.monotonic(), T, 2 * T);
+  }
+
   #owesPong(skillId: string): boolean {
     const until = this.#owes.get(skillId);
     if (until === undefined) return false;
@@ -995,8 +1001,11 @@ export class FallbackPlugin {
         : this.#heldElsewhere(request.session.sessionId, inbound.skill_id, message, true) !== undefined ? 'skill_bound_elsewhere'
         : { type: 'PONG', skill_id: inbound.skill_id, can_handle: inbound.can_handle },
       // A pong built as a fresh message (no utterance or contest id) is this contest's if it alone awaits that skill —
-      // and the skill owes no earlier pong, which that one could be (ovos-core #859).
-      awaits: (inbound, snapshot) => inbound.kind === 'fallback.pong' && !this.#owesPong(inbound.skill_id) && awaitsPong(snapshot.context, inbound.skill_id),
+      // and the skill owes no earlier pong, which that one could be (ovos-core #859): to a ping of its own, or to an
+      // utterance broadcast it left unanswered, in any session (one still kept whose utterance never reached the
+      // skill's stage owes it too).
+      awaits: (inbound, snapshot) =>
+        inbound.kind === 'fallback.pong' && !this.#owesPong(inbound.skill_id) && !this.#owesBroadcast(inbound.skill_id) && awaitsPong(snapshot.context, inbound.skill_id),
     };
     const started = (contest: Contest<FallbackLogic>): void => {
       // As it happens (not after the contest), so a late pong that follows a timeout resets the count after it.

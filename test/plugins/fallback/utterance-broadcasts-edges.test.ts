@@ -259,6 +259,40 @@ describe('OVOS-FALLBACK-1 §6.1 × ovos-core #859: a workshop pong without ids i
   });
 });
 
+describe('OVOS-FALLBACK-1 §6.1 × ovos-core #859: a late "yes" to a broadcast whose utterance never reached the skill\'s stage', () => {
+  it('is not taken by another session\'s contest already waiting on that skill: that utterance is not dispatched to the skill with another question\'s answer, and ends with one handled', async () => {
+    const h = createHarness(FALLBACK_ONLY);
+    await h.advance(1_000);
+    // u1 (session s1) is held in its earlier stages by silent spec skills of s1 alone, so its broadcast, kept, expires
+    // unanswered by the workshop skill before u1 reaches the skill's stage (nothing is owed by a ping of its own yet).
+    fallbackSkill(h, 'spec.high', 10, { decide: () => 'silent', session: session('s1') });
+    fallbackSkill(h, 'spec.medium', 60, { decide: () => 'silent', session: session('s1') });
+    // The workshop skill answers every broadcast 600 ms late (over T), without ids; "yes" only to the barrel roll.
+    h.bus.openConnection('wk');
+    h.bus.subscribe((m) => {
+      if (m.type === 'ovos.skills.fallback.ping') {
+        const u = String((m.data['utterances'] as string[])[0]);
+        const pong: Message = { type: 'ovos.skills.fallback.pong', data: { skill_id: 'wk.slow', can_handle: u.includes('roll') }, context: { session: session('default') } };
+        h.clock.setTimeout(() => h.bus.publish(pong, 'wk'), T + 100);
+      } else if (m.type === 'ovos.skills.fallback.wk.slow.request') {
+        h.bus.publish({ ...m, type: 'ovos.skills.fallback.wk.slow.response', data: { result: true } }, 'wk');
+        h.bus.publish({ ...m, type: 'ovos.utterance.handled', data: {} }, 'wk');
+      }
+    });
+    h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: 'wk.slow', priority: 90 }, { session: session('default') }), 'wk');
+    fallbackSkill(h, 'spec.catch.all', 100);
+    await h.settle();
+    h.utter('do a barrel roll', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(450);
+    // u2 (session s2) goes straight to the low stage, where it waits on wk.slow when u1's late "yes" comes.
+    h.utter('what time is it', { session: session('s2'), utteranceId: 'u2' });
+    await h.advance(3_000);
+    expect(h.of('ovos.skills.fallback.wk.slow.request').map((m) => m.data['utterance'])).not.toContain('what time is it');
+    expect(winnerOf(h)['u2']).toBe('spec.catch.all');
+    expect(handledOf(h)['u2']).toBe(1);
+  });
+});
+
 describe('OVOS-FALLBACK-1 §6.1: a broadcast serves every fallback stage of its utterance, and is forgotten when the utterance ends', () => {
   it('§6.1: an answer that comes while a stage without its skill runs — after an earlier stage with a workshop skill took the broadcast and ended — is kept for the skill\'s stage', async () => {
     const h = await booted();
