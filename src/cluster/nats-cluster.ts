@@ -445,6 +445,12 @@ export class NatsCluster implements BusRelay {
     }
   }
 
+  /** This daemon's connections said open again, and what is live on it written again (back from being taken for gone). */
+  #reassert(): void {
+    for (const connection of this.#ownConnections) this.#publish(CONNECTION_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify({ connection } satisfies ConnectionNote)));
+    this.#refreshState();
+  }
+
   #scheduleRefresh(): void {
     this.#refresh = this.#clock.setTimeout(() => {
       this.#refreshState();
@@ -581,8 +587,12 @@ export class NatsCluster implements BusRelay {
           // Cut off long enough to be taken for gone: the others closed this daemon's connections and removed them
           // from the state. They are open: said again, and kept again.
           if (this.#cutOff()) {
-            for (const connection of this.#ownConnections) this.#publish(CONNECTION_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify({ connection } satisfies ConnectionNote)));
-            this.#refreshState();
+            this.#reassert();
+            // Again once every daemon has heard this one's heartbeats again: one that still took it for gone when the
+            // first came closes its connections once more.
+            this.#clock.setTimeout(() => {
+              if (!this.#closing) this.#reassert();
+            }, 2 * this.#options.deadAfterMs);
           }
           this.#disconnectedAt = undefined;
           this.#logger.info({ server: String(status.server ?? '') }, 'cluster: NATS connection back');
