@@ -267,19 +267,8 @@ describe('OVOS-FALLBACK-1 §6.1 × ovos-core #859: a late "yes" to a broadcast w
     // unanswered by the workshop skill before u1 reaches the skill's stage (nothing is owed by a ping of its own yet).
     fallbackSkill(h, 'spec.high', 10, { decide: () => 'silent', session: session('s1') });
     fallbackSkill(h, 'spec.medium', 60, { decide: () => 'silent', session: session('s1') });
-    // The workshop skill answers every broadcast 600 ms late (over T), without ids; "yes" only to the barrel roll.
-    h.bus.openConnection('wk');
-    h.bus.subscribe((m) => {
-      if (m.type === 'ovos.skills.fallback.ping') {
-        const u = String((m.data['utterances'] as string[])[0]);
-        const pong: Message = { type: 'ovos.skills.fallback.pong', data: { skill_id: 'wk.slow', can_handle: u.includes('roll') }, context: { session: session('default') } };
-        h.clock.setTimeout(() => h.bus.publish(pong, 'wk'), T + 100);
-      } else if (m.type === 'ovos.skills.fallback.wk.slow.request') {
-        h.bus.publish({ ...m, type: 'ovos.skills.fallback.wk.slow.response', data: { result: true } }, 'wk');
-        h.bus.publish({ ...m, type: 'ovos.utterance.handled', data: {} }, 'wk');
-      }
-    });
-    h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: 'wk.slow', priority: 90 }, { session: session('default') }), 'wk');
+    // The workshop skill answers every broadcast T + 100 ms late, without ids; "yes" only to the barrel roll.
+    const wk = freshWorkshop(h, 'wk.slow', 90, (utterance) => ({ willing: utterance.includes('roll'), afterMs: T + 100 }));
     fallbackSkill(h, 'spec.catch.all', 100);
     await h.settle();
     h.utter('do a barrel roll', { session: session('s1'), utteranceId: 'u1' });
@@ -287,7 +276,7 @@ describe('OVOS-FALLBACK-1 §6.1 × ovos-core #859: a late "yes" to a broadcast w
     // u2 (session s2) goes straight to the low stage, where it waits on wk.slow when u1's late "yes" comes.
     h.utter('what time is it', { session: session('s2'), utteranceId: 'u2' });
     await h.advance(3_000);
-    expect(h.of('ovos.skills.fallback.wk.slow.request').map((m) => m.data['utterance'])).not.toContain('what time is it');
+    expect(wk.dispatched).not.toContain('what time is it');
     expect(winnerOf(h)['u2']).toBe('spec.catch.all');
     expect(handledOf(h)['u2']).toBe(1);
   });
