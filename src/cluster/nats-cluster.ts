@@ -134,14 +134,35 @@ interface Waiting {
   readonly message: Message;
   readonly connection: string | undefined;
   readonly at: number;
-  /** The daemon that took it and the utterance_id it runs under. */
-  taken?: { readonly node: string; readonly utteranceId: string };
+  /** The daemon that took it, in which run (`boot`; unknown from a daemon of an earlier version), and the utterance_id it runs under. */
+  taken?: Taker;
   /** Its match was decided (ovos.intent.matched or .unmatched went out): a matched skill may have been dispatched. */
   decided?: 'matched' | 'unmatched';
   /** The dispatched skill said its handler ended (mycroft.skill.handler.complete / .error). */
   handler?: 'complete' | 'error';
   /** Adopted after its daemon was lost: waiting for the skill's handler to end (cleared by its handled). */
   adopted?: TimerId;
+  /** Its daemon's run is gone and another daemon owns the partition: handed to that daemon (`<node> <boot>`). */
+  handedTo?: string;
+}
+
+interface Taker {
+  readonly node: string;
+  readonly boot: string | undefined;
+  readonly utteranceId: string;
+}
+
+/** An utterance taken by a daemon's run that is gone, as a daemon that heard it hands it to the partition's new owner. */
+interface Orphan {
+  readonly frame: string;
+  /** The entry as it arrived (encoded), the client connection it came over. */
+  readonly message: string;
+  readonly connection?: string;
+  readonly node: string;
+  readonly boot?: string;
+  readonly utterance_id: string;
+  readonly decided?: 'matched' | 'unmatched';
+  readonly handler?: 'complete' | 'error';
 }
 
 interface Owned {
@@ -153,7 +174,12 @@ interface Owned {
 }
 
 type Note =
-  | { readonly kind: 'taken'; readonly partition: number; readonly node: string; readonly frame: string; readonly utterance_id: string }
+  | { readonly kind: 'taken'; readonly partition: number; readonly node: string; readonly boot?: string; readonly frame: string; readonly utterance_id: string }
+  /**
+   * `node` hands `to`, the partition's owner now, the utterances of it it heard taken by a daemon's run that is gone
+   * and not ended (the owner may have joined after they were taken, or be that daemon started again).
+   */
+  | { readonly kind: 'orphans'; readonly partition: number; readonly node: string; readonly to: string; readonly entries: readonly Orphan[] }
   | { readonly kind: 'released'; readonly partition: number; readonly node: string }
   /** `node` took the partition over from `from`, which it took for gone (every daemon fences `from`'s output of it). */
   | { readonly kind: 'takenOver'; readonly partition: number; readonly node: string; readonly from: string };
@@ -182,12 +208,12 @@ function registrationMessage(sessionId: string, skillId: string, priority: numbe
  * change of `cluster.replicas` or `fallback.forgetAfterMs` is applied to its stream here.
  */
 async function bucket(kvm: Kvm, jsm: JetStreamManager, name: string, options: { readonly replicas: number; readonly ttl?: number; readonly storage?: StorageType }, logger: Logger): Promise<KV> {
-  const kv = await whilePlacing(() => kvm.create(name, { history: 1, ...options }));
+  const kv = await whilePlacing(() => kvm.create(name, { history: 1, ...options }), logger);
   const stream = `KV_${name}`;
-  const { config } = await jsm.streams.info(stream);
+  const { config } = await whilePlacing(() => jsm.streams.info(stream), logger);
   const maxAge = options.ttl === undefined ? config.max_age : nanos(options.ttl);
   if (config.num_replicas !== options.replicas || config.max_age !== maxAge) {
-    await whilePlacing(() => jsm.streams.update(stream, { ...config, num_replicas: options.replicas, max_age: maxAge }));
+    await whilePlacing(() => jsm.streams.update(stream, { ...config, num_replicas: options.replicas, max_age: maxAge }), logger);
     logger.info({ bucket: name, replicas: options.replicas, ttl_ms: options.ttl }, 'cluster: bucket settings changed');
   }
   return kv;
@@ -209,21 +235,27 @@ const RESEND_MAX = 100_000;
 
 const encoder = new TextEncoder();
 
-/** How long a daemon waits for a NATS cluster still forming (its JetStream peers not all known yet) to place its replicas. */
+/** How long a daemon waits for a NATS cluster still forming (JetStream not up yet, or its peers not all known) to serve it. */
 const PLACEMENT_WAIT_MS = 30_000;
 
 /**
- * `create`, tried again while JetStream answers "no suitable peers for placement": a NATS cluster started with the
- * daemons has elected its JetStream leader before every server has joined, and `cluster.replicas` more than one
- * cannot be placed for a moment.
+ * What JetStream answers while a NATS cluster started with the daemons is still forming: no answer yet (its
+ * metadata leader not elected, or just elected and not serving), "temporarily unavailable", or "no suitable peers for
+ * placement" (the leader elected before every server has joined, so `cluster.replicas` more than one cannot be
+ * placed for a moment).
  */
-async function whilePlacing<T>(create: () => Promise<T>): Promise<T> {
+const FORMING = /no suitable peers|temporarily unavailable|timeout|503|no responders/i;
+
+/** `call`, tried again while JetStream answers that its NATS cluster is still forming, for up to `PLACEMENT_WAIT_MS`. */
+async function whilePlacing<T>(call: () => Promise<T>, logger: Logger): Promise<T> {
   const deadline = Date.now() + PLACEMENT_WAIT_MS;
-  for (;;) {
+  for (let waited = false; ; waited = true) {
     try {
-      return await create();
+      return await call();
     } catch (error) {
-      if (!/no suitable peers/i.test(String(error)) || Date.now() > deadline) throw error;
+      const detail = `${(error as { name?: unknown }).name} ${String(error)}`;
+      if (!FORMING.test(detail) || Date.now() > deadline) throw error;
+      if (!waited) logger.info({ reason: 'jetstream_forming', detail, wait_ms: PLACEMENT_WAIT_MS }, 'cluster: JetStream of the NATS cluster is not ready yet; waiting for it');
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
   }
@@ -297,7 +329,7 @@ export class NatsCluster implements BusRelay {
    * milliseconds: a backlog of frames on this daemon delays its own heartbeats as much as the others', so a busy
    * daemon never takes a live one for gone.
    */
-  readonly #heard = new Map<string, { round: number; leaving: boolean }>();
+  readonly #heard = new Map<string, { round: number; leaving: boolean; boot: string | undefined }>();
   #round = 0;
   readonly #deadRounds: number;
   readonly #table = new Map<number, { readonly owner: string | null; readonly epoch: number; readonly revision: number; readonly at: number }>();
@@ -307,7 +339,7 @@ export class NatsCluster implements BusRelay {
   readonly #entries = new Map<string, Waiting>();
   readonly #frameOf = new Map<string, string>();
   /** Taken notes heard before their entry. */
-  readonly #early = new Map<string, { readonly node: string; readonly utteranceId: string; readonly at: number }>();
+  readonly #early = new Map<string, Taker & { readonly at: number }>();
   /** Utterances this daemon runs: utterance_id → partition. */
   readonly #mine = new Map<string, number>();
   /**
@@ -364,7 +396,7 @@ export class NatsCluster implements BusRelay {
     try {
       const replicas = options.replicas ?? 1;
       const kvm = new Kvm(nc);
-      const jsm = await jetstreamManager(nc);
+      const jsm = await whilePlacing(() => jetstreamManager(nc), options.logger);
       const kv = await bucket(kvm, jsm, PARTITION_BUCKET, { replicas }, options.logger);
       const state = await bucket(kvm, jsm, STATE_BUCKET, { replicas, storage: StorageType.File, ttl: options.stateTtlMs }, options.logger);
       // Earlier versions kept every change in a stream (it grew with every connection opened and closed, and its size
@@ -981,7 +1013,7 @@ export class NatsCluster implements BusRelay {
     const early = this.#early.get(frameId);
     if (early !== undefined) {
       this.#early.delete(frameId);
-      this.#markTaken(frameId, waiting, early.node, early.utteranceId);
+      this.#markTaken(frameId, waiting, early);
       return undefined;
     }
     const owned = this.#owned.get(partition);
@@ -995,17 +1027,18 @@ export class NatsCluster implements BusRelay {
     const message = utteranceIdOf(waiting.message) === undefined ? withContext(waiting.message, { utterance_id: utteranceId }) : waiting.message;
     owned.inFlight++;
     this.#mine.set(utteranceId, waiting.partition);
-    this.#markTaken(frameId, waiting, this.node, utteranceId);
-    this.#publishNote({ kind: 'taken', partition: waiting.partition, node: this.node, frame: frameId, utterance_id: utteranceId });
+    this.#markTaken(frameId, waiting, { node: this.node, boot: this.#boot, utteranceId });
+    this.#publishNote({ kind: 'taken', partition: waiting.partition, node: this.node, boot: this.#boot, frame: frameId, utterance_id: utteranceId });
     return message;
   }
 
-  #markTaken(frameId: string, waiting: Waiting, node: string, utteranceId: string): void {
-    if (this.#ended.has(utteranceId)) {
+  #markTaken(frameId: string, waiting: Waiting, taken: Taker): void {
+    if (this.#ended.has(taken.utteranceId)) {
       this.#entries.delete(frameId);
       return;
     }
-    waiting.taken = { node, utteranceId };
+    waiting.taken = taken;
+    const utteranceId = taken.utteranceId;
     this.#frameOf.set(utteranceId, frameId);
   }
 
@@ -1065,10 +1098,12 @@ export class NatsCluster implements BusRelay {
     await new Promise<void>((resolve) => setImmediate(resolve));
     for (const entry of suspensions) this.#replayed(server, entry, referenced);
     // Connections this daemon's name had in an earlier run (it crashed, or stopped before NATS took their removal):
-    // closed, and removed.
+    // closed, here and on every daemon (started again before they missed it, they still count them open), and removed.
     for (const connection of [...this.#open]) {
       if (!connection.startsWith(`${this.node}/`)) continue;
-      this.#connection({ connection, closed: true, late: true });
+      const note: ConnectionNote = { connection, closed: true, late: true };
+      this.#publish(CONNECTION_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify(note)));
+      this.#connection(note);
       this.#writeState(stateKey.connection(connection), null);
     }
     return count;
@@ -1158,10 +1193,15 @@ export class NatsCluster implements BusRelay {
     }
     const known = this.#heard.get(note.node);
     const leaving = note.leaving === true;
+    const boot = typeof note.boot === 'string' ? note.boot : undefined;
     // A leaving daemon is no one's preferred owner any more, but it still owns what it has not given up yet.
-    this.#heard.set(note.node, { round: this.#round, leaving });
-    if (known === undefined || known.leaving !== leaving) {
-      this.#logger.info({ node: note.node }, leaving ? 'cluster: a daemon is leaving' : 'cluster: a daemon joined');
+    this.#heard.set(note.node, { round: this.#round, leaving, boot });
+    // Started again under the same name before it was missed: its earlier run is gone, and what that run had taken
+    // and not ended is handed to the partitions' owners (`#handOrphans`).
+    const again = known !== undefined && known.boot !== undefined && boot !== undefined && known.boot !== boot;
+    if (again) this.#logger.info({ node: note.node }, 'cluster: a daemon started again');
+    if (known === undefined || known.leaving !== leaving || again) {
+      if (!again) this.#logger.info({ node: note.node }, leaving ? 'cluster: a daemon is leaving' : 'cluster: a daemon joined');
       this.#reconcile();
     }
   }
@@ -1172,11 +1212,16 @@ export class NatsCluster implements BusRelay {
       if (typeof note.from === 'string' && note.node !== this.node && this.#table.get(note.partition)?.owner !== note.node) this.#takenOver(note.partition, note.from);
       return;
     }
+    if (note.kind === 'orphans') {
+      if (note.to === this.node && note.node !== this.node && Array.isArray(note.entries)) this.#adoptOrphans(note.partition, note.entries);
+      return;
+    }
     if (note.kind === 'taken') {
       if (note.node === this.node) return;
       const waiting = this.#entries.get(note.frame);
-      if (waiting === undefined) this.#early.set(note.frame, { node: note.node, utteranceId: note.utterance_id, at: this.#clock.monotonic() });
-      else this.#markTaken(note.frame, waiting, note.node, note.utterance_id);
+      const taken: Taker = { node: note.node, boot: typeof note.boot === 'string' ? note.boot : undefined, utteranceId: note.utterance_id };
+      if (waiting === undefined) this.#early.set(note.frame, { ...taken, at: this.#clock.monotonic() });
+      else this.#markTaken(note.frame, waiting, taken);
       return;
     }
     // Released after its last utterance ended: everything its daemon took of it has been heard of before this note.
@@ -1239,6 +1284,17 @@ export class NatsCluster implements BusRelay {
     return heard !== undefined && this.#round - heard.round <= this.#deadRounds;
   }
 
+  /**
+   * Whether the run that took an utterance is gone: its daemon missed, or heard since in another run (started again
+   * under the same name; this daemon's own earlier run included).
+   */
+  #runGone(taken: Taker): boolean {
+    if (taken.node === this.node) return taken.boot !== undefined && taken.boot !== this.#boot;
+    if (!this.#alive(taken.node)) return true;
+    const boot = this.#heard.get(taken.node)?.boot;
+    return taken.boot !== undefined && boot !== undefined && boot !== taken.boot;
+  }
+
   /** This daemon has been up long enough to have heard every live daemon: it may take a silent one for gone. */
   #settled(): boolean {
     return this.#round > this.#deadRounds;
@@ -1250,6 +1306,7 @@ export class NatsCluster implements BusRelay {
       this.#order.tick();
       this.#reconcile();
       this.#closeConnectionsOfGone();
+      this.#handOrphans();
       this.#prune();
       this.#sayOwned();
       if (!this.#leaving || this.#owned.size > 0) this.#schedule();
@@ -1353,7 +1410,7 @@ export class NatsCluster implements BusRelay {
         server.admit(this.#take(frameId, waiting, owned), waiting.connection);
         continue;
       }
-      if (this.#alive(waiting.taken.node) || waiting.adopted !== undefined) continue;
+      if (!this.#runGone(waiting.taken) || waiting.adopted !== undefined) continue;
       // Taken by a daemon that is gone, and not ended. Undecided (no skill dispatched yet): it runs again here, under
       // the same utterance_id — the skills are asked again, nothing was said. Decided, a second run could answer
       // twice: it ends here, with one handled, never silence.
@@ -1372,6 +1429,75 @@ export class NatsCluster implements BusRelay {
       if (waiting.handler !== undefined || waiting.decided === 'unmatched') this.#endAdopted(frameId, waiting);
       else waiting.adopted = this.#clock.setTimeout(() => this.#endAdopted(frameId, waiting), this.#options.handlerMs);
     }
+  }
+
+  /**
+   * Utterances taken by a daemon's run that is gone, not ended, in a partition another live daemon owns now: handed to
+   * it. It may not have heard them — it joined after they were taken, or it is that daemon started again — and it is
+   * the one to run them again or end them (`#takeWaiting`). Every daemon that heard them hands them on; the owner
+   * takes each once.
+   */
+  #handOrphans(): void {
+    const batches = new Map<string, { partition: number; owner: string; entries: Orphan[]; bytes: number }>();
+    for (const [frameId, waiting] of this.#entries) {
+      const taken = waiting.taken;
+      if (taken === undefined || waiting.adopted !== undefined || !this.#runGone(taken)) continue;
+      const owner = this.#table.get(waiting.partition)?.owner;
+      if (owner === undefined || owner === null || owner === this.node || !this.#alive(owner)) continue;
+      const run = `${owner} ${this.#heard.get(owner)?.boot ?? ''}`;
+      if (waiting.handedTo === run) continue;
+      waiting.handedTo = run;
+      const orphan: Orphan = {
+        frame: frameId,
+        message: encodeMessage(waiting.message),
+        ...(waiting.connection === undefined ? {} : { connection: waiting.connection }),
+        node: taken.node,
+        ...(taken.boot === undefined ? {} : { boot: taken.boot }),
+        utterance_id: taken.utteranceId,
+        ...(waiting.decided === undefined ? {} : { decided: waiting.decided }),
+        ...(waiting.handler === undefined ? {} : { handler: waiting.handler }),
+      };
+      const key = `${run} ${waiting.partition}`;
+      let batch = batches.get(key);
+      const bytes = orphan.message.length + 200;
+      // One note stays well under the servers' max_payload.
+      if (batch !== undefined && batch.bytes + bytes > this.maxPayload / 2) {
+        this.#publishNote({ kind: 'orphans', partition: batch.partition, node: this.node, to: batch.owner, entries: batch.entries });
+        batch = undefined;
+      }
+      if (batch === undefined) batches.set(key, (batch = { partition: waiting.partition, owner, entries: [], bytes: 0 }));
+      batch.entries.push(orphan);
+      batch.bytes += bytes;
+    }
+    for (const batch of batches.values()) this.#publishNote({ kind: 'orphans', partition: batch.partition, node: this.node, to: batch.owner, entries: batch.entries });
+  }
+
+  /** Utterances of a gone run handed to this daemon (`#handOrphans`): each taken once, run again or ended if it owns the partition. */
+  #adoptOrphans(partition: number, orphans: readonly Orphan[]): void {
+    if (!Number.isInteger(partition)) return;
+    let adopted = 0;
+    for (const orphan of orphans) {
+      if (typeof orphan !== 'object' || orphan === null || typeof orphan.frame !== 'string' || typeof orphan.utterance_id !== 'string' || typeof orphan.node !== 'string' || typeof orphan.message !== 'string') continue;
+      if (this.#entries.has(orphan.frame) || this.#ended.has(orphan.utterance_id)) continue;
+      const decoded = decodeFrame(orphan.message);
+      if (!decoded.ok) continue;
+      const waiting: Waiting = {
+        partition,
+        message: decoded.message,
+        connection: typeof orphan.connection === 'string' ? orphan.connection : undefined,
+        at: this.#clock.monotonic(),
+        taken: { node: orphan.node, boot: typeof orphan.boot === 'string' ? orphan.boot : undefined, utteranceId: orphan.utterance_id },
+        ...(orphan.decided === 'matched' || orphan.decided === 'unmatched' ? { decided: orphan.decided } : {}),
+        ...(orphan.handler === 'complete' || orphan.handler === 'error' ? { handler: orphan.handler } : {}),
+      };
+      this.#entries.set(orphan.frame, waiting);
+      this.#frameOf.set(orphan.utterance_id, orphan.frame);
+      adopted++;
+    }
+    if (adopted === 0) return;
+    this.#logger.info({ partition, adopted }, 'cluster: utterances of a daemon gone handed here by another that heard them');
+    const owned = this.#owned.get(partition);
+    if (owned !== undefined && owned.drainingSince === undefined) this.#takeWaiting(partition, owned);
   }
 
   async #release(partition: number): Promise<void> {

@@ -725,6 +725,62 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     await expect.poll(() => connectionsOf('node-b'), { timeout: 5_000 }).toEqual([]);
   }, 90_000);
 
+  it.each([
+    ['under the same cluster.nodeId', true],
+    ['under a new name', false],
+  ])('PIPELINE-1 §6: a daemon SIGKILLed mid-contest and started again at once, %s, before the others take it for gone: its undecided utterances run again, its dispatched ones end with the skill\'s handler; each with exactly one handled, each answer spoken once', async (_, sameName) => {
+    const server = await nats();
+    // deadAfterMs longer than B takes to start again: the others hear B's new run before they miss its old one.
+    const cluster = { ...CLUSTER, deadAfterMs: 20_000 };
+    const a = await daemon(server.url, 'node-a', silentLogger(), {}, cluster);
+    const dir = mkdtempSync(join(tmpdir(), 'ovos-contests-cluster-'));
+    const configOf = (nodeId: string): string => {
+      const file = join(dir, `${nodeId}.json`);
+      writeFileSync(file, JSON.stringify({ bus: { port: 0 }, exampleSkills: false, inspector: { enabled: false }, cluster: { ...cluster, nats: server.url, nodeId }, fallback: FALLBACK }));
+      return file;
+    };
+    let b: Spawned = npmStart(['--config', configOf('node-b')], dir);
+    cleanups.push(() => killGroup(b));
+    await b.printed('one daemon of a cluster on NATS');
+    await expect.poll(() => a.cluster!.view().owned.length + a.cluster!.view().owners.filter((owner) => owner === 'node-b').length, { timeout: 20_000 }).toBe(PARTITIONS);
+    await expect.poll(() => a.cluster!.view().owners.filter((owner) => owner === 'node-b').length, { timeout: 20_000 }).toBeGreaterThan(0);
+
+    const skill = await heldSkill(a.url);
+    await expect.poll(() => [...a.system.fallback.registry.availableFor('default').keys()], { timeout: 5_000 }).toEqual(['h.spec']);
+    const user = await probe(a.url);
+    const owners = a.cluster!.view().owners;
+    const sent: Array<{ id: string; onB: boolean; kind: 'ping' | 'handler' }> = [];
+    for (let s = 0; s < 40; s++) {
+      const session = `again-s${s}`;
+      const kind = s % 2 === 0 ? 'ping' : 'handler';
+      const id = `${session}-u0`;
+      sent.push({ id, onB: owners[partitionOf(session, PARTITIONS)] === 'node-b', kind });
+      user.utter(`hold the ${kind}`, { utteranceId: id, session: { session_id: session }, lang: 'en-US' });
+    }
+    expect(sent.filter((u) => u.onB).length).toBeGreaterThan(0);
+    await Promise.all(sent.map(({ id }) => user.waitFor((m) => m.type === 'h.spec.fallback.ping' && utteranceIdOf(m) === id, `ping of ${id}`)));
+    await Promise.all(sent.filter((u) => u.kind === 'handler').map(({ id }) => user.waitFor((m) => m.type === 'h.spec:fallback' && utteranceIdOf(m) === id, `dispatch of ${id}`)));
+
+    await signalDaemon(b, 'SIGKILL');
+    const killedAt = Date.now();
+    b = npmStart(['--config', configOf(sameName ? 'node-b' : 'node-b2')], dir);
+    await b.printed('one daemon of a cluster on NATS');
+    // Started again before A could take it for gone: what follows is the restart, not a failover by silence.
+    expect(Date.now() - killedAt).toBeLessThan(cluster.deadAfterMs);
+    skill.release();
+    await Promise.all(sent.map(({ id }) => user.handled(id, 40_000)));
+    await user.barrier();
+
+    const wrong: string[] = [];
+    for (const { id, onB, kind } of sent) {
+      const messages = user.of(id);
+      const handled = messages.filter((m) => m.type === 'ovos.utterance.handled');
+      const spoken = messages.filter((m) => m.type === 'ovos.utterance.speak').length;
+      if (handled.length !== 1 || spoken !== 1 || handled[0]!.data['error'] !== undefined) wrong.push(`${id} (${onB ? 'B' : 'A'}, ${kind}): handled ${handled.length} ${JSON.stringify(handled.map((m) => m.data))}, spoken ${spoken}`);
+    }
+    expect(wrong).toEqual([]);
+  }, 120_000);
+
   it('PIPELINE-1 §6: a daemon cut off from NATS (a partition: its connections open and silent) longer than deadAfterMs is taken for gone; when it comes back, what its contests still say of the utterances taken over is fenced: each with exactly one handled, each answer spoken once, on the clients of both daemons', async () => {
     const { proxy, a, b, logsA, logsB, skill, user, observer, ownedByA } = await cutOffPair();
     // Sessions whose contests run on A, asked by the user on B.

@@ -1,9 +1,9 @@
-/** A pino logger (debug and up) whose lines are kept, parsed, for a test to assert on. */
+/** A pino logger (debug and up, or from `level`) whose lines are kept, parsed, for a test to assert on. */
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import type { Logger } from '../../src/log/logger.js';
+import type { Logger, LogLevel } from '../../src/log/logger.js';
 
-export function captureLogs(): { readonly logger: Logger; readonly logs: Array<Record<string, unknown>> } {
+export function captureLogs(level: LogLevel = 'debug'): { readonly logger: Logger; readonly logs: Array<Record<string, unknown>> } {
   const logs: Array<Record<string, unknown>> = [];
   const sink = new Writable({
     write(chunk, _encoding, callback) {
@@ -11,5 +11,5 @@ export function captureLogs(): { readonly logger: Logger; readonly logs: Array<R
       callback();
     },
   });
-  return { logger: pino({ level: 'debug' }, sink), logs };
+  return { logger: pino({ level }, sink), logs };
 }
