@@ -728,15 +728,18 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
   it.each([
     ['under the same cluster.nodeId', true],
     ['under a new name', false],
-  ])('PIPELINE-1 §6: a daemon SIGKILLed mid-contest and started again at once, %s, before the others take it for gone: its undecided utterances run again, its dispatched ones end with the skill\'s handler; each with exactly one handled, each answer spoken once', async (_, sameName) => {
+  ])('PIPELINE-1 §6: a daemon SIGKILLed mid-contest and started again at once, %s, before the others take it for gone: its undecided utterances run again, its dispatched ones end with the skill\'s handler, each with exactly one handled and each answer spoken once; under the same name its earlier run\'s skill connections close on every daemon at once', async (_, sameName) => {
     const server = await nats();
     // deadAfterMs longer than B takes to start again: the others hear B's new run before they miss its old one.
     const cluster = { ...CLUSTER, deadAfterMs: 20_000 };
-    const a = await daemon(server.url, 'node-a', silentLogger(), {}, cluster);
+    // The held pongs wait out B's restart and A's takeover (tens of seconds on a loaded machine): no bound ends them first.
+    const slow = { fallback: { ...FALLBACK, pingTimeoutMs: 90_000 }, orchestrator: { matchTimeoutMs: 90_000 } };
+    const a = await daemon(server.url, 'node-a', silentLogger(), slow, cluster);
     const dir = mkdtempSync(join(tmpdir(), 'ovos-contests-cluster-'));
+    const port = await freePort();
     const configOf = (nodeId: string): string => {
       const file = join(dir, `${nodeId}.json`);
-      writeFileSync(file, JSON.stringify({ bus: { port: 0 }, exampleSkills: false, inspector: { enabled: false }, cluster: { ...cluster, nats: server.url, nodeId }, fallback: FALLBACK }));
+      writeFileSync(file, JSON.stringify({ bus: { port }, exampleSkills: false, inspector: { enabled: false }, cluster: { ...cluster, nats: server.url, nodeId }, ...slow }));
       return file;
     };
     let b: Spawned = npmStart(['--config', configOf('node-b')], dir);
@@ -744,9 +747,19 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     await b.printed('one daemon of a cluster on NATS');
     await expect.poll(() => a.cluster!.view().owned.length + a.cluster!.view().owners.filter((owner) => owner === 'node-b').length, { timeout: 20_000 }).toBe(PARTITIONS);
     await expect.poll(() => a.cluster!.view().owners.filter((owner) => owner === 'node-b').length, { timeout: 20_000 }).toBeGreaterThan(0);
+    // A skill connected to B's first run (registered, then not a fallback skill any more: no contest asks it): its
+    // connection, open on every daemon and in the cluster's state.
+    const first = await probe(`ws://127.0.0.1:${port}/core`);
+    first.send(createMessage('ovos.fallback.register', { skill_id: 'b.first', priority: 5 }, { skill_id: 'b.first' }));
+    first.send(createMessage('ovos.fallback.deregister', { skill_id: 'b.first' }, { skill_id: 'b.first' }));
+    await first.barrier();
+    const { connectionsOf } = await stateOf(server.url);
+    await expect.poll(() => connectionsOf('node-b'), { timeout: 5_000 }).toHaveLength(1);
+    const [clientOfB] = await connectionsOf('node-b');
+    expect(a.system.supervisor.isOpen(clientOfB!)).toBe(true);
 
     const skill = await heldSkill(a.url);
-    await expect.poll(() => [...a.system.fallback.registry.availableFor('default').keys()], { timeout: 5_000 }).toEqual(['h.spec']);
+    await expect.poll(() => [...a.system.fallback.registry.availableFor('default').keys()].sort(), { timeout: 5_000 }).toEqual(['h.spec']);
     const user = await probe(a.url);
     const owners = a.cluster!.view().owners;
     const sent: Array<{ id: string; onB: boolean; kind: 'ping' | 'handler' }> = [];
@@ -767,6 +780,13 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     await b.printed('one daemon of a cluster on NATS');
     // Started again before A could take it for gone: what follows is the restart, not a failover by silence.
     expect(Date.now() - killedAt).toBeLessThan(cluster.deadAfterMs);
+    if (sameName) {
+      // B's first run is gone: the connection of its skill is closed on A (no contest waits for that skill) and leaves
+      // the state as B starts again, long before A would miss B.
+      await expect.poll(() => a.system.supervisor.isOpen(clientOfB!), { timeout: 5_000 }).toBe(false);
+      await expect.poll(() => connectionsOf('node-b'), { timeout: 5_000 }).toEqual([]);
+      expect(Date.now() - killedAt).toBeLessThan(cluster.deadAfterMs);
+    }
     skill.release();
     await Promise.all(sent.map(({ id }) => user.handled(id, 40_000)));
     await user.barrier();
