@@ -33,6 +33,8 @@ export const MIN_COST = 1_000;
  * daemon deciding 800 utterances a second with a dozen skills carries about 6,000.
  */
 export const BUSY_COST = 1_000;
+/** The longest a loud connection stays paused at a time (ms), unless the server is given another bound. */
+export const MAX_PAUSE_MS = 1_000;
 
 export interface ShareChange<K> {
   /** Connections to pause now, with their cost in the window, the share they exceeded and for how long (ms). */

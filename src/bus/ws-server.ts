@@ -20,7 +20,7 @@ import { systemClock, type Clock, type TimerId } from '../clock/clock.js';
 import { LogRateLimiter } from '../log/rate-limit.js';
 import type { Logger } from '../log/logger.js';
 import type { Bus, BusStatus, Unsubscribe } from './bus.js';
-import { FairShare, WINDOW_MS } from './fair-share.js';
+import { FairShare, MAX_PAUSE_MS, WINDOW_MS } from './fair-share.js';
 import { LocalBus } from './local-bus.js';
 import { decodeFrame, encodeMessage, type FrameDropReason, type Message } from './message.js';
 
@@ -44,7 +44,7 @@ export interface BusServerOptions {
   readonly allowedOrigins?: readonly string[];
   /** Client connections at once; past it an upgrade is refused (503) with one warn line a minute. Default 512. */
   readonly maxConnections?: number;
-  /** Fair share (fair-share.ts): the longest a loud connection stays paused at a time (ms). Default 1,000. */
+  /** Fair share (fair-share.ts): the longest a loud connection stays paused at a time (ms). Default `MAX_PAUSE_MS` (1,000). */
   readonly maxPauseMs?: number;
   /** Fair share's windows run on this clock (tests give a manual one). Default: the system clock. */
   readonly clock?: Clock;
@@ -154,7 +154,7 @@ export class BusServer implements Bus {
     this.#maxBufferedBytes = options.maxBufferedBytes ?? 4 * options.maxFrameBytes;
     this.#allowedOrigins = new Set(options.allowedOrigins ?? []);
     this.#maxConnections = options.maxConnections ?? 512;
-    this.#share = new FairShare(options.maxPauseMs ?? 1_000);
+    this.#share = new FairShare(options.maxPauseMs ?? MAX_PAUSE_MS);
     this.#clock = options.clock ?? systemClock;
     this.#saturated = options.saturated ?? (() => this.#busy());
     this.#relay = options.relay;

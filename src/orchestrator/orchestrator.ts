@@ -26,6 +26,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { assign, fromPromise } from 'xstate';
+import { MAX_PAUSE_MS } from '../bus/fair-share.js';
 import { forward, reply, response, utteranceIdOf, withContext, type JsonObject, type Message } from '../bus/message.js';
 import { pushActiveHandler, readSession, resolveLang, sessionFromObject, sessionIdOf, type SessionView } from '../bus/session.js';
 import { canonicalPipelineId, type Config } from '../config/defaults.js';
@@ -51,9 +52,11 @@ import {
  * How long a legacy skill that answered its handler has to send the utterance's `ovos.utterance.handled` itself
  * (ovos-workshop sends it right after `.response`); after that the orchestrator sends it. A skill seen once to leave
  * it to us (ovos-workshop with ovos-core ≥ 2.3.0a1 installed next to it: "core owns it") gets ours at once after
- * that — see `#leavesHandled`.
+ * that — see `#leavesHandled`. Twice the longest pause the bus's fair share gives a loud connection (src/bus/fair-share.ts):
+ * a busy skill (it answers every broadcast ping) can be paused between its `.response` and its handled, and a grace
+ * that ended within the pause would put two handled on the wire; the rest is for a loaded daemon's delays.
  */
-export const SKILL_HANDLED_GRACE_MS = 1_000;
+export const SKILL_HANDLED_GRACE_MS = 2 * MAX_PAUSE_MS;
 
 /** Skills remembered as leaving the handled to us, and utterances ended with ours at once for them (oldest forgotten). */
 const MAX_LEARNT = 1024;

@@ -10,6 +10,7 @@ import { createMessage, reply, type JsonObject, type Message } from '../../src/b
 import type { Match, PipelineStage } from '../../src/pipeline/plugin.js';
 import { createHarness, fallbackSkill, withConfig, type Harness } from '../support/harness.js';
 import { SKILL_HANDLED_GRACE_MS } from '../../src/orchestrator/orchestrator.js';
+import { MAX_PAUSE_MS } from '../../src/bus/fair-share.js';
 
 const FALLBACK_STAGES = ['fallback_high', 'fallback_medium', 'fallback_low'];
 const CONFIG = withConfig((config) => ({ ...config, pipeline: FALLBACK_STAGES }));
@@ -486,6 +487,24 @@ describe('OVOS-PIPELINE-1 §6 with legacy fallback skills (ovos-wire-today): exa
     expect(h.clock.pending).toBe(0);
   });
 
+  it('PIPELINE-1 §6: a busy skill paused by the bus\'s fair share between its .response and its handled (the longest pause, and half a second of a loaded daemon) still ends the utterance itself: one handled, its own, nothing learnt', async () => {
+    const h = createHarness(CONFIG);
+    h.bus.subscribe((m) => {
+      if (m.type === 'ovos.skills.fallback.ping') h.bus.publish(reply(m, 'ovos.skills.fallback.pong', { skill_id: 'busy.fb', can_handle: true }), 'legacy');
+      else if (m.type === 'ovos.skills.fallback.busy.fb.request') {
+        h.bus.publish({ ...m, type: 'ovos.skills.fallback.busy.fb.response', data: { result: true, fallback_handler: 'X.handle_fallback' } }, 'legacy');
+        h.clock.setTimeout(() => h.bus.publish({ ...m, type: 'ovos.utterance.handled', data: {} }, 'legacy'), MAX_PAUSE_MS + 500);
+      }
+    });
+    h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: 'busy.fb', priority: 30 }, { session: session('default') }), 'legacy');
+    await h.settle();
+    h.utter('hello', { session: session('s1'), utteranceId: 'u1' });
+    await h.advance(SKILL_HANDLED_GRACE_MS + 10);
+    expect(handledOf(h, 'u1')).toHaveLength(1);
+    expect(withReason(h, 'handled_by_skill')).toHaveLength(1);
+    expect(withReason(h, 'skill_leaves_handled')).toEqual([]);
+  });
+
   it.each([
     [SKILL_HANDLED_GRACE_MS - 1, 0],
     [SKILL_HANDLED_GRACE_MS, 1],
@@ -791,9 +810,9 @@ describe('OVOS-PIPELINE-1 §6 with ovos-workshop skills that leave the handled t
       h.clock.setTimeout(() => ownHandled(h, r, 'c2'), 500);
     });
     await h.settle();
-    await ask(h, 'u1'); // silent.fb, at 0: its grace ends at 1,000
-    await h.advance(800);
-    h.utter('slow please', { session: session('s2'), utteranceId: 'u2' }); // slow.fb, at 800: its handled at 1,300
+    await ask(h, 'u1'); // silent.fb, at 0: its grace ends at G (SKILL_HANDLED_GRACE_MS)
+    await h.advance(SKILL_HANDLED_GRACE_MS - 200);
+    h.utter('slow please', { session: session('s2'), utteranceId: 'u2' }); // slow.fb, at G − 200: its handled at G + 300
     await h.settle();
     await h.advance(200);
     expect(handledOf(h, 'u1')).toHaveLength(1);
