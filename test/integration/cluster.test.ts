@@ -227,6 +227,39 @@ async function holdPings(user: Probe, owned: readonly number[], prefix: string, 
   return ids;
 }
 
+/**
+ * 40 utterances from `user` (on A), in sessions `<prefix>-s<n>`: half "hold the ping" (the held skill holds its pong),
+ * half "hold the handler" (dispatched, its handler held); resolves once every ping has gone out and every handler
+ * utterance has been dispatched. Each says whether its session's partition was B's (`node-b`) when it was sent.
+ */
+async function holdForty(a: Daemon, user: Probe, prefix: string): Promise<Array<{ id: string; onB: boolean; kind: 'ping' | 'handler' }>> {
+  const owners = a.cluster!.view().owners;
+  const sent: Array<{ id: string; onB: boolean; kind: 'ping' | 'handler' }> = [];
+  for (let s = 0; s < 40; s++) {
+    const session = `${prefix}-s${s}`;
+    const kind = s % 2 === 0 ? 'ping' : 'handler';
+    const id = `${session}-u0`;
+    sent.push({ id, onB: owners[partitionOf(session, PARTITIONS)] === 'node-b', kind });
+    user.utter(`hold the ${kind}`, { utteranceId: id, session: { session_id: session }, lang: 'en-US' });
+  }
+  expect(sent.filter((u) => u.onB).length).toBeGreaterThan(0);
+  await Promise.all(sent.map(({ id }) => user.waitFor((m) => m.type === 'h.spec.fallback.ping' && utteranceIdOf(m) === id, `ping of ${id}`)));
+  await Promise.all(sent.filter((u) => u.kind === 'handler').map(({ id }) => user.waitFor((m) => m.type === 'h.spec:fallback' && utteranceIdOf(m) === id, `dispatch of ${id}`)));
+  return sent;
+}
+
+/** What `user` saw of each of `sent` that is not exactly one handled (without error) and one answer spoken. */
+function notAnsweredOnce(user: Probe, sent: ReadonlyArray<{ id: string; onB: boolean; kind: string }>): string[] {
+  const wrong: string[] = [];
+  for (const { id, onB, kind } of sent) {
+    const messages = user.of(id);
+    const handled = messages.filter((m) => m.type === 'ovos.utterance.handled');
+    const spoken = messages.filter((m) => m.type === 'ovos.utterance.speak').length;
+    if (handled.length !== 1 || spoken !== 1 || handled[0]!.data['error'] !== undefined) wrong.push(`${id} (${onB ? 'B' : 'A'}, ${kind}): handled ${handled.length} ${JSON.stringify(handled.map((m) => m.data))}, spoken ${spoken}`);
+  }
+  return wrong;
+}
+
 /** How many of `ids` a daemon's log says ended there. */
 const endedOn = (logs: ReturnType<typeof captureLogs>, ids: readonly string[]): number => ids.filter((id) => logs.lines.items.some((line) => line['utterance_id'] === id && line['msg'] === 'utterance handled')).length;
 
@@ -690,19 +723,8 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     await expect.poll(() => [...a.system.fallback.registry.availableFor('default').keys()], { timeout: 5_000 }).toEqual(['h.spec']);
 
     const user = await probe(a.url);
-    const owners = a.cluster!.view().owners;
-    const sent: Array<{ id: string; onB: boolean; kind: 'ping' | 'handler' }> = [];
-    for (let s = 0; s < 40; s++) {
-      const session = `kill-s${s}`;
-      const kind = s % 2 === 0 ? 'ping' : 'handler';
-      const id = `${session}-u0`;
-      sent.push({ id, onB: owners[partitionOf(session, PARTITIONS)] === 'node-b', kind });
-      user.utter(`hold the ${kind}`, { utteranceId: id, session: { session_id: session }, lang: 'en-US' });
-    }
-    expect(sent.filter((u) => u.onB).length).toBeGreaterThan(0);
     // Every contest has asked the skill; every "handler" utterance has been dispatched (its handler is held).
-    await Promise.all(sent.map(({ id }) => user.waitFor((m) => m.type === 'h.spec.fallback.ping' && utteranceIdOf(m) === id, `ping of ${id}`)));
-    await Promise.all(sent.filter((u) => u.kind === 'handler').map(({ id }) => user.waitFor((m) => m.type === 'h.spec:fallback' && utteranceIdOf(m) === id, `dispatch of ${id}`)));
+    const sent = await holdForty(a, user, 'kill');
 
     await signalDaemon(b, 'SIGKILL');
     // A takes B's partitions over; then the skill answers what it held (B's pings and handlers included).
@@ -711,15 +733,8 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     await Promise.all(sent.map(({ id }) => user.handled(id)));
     await user.barrier();
 
-    const wrong: string[] = [];
-    for (const { id, onB, kind } of sent) {
-      const messages = user.of(id);
-      const handled = messages.filter((m) => m.type === 'ovos.utterance.handled');
-      const spoken = messages.filter((m) => m.type === 'ovos.utterance.speak').length;
-      // Undecided on B: run again on A, answered. Dispatched on B: the skill's handler completes, and that ends it.
-      if (handled.length !== 1 || spoken !== 1 || handled[0]!.data['error'] !== undefined) wrong.push(`${id} (${onB ? 'B' : 'A'}, ${kind}): handled ${handled.length} ${JSON.stringify(handled.map((m) => m.data))}, spoken ${spoken}`);
-    }
-    expect(wrong).toEqual([]);
+    // Undecided on B: run again on A, answered. Dispatched on B: the skill's handler completes, and that ends it.
+    expect(notAnsweredOnce(user, sent)).toEqual([]);
     expect(a.cluster!.view().failovers).toBe(sent.filter((u) => u.onB).length);
     // B's connections left the cluster's state with it (A removed them: B could not).
     await expect.poll(() => connectionsOf('node-b'), { timeout: 5_000 }).toEqual([]);
@@ -761,18 +776,7 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     const skill = await heldSkill(a.url);
     await expect.poll(() => [...a.system.fallback.registry.availableFor('default').keys()].sort(), { timeout: 5_000 }).toEqual(['h.spec']);
     const user = await probe(a.url);
-    const owners = a.cluster!.view().owners;
-    const sent: Array<{ id: string; onB: boolean; kind: 'ping' | 'handler' }> = [];
-    for (let s = 0; s < 40; s++) {
-      const session = `again-s${s}`;
-      const kind = s % 2 === 0 ? 'ping' : 'handler';
-      const id = `${session}-u0`;
-      sent.push({ id, onB: owners[partitionOf(session, PARTITIONS)] === 'node-b', kind });
-      user.utter(`hold the ${kind}`, { utteranceId: id, session: { session_id: session }, lang: 'en-US' });
-    }
-    expect(sent.filter((u) => u.onB).length).toBeGreaterThan(0);
-    await Promise.all(sent.map(({ id }) => user.waitFor((m) => m.type === 'h.spec.fallback.ping' && utteranceIdOf(m) === id, `ping of ${id}`)));
-    await Promise.all(sent.filter((u) => u.kind === 'handler').map(({ id }) => user.waitFor((m) => m.type === 'h.spec:fallback' && utteranceIdOf(m) === id, `dispatch of ${id}`)));
+    const sent = await holdForty(a, user, 'again');
 
     await signalDaemon(b, 'SIGKILL');
     const killedAt = Date.now();
@@ -791,14 +795,7 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     await Promise.all(sent.map(({ id }) => user.handled(id, 40_000)));
     await user.barrier();
 
-    const wrong: string[] = [];
-    for (const { id, onB, kind } of sent) {
-      const messages = user.of(id);
-      const handled = messages.filter((m) => m.type === 'ovos.utterance.handled');
-      const spoken = messages.filter((m) => m.type === 'ovos.utterance.speak').length;
-      if (handled.length !== 1 || spoken !== 1 || handled[0]!.data['error'] !== undefined) wrong.push(`${id} (${onB ? 'B' : 'A'}, ${kind}): handled ${handled.length} ${JSON.stringify(handled.map((m) => m.data))}, spoken ${spoken}`);
-    }
-    expect(wrong).toEqual([]);
+    expect(notAnsweredOnce(user, sent)).toEqual([]);
   }, 120_000);
 
   it('PIPELINE-1 §6: a daemon cut off from NATS (a partition: its connections open and silent) longer than deadAfterMs is taken for gone; when it comes back, what its contests still say of the utterances taken over is fenced: each with exactly one handled, each answer spoken once, on the clients of both daemons', async () => {
