@@ -1348,8 +1348,13 @@ export class NatsCluster implements BusRelay {
         }
         continue;
       }
-      if (preferred !== this.node) continue;
       const row = this.#table.get(partition);
+      if (preferred !== this.node) {
+        // Owned in the table under this daemon's name by an earlier run (it was started again under the same name),
+        // and another daemon's now: no one else would claim it from a name that is alive.
+        if (row?.owner === this.node && !this.#leaving) void this.#releaseEarlier(partition, row);
+        continue;
+      }
       const free =
         row === undefined ||
         // Released: claimed on its note; here only when the note was missed (the release is a second old).
@@ -1498,6 +1503,21 @@ export class NatsCluster implements BusRelay {
     this.#logger.info({ partition, adopted }, 'cluster: utterances of a daemon gone handed here by another that heard them');
     const owned = this.#owned.get(partition);
     if (owned !== undefined && owned.drainingSince === undefined) this.#takeWaiting(partition, owned);
+  }
+
+  /** A partition an earlier run of this daemon's name owned, written free for the daemon that should have it now. */
+  async #releaseEarlier(partition: number, row: { readonly epoch: number; readonly revision: number }): Promise<void> {
+    if (this.#claiming.has(partition)) return;
+    this.#claiming.add(partition);
+    try {
+      await this.#kv.update(`p.${partition}`, JSON.stringify({ owner: null, epoch: row.epoch }), row.revision);
+      this.#publishNote({ kind: 'released', partition, node: this.node });
+      this.#logger.debug({ partition }, 'cluster: a partition of an earlier run given up');
+    } catch (error) {
+      this.#logger.debug({ reason: 'partition_release_failed', partition, err: error }, 'cluster: partition release not written');
+    } finally {
+      this.#claiming.delete(partition);
+    }
   }
 
   async #release(partition: number): Promise<void> {

@@ -798,6 +798,47 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     expect(notAnsweredOnce(user, sent)).toEqual([]);
   }, 120_000);
 
+  it('PIPELINE-1 §6: a daemon started again under the same cluster.nodeId after another joined meanwhile gives up the partitions its earlier run owned that are the newcomer\'s now: every partition is owned by the daemon it should be, and every session is answered', async () => {
+    const server = await nats();
+    const cluster = { ...CLUSTER, deadAfterMs: 20_000 };
+    const a = await daemon(server.url, 'node-a', silentLogger(), {}, cluster);
+    const dir = mkdtempSync(join(tmpdir(), 'ovos-contests-cluster-'));
+    const file = join(dir, 'b.json');
+    writeFileSync(file, JSON.stringify({ bus: { port: 0 }, exampleSkills: false, inspector: { enabled: false }, cluster: { ...cluster, nats: server.url, nodeId: 'node-b' }, fallback: FALLBACK }));
+    let b: Spawned = npmStart(['--config', file], dir);
+    cleanups.push(() => killGroup(b));
+    await b.printed('one daemon of a cluster on NATS');
+    const owners = (): ReadonlyArray<string | null> => a.cluster!.view().owners;
+    const settled = (nodes: readonly string[]) => (): boolean => owners().every((owner, p) => owner === preferredOwner(p, nodes));
+    await expect.poll(settled(['node-a', 'node-b']), { timeout: 20_000 }).toBe(true);
+    // The newcomer C: named so that it takes some of B's partitions once it is in.
+    const takesFromB = (name: string): boolean => [...Array(PARTITIONS).keys()].some((p) => preferredOwner(p, ['node-a', 'node-b']) === 'node-b' && preferredOwner(p, ['node-a', 'node-b', name]) === name);
+    const c = ['node-c', 'node-d', 'node-e', 'node-f', 'node-g'].find(takesFromB)!;
+    expect(c).toBeDefined();
+
+    // B dies; C joins before anyone misses B; B is started again under its name.
+    await signalDaemon(b, 'SIGKILL');
+    await daemon(server.url, c, silentLogger(), {}, cluster);
+    b = npmStart(['--config', file], dir);
+    await b.printed('one daemon of a cluster on NATS');
+    await expect.poll(settled(['node-a', 'node-b', c]), { timeout: 15_000 }).toBe(true);
+
+    // A session in every partition is answered.
+    await specSkill(a.url, 'a.spec', 10, 'alpha');
+    await expect.poll(() => a.system.fallback.registry.availableFor('default').has('a.spec'), { timeout: 5_000 }).toBe(true);
+    const user = await probe(a.url);
+    const ids: string[] = [];
+    for (let s = 0, covered = new Set<number>(); covered.size < PARTITIONS; s++) {
+      const session = `earlier-s${s}`;
+      const partition = partitionOf(session, PARTITIONS);
+      if (covered.has(partition)) continue;
+      covered.add(partition);
+      ids.push(`${session}-u0`);
+      user.utter('alpha', { utteranceId: `${session}-u0`, session: { session_id: session }, lang: 'en-US' });
+    }
+    await Promise.all(ids.map((id) => user.handled(id, 15_000)));
+  }, 120_000);
+
   it('PIPELINE-1 §6: a daemon cut off from NATS (a partition: its connections open and silent) longer than deadAfterMs is taken for gone; when it comes back, what its contests still say of the utterances taken over is fenced: each with exactly one handled, each answer spoken once, on the clients of both daemons', async () => {
     const { proxy, a, b, logsA, logsB, skill, user, observer, ownedByA } = await cutOffPair();
     // Sessions whose contests run on A, asked by the user on B.
