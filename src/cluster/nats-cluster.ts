@@ -128,6 +128,8 @@ const READ_EVERYWHERE: ReadonlySet<string> = new Set(
 const REMEMBER_MS = 10 * 60_000;
 /** How long a daemon remembers an utterance it saw end, for a taken note that arrives after its handled. */
 const ENDED_MS = 60_000;
+/** The most handler ends of unknown utterances a daemon remembers at once (`#handlerEnds`). */
+const MAX_HANDLER_ENDS = 100_000;
 
 interface Waiting {
   readonly partition: number;
@@ -350,6 +352,11 @@ export class NatsCluster implements BusRelay {
   readonly #fencedUtterances = new Map<string, Map<string, number>>();
   readonly #takenOverFrom = new Map<number, string>();
   readonly #ended = new Map<string, number>();
+  /**
+   * Handler ends heard of utterances this daemon knows no entry of (its own contests' included), for `ENDED_MS`: an
+   * utterance of a gone run handed here (`#adoptOrphans`) by a daemon that had not heard its end yet.
+   */
+  readonly #handlerEnds = new Map<string, { readonly handler: 'complete' | 'error'; readonly at: number }>();
   /** Client connections open on the cluster's daemons (ids start with their daemon's name and "/"). */
   readonly #open = new Set<string>();
   #failovers = 0;
@@ -1140,8 +1147,13 @@ export class NatsCluster implements BusRelay {
     const utteranceId = utteranceIdOf(message);
     const frameId = utteranceId === undefined ? undefined : this.#frameOf.get(utteranceId);
     const waiting = frameId === undefined ? undefined : this.#entries.get(frameId);
-    if (waiting === undefined || waiting.handler !== undefined) return;
-    waiting.handler = message.type === topics.skillHandlerError ? 'error' : 'complete';
+    const handler = message.type === topics.skillHandlerError ? 'error' : 'complete';
+    if (waiting === undefined) {
+      if (utteranceId !== undefined && this.#handlerEnds.size < MAX_HANDLER_ENDS) this.#handlerEnds.set(utteranceId, { handler, at: this.#clock.monotonic() });
+      return;
+    }
+    if (waiting.handler !== undefined) return;
+    waiting.handler = handler;
     if (waiting.adopted !== undefined) this.#endAdopted(frameId!, waiting);
   }
 
@@ -1479,13 +1491,15 @@ export class NatsCluster implements BusRelay {
 
   /** Utterances of a gone run handed to this daemon (`#handOrphans`): each taken once, run again or ended if it owns the partition. */
   #adoptOrphans(partition: number, orphans: readonly Orphan[]): void {
-    if (!Number.isInteger(partition)) return;
     let adopted = 0;
+    let invalid = 0;
     for (const orphan of orphans) {
-      if (typeof orphan !== 'object' || orphan === null || typeof orphan.frame !== 'string' || typeof orphan.utterance_id !== 'string' || typeof orphan.node !== 'string' || typeof orphan.message !== 'string') continue;
+      const decoded = typeof orphan === 'object' && orphan !== null && typeof orphan.message === 'string' ? decodeFrame(orphan.message) : undefined;
+      if (decoded?.ok !== true || !Number.isInteger(partition) || partition < 0 || partition >= this.#options.partitions || typeof orphan.frame !== 'string' || typeof orphan.utterance_id !== 'string' || typeof orphan.node !== 'string') {
+        invalid++;
+        continue;
+      }
       if (this.#entries.has(orphan.frame) || this.#ended.has(orphan.utterance_id)) continue;
-      const decoded = decodeFrame(orphan.message);
-      if (!decoded.ok) continue;
       const waiting: Waiting = {
         partition,
         message: decoded.message,
@@ -1495,10 +1509,13 @@ export class NatsCluster implements BusRelay {
         ...(orphan.decided === 'matched' || orphan.decided === 'unmatched' ? { decided: orphan.decided } : {}),
         ...(orphan.handler === 'complete' || orphan.handler === 'error' ? { handler: orphan.handler } : {}),
       };
+      // Its handler's end, heard here before the daemon that handed it on heard it.
+      waiting.handler ??= this.#handlerEnds.get(orphan.utterance_id)?.handler;
       this.#entries.set(orphan.frame, waiting);
       this.#frameOf.set(orphan.utterance_id, orphan.frame);
       adopted++;
     }
+    if (invalid > 0) this.#logger.warn({ reason: 'cluster_message_invalid', partition, invalid }, 'cluster: utterances handed here that do not read as such dropped');
     if (adopted === 0) return;
     this.#logger.info({ partition, adopted }, 'cluster: utterances of a daemon gone handed here by another that heard them');
     const owned = this.#owned.get(partition);
@@ -1547,6 +1564,10 @@ export class NatsCluster implements BusRelay {
     for (const [frame, early] of this.#early) {
       if (now - early.at <= REMEMBER_MS) break;
       this.#early.delete(frame);
+    }
+    for (const [id, end] of this.#handlerEnds) {
+      if (now - end.at <= ENDED_MS) break;
+      this.#handlerEnds.delete(id);
     }
     for (const [node, fenced] of this.#fencedUtterances) {
       for (const [utteranceId, at] of fenced) {

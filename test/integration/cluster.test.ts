@@ -275,12 +275,12 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
       ['a.spec', 'b.workshop'],
       ['a.spec', 'b.workshop'],
     ]);
-    // The partitions are spread: each daemon owns some, together all, none twice.
+    // The partitions are spread: each daemon owns some (the first one started owns all until it hears the second),
+    // together all, none twice.
+    await expect.poll(() => [a, b].map((d) => d.cluster!.view().owned.length > 0), { timeout: 10_000 }).toEqual([true, true]);
     await expect.poll(() => a.cluster!.view().owned.length + b.cluster!.view().owned.length, { timeout: 5_000 }).toBe(PARTITIONS);
     const owned = [...a.cluster!.view().owned, ...b.cluster!.view().owned].sort((x, y) => x - y);
     expect(owned).toEqual([...Array(PARTITIONS).keys()]);
-    expect(a.cluster!.view().owned.length).toBeGreaterThan(0);
-    expect(b.cluster!.view().owned.length).toBeGreaterThan(0);
 
     const users = [await probe(a.url), await probe(b.url)];
     const sent = await sendAll(users, 60, 'both');
