@@ -14,7 +14,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { connect, nanos, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { jetstreamManager, StorageType, type JetStreamManager } from '@nats-io/jetstream';
-import { Kvm, type KV, type KvEntry, type KvWatchEntry } from '@nats-io/kv';
+import { Kvm, KvWatchInclude, type KV, type KvEntry, type KvWatchEntry } from '@nats-io/kv';
 import type { BusRelay, BusServer } from '../bus/ws-server.js';
 import type { Bus, BusStatus } from '../bus/bus.js';
 import { createMessage, decodeFrame, encodeMessage, reply, utteranceIdOf, withContext, type Message } from '../bus/message.js';
@@ -222,6 +222,11 @@ async function bucket(kvm: Kvm, jsm: JetStreamManager, name: string, options: { 
 }
 /** A replay of the state bucket that hears nothing for this long has nothing more to hear (its last entries went meanwhile). */
 const REPLAY_QUIET_MS = 5_000;
+/**
+ * How long a daemon that joined goes on reading the state bucket's new writes (`#catchUp`), at least: a change whose
+ * frame reached NATS before the daemon subscribed is written a moment later, or once NATS takes writes again.
+ */
+const CATCH_UP_MS = 10_000;
 
 /** A receiver missed `from`..`through` of `to`'s run `boot` (redelivery.ts). */
 type ResendNote = { readonly to: string; readonly boot: string; readonly from: number; readonly through: number; readonly by?: string };
@@ -321,6 +326,8 @@ export class NatsCluster implements BusRelay {
   #recheckAgain = false;
   /** While the state is replayed (`attach`): what arrives, and what this daemon hands on itself, in order. */
   #waitingForReplay: Array<() => void> | undefined;
+  /** The state keys changed by what this daemon heard live, while it catches up on the state bucket's writes (`#catchUp`). */
+  #heardLive: Set<string> | undefined;
   /** What this daemon published lately, to publish again for a receiver that missed it. */
   readonly #ring: SentRing;
   /** Every other daemon's messages, once each, in the order it numbered them. */
@@ -445,6 +452,7 @@ export class NatsCluster implements BusRelay {
   /** A register or deregister the fallback plugin accepted: kept in the state bucket by the daemon it came through. */
   #registration(change: FallbackRegistrationChange): void {
     const key = stateKey.registration(change.session_id, change.skill_id);
+    this.#live(key);
     // Made or removed through another daemon (or replayed): that daemon keeps the key now.
     if (change.type === 'deregistered' || change.connection !== undefined || !this.#ownRegistrations.has(change.message)) this.#inProcessRegistrations.delete(key);
     if (!this.#ownRegistrations.has(change.message)) return;
@@ -580,6 +588,7 @@ export class NatsCluster implements BusRelay {
     const fallback = this.#fallback;
     // This daemon's own notes come back only from the state (NATS echoes nothing): its suspensions before a restart.
     if (fallback === undefined || typeof note !== 'object' || note === null || typeof note.skill_id !== 'string' || typeof note.node !== 'string') return;
+    this.#live(stateKey.suspension(note.skill_id));
     if (note.type === 'resumed') fallback.resumedElsewhere(note.skill_id, note.node);
     else if (note.type === 'suspended' && typeof note.for_ms === 'number' && typeof note.at === 'number') {
       // What is left of it: a suspension replayed from the state has partly run already.
@@ -1076,6 +1085,9 @@ export class NatsCluster implements BusRelay {
    * bound to it, and the connection closed after (its skill is known, and not taken for connected).
    */
   async #replay(server: BusServer): Promise<number> {
+    // Opened first, read after the replay: what is written from now on (`#catchUp`).
+    const updates = await this.#state.watch({ include: KvWatchInclude.UpdatesOnly });
+    this.#catchUp(server, updates);
     if ((await this.#state.status()).values === 0) return 0;
     const watch = await this.#state.watch();
     const referenced = new Set<string>();
@@ -1114,6 +1126,37 @@ export class NatsCluster implements BusRelay {
       this.#writeState(stateKey.connection(connection), null);
     }
     return count;
+  }
+
+  /**
+   * The state bucket's writes after this daemon began to read it, for `CATCH_UP_MS` (or twice `deadAfterMs`): a change
+   * whose frame reached NATS before this daemon subscribed, written after it read the bucket, is not missed. Only
+   * new values of keys it has not heard change live since (`#heardLive`): what it heard live is as new, or newer.
+   * Removals are not read (what a removal would remove the daemon knows from the bucket only if it was written before
+   * it read it: the frame that removed it came before this daemon subscribed, and the key is removed a moment after).
+   */
+  #catchUp(server: BusServer, updates: AsyncIterable<KvWatchEntry> & { stop(): void }): void {
+    const heardLive = new Set<string>();
+    this.#heardLive = heardLive;
+    const stop = this.#clock.setTimeout(() => updates.stop(), Math.max(CATCH_UP_MS, 2 * this.#options.deadAfterMs));
+    void (async () => {
+      // In the order they came with the frames heard live: behind the replay, and behind a key's live change.
+      for await (const entry of updates) {
+        if (entry.operation === 'PUT') this.#afterReplay(() => void (heardLive.has(entry.key) || this.#replayed(server, entry, new Set())));
+      }
+    })()
+      .catch((error: unknown) => {
+        if (!this.#closing) this.#logger.warn({ reason: 'cluster_watch_failed', err: error }, 'cluster: the state bucket\'s new writes could not be read');
+      })
+      .finally(() => {
+        this.#clock.clearTimeout(stop);
+        this.#heardLive = undefined;
+      });
+  }
+
+  /** A state key changed by what this daemon heard (not by the replay of the bucket itself), while it catches up. */
+  #live(key: string): void {
+    if (this.#waitingForReplay === undefined) this.#heardLive?.add(key);
   }
 
   /** One entry of the state bucket, replayed (one that does not parse is logged and skipped). */
@@ -1176,6 +1219,7 @@ export class NatsCluster implements BusRelay {
 
   #connection(note: ConnectionNote): void {
     if (typeof note.connection !== 'string') return;
+    this.#live(stateKey.connection(note.connection));
     const closed = note.closed === true;
     // Once each way, whether heard live or replayed (a change can be both while a daemon joins).
     if (closed ? !this.#open.delete(note.connection) : this.#open.has(note.connection)) return;

@@ -11,8 +11,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
-import { FORMER_STATE_STREAM, partitionOf, preferredOwner, STATE_BUCKET } from '../../src/cluster/subjects.js';
-import { createMessage, reply, utteranceIdOf, type Message } from '../../src/bus/message.js';
+import { FORMER_STATE_STREAM, partitionOf, preferredOwner, STATE_BUCKET, stateKey } from '../../src/cluster/subjects.js';
+import { createMessage, encodeMessage, reply, utteranceIdOf, type Message } from '../../src/bus/message.js';
 import { startDaemon, type Daemon } from '../../src/daemon/daemon.js';
 import { silentLogger, type Logger } from '../../src/log/logger.js';
 import { natsServerAbsent, startNatsServer, type NatsServer } from '../support/nats-server.js';
@@ -177,7 +177,8 @@ async function cutOffPair(extraA: Record<string, unknown> = {}) {
   const logsB = captureLogs('info');
   const a = await daemon(proxy.url, 'node-a', logsA.logger, extraA);
   const b = await daemon(server.url, 'node-b', logsB.logger);
-  await expect.poll(() => a.cluster!.view().owned.length > 0 && a.cluster!.view().owned.length + b.cluster!.view().owned.length === PARTITIONS, { timeout: 10_000 }).toBe(true);
+  // Each owns some (the first started owns all until it hears the second), together all.
+  await expect.poll(() => a.cluster!.view().owned.length > 0 && b.cluster!.view().owned.length > 0 && a.cluster!.view().owned.length + b.cluster!.view().owned.length === PARTITIONS, { timeout: 10_000 }).toBe(true);
   const skill = await heldSkill(b.url);
   await expect.poll(() => [a, b].map((d) => [...d.system.fallback.registry.availableFor('default').keys()].join()), { timeout: 5_000 }).toEqual(['h.spec', 'h.spec']);
   const user = await probe(b.url);
@@ -480,6 +481,28 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     expect([a, b].map((daemon) => daemon.system.fallback.breaker.suspended('s.silent'))).toEqual([true, true]);
   }, 60_000);
 
+  it('FALLBACK-1 §3: a daemon that joins knows a registration whose frame went out before it subscribed and whose key was written after it read the state (a write NATS took late), and what it heard live is not undone by the late write', async () => {
+    const server = await nats();
+    const a = await daemon(server.url, 'node-a');
+    const b = await daemon(server.url, 'node-b');
+    await expect.poll(() => a.cluster!.view().owned.length + b.cluster!.view().owned.length, { timeout: 5_000 }).toBe(PARTITIONS);
+    // A spec skill on A registers at 30, then at 35: heard live by B (its register frames).
+    const live = await specSkill(a.url, 'live.spec', 30, 'live');
+    live.send(createMessage('ovos.fallback.register', { skill_id: 'live.spec', priority: 35 }, { skill_id: 'live.spec' }));
+    await expect.poll(() => b.system.fallback.registry.entry('default', 'live.spec')?.priority, { timeout: 5_000 }).toBe(35);
+    // The state bucket as A would write it late: a registration B never heard (its frame went out before B
+    // subscribed), and an older value of one B heard change since.
+    const nc = await connect({ servers: server.url });
+    cleanups.push(() => nc.close());
+    const state = await new Kvm(nc).open(STATE_BUCKET);
+    const registration = (skillId: string, priority: number): string => JSON.stringify({ frame: encodeMessage(createMessage('ovos.fallback.register', { skill_id: skillId, priority }, { skill_id: skillId })) });
+    await state.put(stateKey.registration('default', 'live.spec'), registration('live.spec', 30));
+    await state.put(stateKey.registration('default', 'late.spec'), registration('late.spec', 40));
+    // Read in the order written: once the second is in, the first has been read.
+    await expect.poll(() => b.system.fallback.registry.entry('default', 'late.spec')?.priority, { timeout: 5_000 }).toBe(40);
+    expect(b.system.fallback.registry.entry('default', 'live.spec')?.priority).toBe(35);
+  }, 60_000);
+
   it('FALLBACK-1 §3 across restarts: the cluster\'s state is one key per registration and open connection however often skills reconnect, and it outlives every daemon — an ovos-workshop skill that never registers again is known to the daemons started again', async () => {
     const server = await nats();
     const a = await daemon(server.url, 'node-a');
@@ -643,7 +666,7 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     // after the 125 ms claim bound): both common-query skills below are claimants.
     const b = await daemon(server.url, 'node-b', logs.logger, { commonQuery: { pollClaimBoundMs: 500, pollWindowMs: 500 } });
     await expect.poll(() => b.cluster!.view().owned.length, { timeout: 5_000 }).toBeGreaterThan(0);
-    await expect.poll(() => a.cluster!.view().owned.length + b.cluster!.view().owned.length, { timeout: 5_000 }).toBe(PARTITIONS);
+    await expect.poll(() => a.cluster!.view().owned.length > 0 && b.cluster!.view().owned.length > 0 && a.cluster!.view().owned.length + b.cluster!.view().owned.length === PARTITIONS, { timeout: 10_000 }).toBe(true);
     // Sessions whose contests run on B, asked by a user on B; the skills that leave are on A.
     const onB = (prefix: string): string => {
       for (let i = 0; ; i++) if (b.cluster!.view().owned.includes(partitionOf(`${prefix}-${i}`, PARTITIONS))) return `${prefix}-${i}`;
