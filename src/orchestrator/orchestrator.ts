@@ -58,6 +58,19 @@ import {
  */
 export const SKILL_HANDLED_GRACE_MS = 2 * MAX_PAUSE_MS;
 
+/** A handled left to a legacy skill for the grace: ours, sent at its end unless the skill's comes first. */
+interface PendingHandled {
+  readonly timer: TimerId;
+  readonly handled: Message;
+  readonly skill: string;
+  /** The connection the skill was dispatched over. */
+  readonly connection: string | undefined;
+  /** When the grace began (monotonic ms). */
+  readonly since: number;
+  /** How far into the grace that connection closed, if it did. */
+  closedAfterMs: number | undefined;
+}
+
 /** Skills remembered as leaving the handled to us, and utterances ended with ours at once for them (oldest forgotten). */
 const MAX_LEARNT = 1024;
 const MAX_ENDED_FOR = 256;
@@ -93,7 +106,7 @@ export class Orchestrator {
   /** Connection → the utterances awaiting the handler of a skill dispatched while it spoke over that connection. */
   readonly #awaitingOn = new Map<string, Set<string>>();
   /** Utterances (ended) whose handled is the skill's to send: ours goes out if it has not come when the timer fires. */
-  readonly #pendingHandled = new Map<string, { readonly timer: TimerId; readonly handled: Message; readonly skill: string; readonly connection: string | undefined }>();
+  readonly #pendingHandled = new Map<string, PendingHandled>();
   /**
    * Legacy skills seen to leave the utterance's handled to the pipeline (no handled of their own within the grace):
    * their next utterances get our handled the moment their handler completes — no grace to wait out. Kept across
@@ -165,6 +178,8 @@ export class Orchestrator {
         const live = this.#inFlight.get(key);
         if (live?.awaited !== undefined) live.contest?.send({ type: 'SKILL_GONE', skill_id: live.awaited.skill });
       }
+      // A grace whose skill's connection closes: whether its handled could have gone with it is told at its end.
+      for (const pending of this.#pendingHandled.values()) if (pending.connection === connection) pending.closedAfterMs ??= supervisor.clock.monotonic() - pending.since;
     });
     // OVOS-PIPELINE-1 §10: each plugin answers its introspection request.
     supervisor.on('intents.list', (inbound, message) => {
@@ -430,10 +445,13 @@ export class Orchestrator {
    */
   #awaitSkillHandled(key: string, handled: Message, skill: string, connection: string | undefined): void {
     const timer = this.#supervisor.clock.setTimeout(() => {
+      const closedAfterMs = this.#pendingHandled.get(key)?.closedAfterMs;
       this.#sendPendingHandled(key);
-      // A skill whose connection closed during the grace may have lost its handled with it: nothing learnt. (It is not
-      // learnt yet: its utterances wait only while it is not, and learning it sends all of theirs.)
-      if (connection !== undefined && !this.#supervisor.isOpen(connection)) return;
+      // A skill whose connection closed before its handled, sent right after its .response, had surely been read (the
+      // longest fair-share pause, MAX_PAUSE_MS) may have lost it with the connection: nothing learnt. (It is not
+      // learnt yet: its utterances wait only while it is not, and learning it sends all of theirs.) One whose
+      // connection lived past that sends none: learnt, even if it reconnects more often than the grace lasts.
+      if (closedAfterMs !== undefined ? closedAfterMs < MAX_PAUSE_MS : connection !== undefined && !this.#supervisor.isOpen(connection)) return;
       this.#leavesHandled.add(skill);
       if (this.#leavesHandled.size > MAX_LEARNT) this.#leavesHandled.delete(this.#leavesHandled.values().next().value!);
       this.#supervisor.logger.info(
@@ -442,7 +460,7 @@ export class Orchestrator {
       );
       for (const [other, pending] of this.#pendingHandled) if (pending.skill === skill) this.#sendPendingHandled(other);
     }, SKILL_HANDLED_GRACE_MS);
-    this.#pendingHandled.set(key, { timer, handled, skill, connection });
+    this.#pendingHandled.set(key, { timer, handled, skill, connection, since: this.#supervisor.clock.monotonic(), closedAfterMs: undefined });
   }
 
   /** The handled left to a skill goes out now (ours). */

@@ -884,6 +884,35 @@ describe('OVOS-PIPELINE-1 §6 with ovos-workshop skills that leave the handled t
     expect(handledOf(h, 'u2')).toHaveLength(1);
   });
 
+  it('PIPELINE-1 §6: a skill whose connection closes later in the grace — after the longest fair-share pause, when a handled sent right after its .response would have been read — sends none: learnt, though it reconnects more often than the grace lasts', async () => {
+    const h = createHarness(CONFIG);
+    let on = 'c1';
+    scripted(h, 'flaky.fb', 30, 'c1', () => true, (r) => respond(h, r, 'flaky.fb', on));
+    await h.settle();
+    await ask(h, 'u1');
+    await h.advance(MAX_PAUSE_MS + 100);
+    h.bus.closeConnection('c1');
+    on = 'c2';
+    h.bus.openConnection('c2');
+    await h.advance(SKILL_HANDLED_GRACE_MS);
+    expect(handledOf(h, 'u1')).toHaveLength(1);
+    expect(withReason(h, 'skill_leaves_handled')).toEqual([expect.objectContaining({ skill_id: 'flaky.fb', utterance_id: 'u1' })]);
+    await ask(h, 'u2');
+    expect(handledOf(h, 'u2')).toHaveLength(1); // at once
+  });
+
+  it('PIPELINE-1 §6: a skill whose connection closes within the longest fair-share pause after its .response (its handled may have been unread in the socket) is not learnt', async () => {
+    const h = createHarness(CONFIG);
+    scripted(h, 'flaky.fb', 30, 'c1', () => true, (r) => respond(h, r, 'flaky.fb', 'c1'));
+    await h.settle();
+    await ask(h, 'u1');
+    await h.advance(MAX_PAUSE_MS - 100);
+    h.bus.closeConnection('c1');
+    await h.advance(SKILL_HANDLED_GRACE_MS);
+    expect(handledOf(h, 'u1')).toHaveLength(1);
+    expect(withReason(h, 'skill_leaves_handled')).toEqual([]);
+  });
+
   it('PIPELINE-1 §6 on a bus without connection identity: our own handled, naming a learnt skill in its context for an utterance not dispatched to it, does not unlearn it', async () => {
     const bus = new LocalBus();
     for (const hidden of ['connectionOf', 'onConnectionClosed', 'onConnectionOpened']) Object.defineProperty(bus, hidden, { value: undefined });
