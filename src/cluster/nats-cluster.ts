@@ -209,13 +209,14 @@ function registrationMessage(sessionId: string, skillId: string, priority: numbe
  * A KV bucket, created if missing, with the settings asked for: `Kvm.create` only reads a bucket that exists, so a
  * change of `cluster.replicas` or `fallback.forgetAfterMs` is applied to its stream here.
  */
-async function bucket(kvm: Kvm, jsm: JetStreamManager, name: string, options: { readonly replicas: number; readonly ttl?: number; readonly storage?: StorageType }, logger: Logger): Promise<KV> {
-  const kv = await whilePlacing(() => kvm.create(name, { history: 1, ...options }), logger);
+async function bucket(kvm: Kvm, jsm: JetStreamManager, name: string, options: { readonly replicas: number; readonly ttl?: number; readonly storage?: StorageType }, forming: Forming): Promise<KV> {
+  const { logger } = forming;
+  const kv = await whilePlacing(() => kvm.create(name, { history: 1, ...options }), forming);
   const stream = `KV_${name}`;
-  const { config } = await whilePlacing(() => jsm.streams.info(stream), logger);
+  const { config } = await whilePlacing(() => jsm.streams.info(stream), forming);
   const maxAge = options.ttl === undefined ? config.max_age : nanos(options.ttl);
   if (config.num_replicas !== options.replicas || config.max_age !== maxAge) {
-    await whilePlacing(() => jsm.streams.update(stream, { ...config, num_replicas: options.replicas, max_age: maxAge }), logger);
+    await whilePlacing(() => jsm.streams.update(stream, { ...config, num_replicas: options.replicas, max_age: maxAge }), forming);
     logger.info({ bucket: name, replicas: options.replicas, ttl_ms: options.ttl }, 'cluster: bucket settings changed');
   }
   return kv;
@@ -253,16 +254,23 @@ const PLACEMENT_WAIT_MS = 30_000;
  */
 const FORMING = /no suitable peers|temporarily unavailable|timeout|503|no responders/i;
 
-/** `call`, tried again while JetStream answers that its NATS cluster is still forming, for up to `PLACEMENT_WAIT_MS`. */
-async function whilePlacing<T>(call: () => Promise<T>, logger: Logger): Promise<T> {
-  const deadline = Date.now() + PLACEMENT_WAIT_MS;
-  for (let waited = false; ; waited = true) {
+/** One start's wait for a NATS cluster still forming: `PLACEMENT_WAIT_MS` in all, said once. */
+interface Forming {
+  readonly logger: Logger;
+  readonly deadline: number;
+  said: boolean;
+}
+
+/** `call`, tried again while JetStream answers that its NATS cluster is still forming, until the start's deadline. */
+async function whilePlacing<T>(call: () => Promise<T>, forming: Forming): Promise<T> {
+  for (;;) {
     try {
       return await call();
     } catch (error) {
       const detail = `${(error as { name?: unknown }).name} ${String(error)}`;
-      if (!FORMING.test(detail) || Date.now() > deadline) throw error;
-      if (!waited) logger.info({ reason: 'jetstream_forming', detail, wait_ms: PLACEMENT_WAIT_MS }, 'cluster: JetStream of the NATS cluster is not ready yet; waiting for it');
+      if (!FORMING.test(detail) || Date.now() > forming.deadline) throw error;
+      if (!forming.said) forming.logger.info({ reason: 'jetstream_forming', detail, wait_ms: PLACEMENT_WAIT_MS }, 'cluster: JetStream of the NATS cluster is not ready yet; waiting for it');
+      forming.said = true;
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
   }
@@ -410,9 +418,10 @@ export class NatsCluster implements BusRelay {
     try {
       const replicas = options.replicas ?? 1;
       const kvm = new Kvm(nc);
-      const jsm = await whilePlacing(() => jetstreamManager(nc), options.logger);
-      const kv = await bucket(kvm, jsm, PARTITION_BUCKET, { replicas }, options.logger);
-      const state = await bucket(kvm, jsm, STATE_BUCKET, { replicas, storage: StorageType.File, ttl: options.stateTtlMs }, options.logger);
+      const forming: Forming = { logger: options.logger, deadline: Date.now() + PLACEMENT_WAIT_MS, said: false };
+      const jsm = await whilePlacing(() => jetstreamManager(nc), forming);
+      const kv = await bucket(kvm, jsm, PARTITION_BUCKET, { replicas }, forming);
+      const state = await bucket(kvm, jsm, STATE_BUCKET, { replicas, storage: StorageType.File, ttl: options.stateTtlMs }, forming);
       // Earlier versions kept every change in a stream (it grew with every connection opened and closed, and its size
       // bound dropped the oldest registrations first): nothing reads it any more, and it would go on storing.
       if (await jsm.streams.delete(FORMER_STATE_STREAM).catch(() => false)) {
@@ -444,6 +453,7 @@ export class NatsCluster implements BusRelay {
       const note: BreakerNote = { type: event.type, skill_id: event.skill_id, node: this.node, at: this.#clock.now(), ...(event.for_ms === undefined ? {} : { for_ms: event.for_ms }) };
       const data = encoder.encode(JSON.stringify(note));
       this.#publish(BREAKER_SUBJECT, undefined, undefined, data);
+      this.#live(stateKey.suspension(event.skill_id));
       this.#writeState(stateKey.suspension(event.skill_id), event.type === 'suspended' ? data : null);
     });
     fallback.onRegistration((change) => this.#registration(change));
@@ -1138,7 +1148,11 @@ export class NatsCluster implements BusRelay {
   #catchUp(server: BusServer, updates: AsyncIterable<KvWatchEntry> & { stop(): void }): void {
     const heardLive = new Set<string>();
     this.#heardLive = heardLive;
-    const stop = this.#clock.setTimeout(() => updates.stop(), Math.max(CATCH_UP_MS, 2 * this.#options.deadAfterMs));
+    // Counted from the end of the replay (a large bucket takes a while).
+    let stop: TimerId | undefined;
+    this.#afterReplay(() => {
+      stop = this.#clock.setTimeout(() => updates.stop(), Math.max(CATCH_UP_MS, 2 * this.#options.deadAfterMs));
+    });
     void (async () => {
       // In the order they came with the frames heard live: behind the replay, and behind a key's live change.
       for await (const entry of updates) {
@@ -1149,7 +1163,7 @@ export class NatsCluster implements BusRelay {
         if (!this.#closing) this.#logger.warn({ reason: 'cluster_watch_failed', err: error }, 'cluster: the state bucket\'s new writes could not be read');
       })
       .finally(() => {
-        this.#clock.clearTimeout(stop);
+        if (stop !== undefined) this.#clock.clearTimeout(stop);
         this.#heardLive = undefined;
       });
   }
@@ -1206,7 +1220,12 @@ export class NatsCluster implements BusRelay {
     waiting.adopted = undefined;
     this.#entries.delete(frameId);
     const utteranceId = waiting.taken?.utteranceId;
-    if (utteranceId !== undefined) this.#frameOf.delete(utteranceId);
+    if (utteranceId !== undefined) {
+      this.#frameOf.delete(utteranceId);
+      // Ended now, though its handled waits for the NATS server: the same utterance handed here again meanwhile is not
+      // ended a second time.
+      this.#ended.set(utteranceId, this.#clock.monotonic());
+    }
     const stamped = utteranceId === undefined ? waiting.message : withContext(waiting.message, { utterance_id: utteranceId });
     const completed = waiting.handler === 'complete';
     const outcome = completed ? 'handler_completed' : waiting.handler === 'error' ? 'handler_error' : waiting.decided === 'unmatched' ? 'unmatched' : 'handler_unheard';
@@ -1488,7 +1507,13 @@ export class NatsCluster implements BusRelay {
       // spec skill says its handler ended and the handled is sent here; unheard within the handler bound, it ends
       // with an error. Unmatched: only its handled was missing.
       if (waiting.handler !== undefined || waiting.decided === 'unmatched') this.#endAdopted(frameId, waiting);
-      else waiting.adopted = this.#clock.setTimeout(() => this.#endAdopted(frameId, waiting), this.#options.handlerMs);
+      else {
+        // In flight here until its handled: the partition is not given up (to a daemon that may be handed it again)
+        // before it ends.
+        owned.inFlight++;
+        this.#mine.set(waiting.taken.utteranceId, partition);
+        waiting.adopted = this.#clock.setTimeout(() => this.#endAdopted(frameId, waiting), this.#options.handlerMs);
+      }
     }
   }
 
@@ -1520,13 +1545,13 @@ export class NatsCluster implements BusRelay {
       };
       const key = `${run} ${waiting.partition}`;
       let batch = batches.get(key);
-      const bytes = orphan.message.length + 200;
-      // One note stays well under the servers' max_payload.
-      if (batch !== undefined && batch.bytes + bytes > this.maxPayload / 2) {
+      // One note stays under the servers' max_payload (an entry larger than a frame can be never reached NATS).
+      const bytes = Buffer.byteLength(JSON.stringify(orphan)) + 1;
+      if (batch !== undefined && batch.bytes + bytes > this.maxPayload - 1024) {
         this.#publishNote({ kind: 'orphans', partition: batch.partition, node: this.node, to: batch.owner, entries: batch.entries });
         batch = undefined;
       }
-      if (batch === undefined) batches.set(key, (batch = { partition: waiting.partition, owner, entries: [], bytes: 0 }));
+      if (batch === undefined) batches.set(key, (batch = { partition: waiting.partition, owner, entries: [], bytes: 200 }));
       batch.entries.push(orphan);
       batch.bytes += bytes;
     }

@@ -9,7 +9,7 @@ import { LocalBus } from '../../src/bus/local-bus.js';
 import { createMessage, reply, type JsonObject, type Message } from '../../src/bus/message.js';
 import type { Match, PipelineStage } from '../../src/pipeline/plugin.js';
 import { createHarness, fallbackSkill, withConfig, type Harness } from '../support/harness.js';
-import { SKILL_HANDLED_GRACE_MS } from '../../src/orchestrator/orchestrator.js';
+import { SKILL_HANDLED_GRACE_MS, SKILL_HANDLED_READ_MS } from '../../src/orchestrator/orchestrator.js';
 import { MAX_PAUSE_MS } from '../../src/bus/fair-share.js';
 
 const FALLBACK_STAGES = ['fallback_high', 'fallback_medium', 'fallback_low'];
@@ -890,7 +890,7 @@ describe('OVOS-PIPELINE-1 §6 with ovos-workshop skills that leave the handled t
     scripted(h, 'flaky.fb', 30, 'c1', () => true, (r) => respond(h, r, 'flaky.fb', on));
     await h.settle();
     await ask(h, 'u1');
-    await h.advance(MAX_PAUSE_MS + 100);
+    await h.advance(SKILL_HANDLED_READ_MS);
     h.bus.closeConnection('c1');
     on = 'c2';
     h.bus.openConnection('c2');
@@ -901,15 +901,25 @@ describe('OVOS-PIPELINE-1 §6 with ovos-workshop skills that leave the handled t
     expect(handledOf(h, 'u2')).toHaveLength(1); // at once
   });
 
-  it('PIPELINE-1 §6: a skill whose connection closes within the longest fair-share pause after its .response (its handled may have been unread in the socket) is not learnt', async () => {
+  it('PIPELINE-1 §6: a skill whose connection closes within the longest fair-share pause after its .response (its handled may have been unread in the socket), or is closed late (its daemon lost), is not learnt', async () => {
     const h = createHarness(CONFIG);
     scripted(h, 'flaky.fb', 30, 'c1', () => true, (r) => respond(h, r, 'flaky.fb', 'c1'));
     await h.settle();
     await ask(h, 'u1');
-    await h.advance(MAX_PAUSE_MS - 100);
+    await h.advance(SKILL_HANDLED_READ_MS - 1);
     h.bus.closeConnection('c1');
     await h.advance(SKILL_HANDLED_GRACE_MS);
     expect(handledOf(h, 'u1')).toHaveLength(1);
+    expect(withReason(h, 'skill_leaves_handled')).toEqual([]);
+    // Late: heard of only once its daemon was missed, however far into the grace.
+    h.bus.openConnection('c2');
+    scripted(h, 'other.fb', 20, 'c2', () => true, (r) => respond(h, r, 'other.fb', 'c2'));
+    await h.settle();
+    await ask(h, 'u2');
+    await h.advance(SKILL_HANDLED_READ_MS + 100);
+    h.bus.closeConnection('c2', true);
+    await h.advance(SKILL_HANDLED_GRACE_MS);
+    expect(handledOf(h, 'u2')).toHaveLength(1);
     expect(withReason(h, 'skill_leaves_handled')).toEqual([]);
   });
 
