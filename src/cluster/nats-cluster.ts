@@ -1596,11 +1596,7 @@ export class NatsCluster implements BusRelay {
     if (this.#claiming.has(partition)) return;
     this.#claiming.add(partition);
     try {
-      await this.#kv.update(`p.${partition}`, JSON.stringify({ owner: null, epoch: row.epoch }), row.revision);
-      this.#publishNote({ kind: 'released', partition, node: this.node });
-      this.#logger.debug({ partition }, 'cluster: a partition of an earlier run given up');
-    } catch (error) {
-      this.#logger.debug({ reason: 'partition_release_failed', partition, err: error }, 'cluster: partition release not written');
+      if (await this.#writeFree(partition, row.epoch, row.revision)) this.#publishNote({ kind: 'released', partition, node: this.node });
     } finally {
       this.#claiming.delete(partition);
     }
@@ -1610,13 +1606,20 @@ export class NatsCluster implements BusRelay {
     const owned = this.#owned.get(partition);
     if (owned === undefined) return;
     this.#owned.delete(partition);
+    await this.#writeFree(partition, owned.epoch, owned.revision);
+    this.#publishNote({ kind: 'released', partition, node: this.node });
+  }
+
+  /** The partition's entry written free (compare-and-set on `revision`): whether it was. */
+  async #writeFree(partition: number, epoch: number, revision: number): Promise<boolean> {
     try {
-      await this.#kv.update(`p.${partition}`, JSON.stringify({ owner: null, epoch: owned.epoch }), owned.revision);
+      await this.#kv.update(`p.${partition}`, JSON.stringify({ owner: null, epoch }), revision);
+      this.#logger.debug({ partition }, 'cluster: partition given up');
+      return true;
     } catch (error) {
       this.#logger.debug({ reason: 'partition_release_failed', partition, err: error }, 'cluster: partition release not written');
+      return false;
     }
-    this.#publishNote({ kind: 'released', partition, node: this.node });
-    this.#logger.debug({ partition }, 'cluster: partition given up');
   }
 
   #publishNote(note: Note): void {
