@@ -763,6 +763,51 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     await expect.poll(() => connectionsOf('node-b'), { timeout: 5_000 }).toEqual([]);
   }, 90_000);
 
+  it('PIPELINE-1 §6: a daemon SIGKILLed with utterances dispatched, started again under its name once the other has taken its partitions over: the partitions of the utterances still waiting for their handler stay with the daemon that adopted them until they end — each ends once, with one handled and one answer — and go back after', async () => {
+    const server = await nats();
+    const a = await daemon(server.url, 'node-a');
+    const port = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), 'ovos-contests-cluster-'));
+    const file = join(dir, 'b.json');
+    writeFileSync(file, JSON.stringify({ bus: { port }, exampleSkills: false, inspector: { enabled: false }, cluster: { ...CLUSTER, nats: server.url, nodeId: 'node-b' }, fallback: FALLBACK }));
+    let b: Spawned = npmStart(['--config', file], dir);
+    cleanups.push(() => killGroup(b));
+    await b.printed('one daemon of a cluster on NATS');
+    await expect.poll(() => a.cluster!.view().owned.length + a.cluster!.view().owners.filter((owner) => owner === 'node-b').length, { timeout: 10_000 }).toBe(PARTITIONS);
+    const shareOfB = a.cluster!.view().owners.flatMap((owner, partition) => (owner === 'node-b' ? [partition] : []));
+    expect(shareOfB.length).toBeGreaterThan(0);
+    const skill = await heldSkill(a.url);
+    await expect.poll(() => [...a.system.fallback.registry.availableFor('default').keys()], { timeout: 5_000 }).toEqual(['h.spec']);
+    const user = await probe(a.url);
+    // Dispatched on B, their handler held, in one of B's partitions: A adopts them when it takes B's partitions over.
+    const [held, ...free] = shareOfB as [number, ...number[]];
+    expect(free.length).toBeGreaterThan(0);
+    const sent: Array<{ id: string; onB: boolean; kind: 'handler' }> = [];
+    for (let s = 0; sent.length < 4; s++) {
+      const session = `back-s${s}`;
+      if (partitionOf(session, PARTITIONS) !== held) continue;
+      sent.push({ id: `${session}-u0`, onB: true, kind: 'handler' });
+      user.utter('hold the handler', { utteranceId: `${session}-u0`, session: { session_id: session }, lang: 'en-US' });
+    }
+    await Promise.all(sent.map(({ id }) => user.waitFor((m) => m.type === 'h.spec:fallback' && utteranceIdOf(m) === id, `dispatch of ${id}`)));
+
+    await signalDaemon(b, 'SIGKILL');
+    await expect.poll(() => a.cluster!.view().owned.length, { timeout: 10_000 }).toBe(PARTITIONS);
+    await expect.poll(() => a.cluster!.view().members, { timeout: 10_000 }).toEqual(['node-a']);
+    // B again, under its name: its share comes back, except the partition of what A still waits on.
+    b = npmStart(['--config', file], dir);
+    await b.printed('one daemon of a cluster on NATS');
+    await expect.poll(() => free.map((partition) => a.cluster!.view().owners[partition]), { timeout: 10_000 }).toEqual(free.map(() => 'node-b'));
+    expect(a.cluster!.view().owners[held]).toBe('node-a');
+
+    skill.release();
+    await Promise.all(sent.map(({ id }) => user.handled(id)));
+    // Ended, they let their partition go to B.
+    await expect.poll(() => a.cluster!.view().owners[held], { timeout: 10_000 }).toBe('node-b');
+    await user.barrier();
+    expect(notAnsweredOnce(user, sent)).toEqual([]);
+  }, 90_000);
+
   it.each([
     ['under the same cluster.nodeId', true],
     ['under a new name', false],
