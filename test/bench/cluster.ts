@@ -15,12 +15,12 @@
  * doubled: more than one handled or spoken line.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WebSocket, type RawData } from 'ws';
-import { partitionOf } from '../../src/cluster/subjects.js';
+import { partitionOf, preferredOwner } from '../../src/cluster/subjects.js';
 import { decodeFrame, utteranceIdOf } from '../../src/bus/message.js';
 import type { DriverResult } from './driver-process.js';
 import { COMMON_QUERY, cpuMsOf, FALLBACK, freePort, startDriver } from './mixed-load.js';
@@ -84,7 +84,13 @@ interface Daemon extends Proc {
 async function startDaemon(state: string, nats: string | undefined, node: string): Promise<Daemon> {
   const port = await freePort();
   const args = [...profileArgv(), DAEMON_MAIN, '--port', String(port), '--no-example-skills', '--inspector-port', '0', '--no-mycroft-conf', '--no-registry-file'];
-  if (nats !== undefined) args.push('--nats', nats);
+  if (nats !== undefined) {
+    // Named, not random: which sessions each daemon runs follows from the names (rendezvous hashing), the same in every run.
+    mkdirSync(state, { recursive: true });
+    const config = join(state, 'config.json');
+    writeFileSync(config, JSON.stringify({ cluster: { nodeId: node } }));
+    args.push('--nats', nats, '--config', config);
+  }
   const proc = start(process.execPath, args, { XDG_STATE_HOME: state });
   await until(() => proc.output().includes('"msg":"inspector page at this address"'), `daemon ${node} listening`);
   const inspector = /"url":"(http:\/\/127\.0\.0\.1:\d+\/)","msg":"inspector page/.exec(proc.output())?.[1];
@@ -94,6 +100,20 @@ async function startDaemon(state: string, nats: string | undefined, node: string
     inspector: () => inspector,
     registered: () => (proc.output().match(/"fallback skill registered"/g) ?? []).length,
   };
+}
+
+/**
+ * The daemons' `cluster.nodeId`s. With them, the second daemon owns 16 of the 32 partitions and 99 of the load's 200
+ * sessions (the report says so): an even split, as rendezvous hashing gives on average, and the same in every run —
+ * with random names it ranged over about 40 % to 60 % of the sessions from run to run, and the CPU of the cluster with it.
+ */
+const NODES = ['first', 'second'] as const;
+
+/** How many of a run's sessions (`<runId>-s<slot>`) the daemon named `node` runs, with every daemon of `NODES` alive. */
+function sessionsOf(node: string, runId: string, sessions: number): number {
+  let count = 0;
+  for (let slot = 0; slot < sessions; slot++) if (preferredOwner(partitionOf(`${runId}-s${slot}`, PARTITIONS), [...NODES]) === node) count++;
+  return count;
 }
 
 interface Setup {
@@ -140,7 +160,7 @@ async function setupRuns(setup: Setup): Promise<{ runs: Run[]; failover?: Failov
     }
     const daemons: Daemon[] = [];
     for (let i = 0; i < setup.daemons; i++) {
-      const daemon = await startDaemon(join(state, `d${i}`), natsUrl, `d${i}`);
+      const daemon = await startDaemon(join(state, `d${i}`), natsUrl, NODES[i]!);
       daemons.push(daemon);
       closers.unshift(() => daemon.kill('SIGTERM'));
     }
@@ -316,6 +336,7 @@ export async function benchCluster(): Promise<Section> {
     rows: runs.map(row),
     notes: [
       'latency = driver publishes ovos.utterance.handle → driver receives ovos.utterance.handled, both over the websocket of the first daemon; the skills are connected to the first daemon too',
+      `two daemons: cluster.nodeId "${NODES[0]}" and "${NODES[1]}" — the second owns ${[...Array(PARTITIONS).keys()].filter((p) => preferredOwner(p, [...NODES]) === NODES[1]).length} of the ${PARTITIONS} partitions and runs ${sessionsOf(NODES[1], 'load', CONCURRENCY)} of the load's ${CONCURRENCY} sessions; every utterance of those crosses NATS (its entry and the skills' replies from the first daemon, its contest's output back to it)`,
       'the mixed load of benchmark 8: a command (five sequential fallback pings, the fifth willing) and a question (three common-query answers), alternating',
       `the cost of distribution, closed load: CPU per utterance of both daemons and nats-server ${cpuOf(two).toFixed(2)} ms against one embedded daemon's ${base.toFixed(2)} ms: ${ratio.toFixed(2)}× (target ≤ ${TARGET.cpuRatio}×); one daemon on NATS ${cpuOf(one).toFixed(2)} ms`,
       `failover: ${failover.published} utterances at ${FAILOVER.ratePerSecond}/s over ${FAILOVER.sessions} sessions on ${FAILOVER.satellites} connections, the second daemon SIGKILLed after ${FAILOVER.killAfterMs} ms; ${failover.affected} of its sessions' utterances waited for the failover (in flight at the kill, or asked before its sessions moved); kill (or their arrival, if later) → their handled p50 ${times.p50.toFixed(0)} ms, p99 ${times.p99.toFixed(0)} ms, max ${times.max.toFixed(0)} ms; lost ${failover.lost}, doubled ${failover.doubled}`,
