@@ -87,6 +87,10 @@ export interface ClusterView {
   readonly fenced: number;
   /** Messages of other daemons missed and not to be had again (redelivery gave up). */
   readonly framesLost: number;
+  /** Client connections open on the other daemons (while there are none, `keptHere` grows). */
+  readonly connectionsElsewhere: number;
+  /** Frames of this daemon's utterances no other daemon needed, kept off NATS (no other daemon had a client). */
+  readonly keptHere: number;
   /** The sessions of the latest utterance entries heard (any daemon's), newest last, at most `RECENT_SESSIONS`. */
   readonly recentSessions: readonly string[];
 }
@@ -319,6 +323,7 @@ export class NatsCluster implements BusRelay {
   #seq = 0;
   /** Subject, data, subject, data, …: published at the end of the event loop's turn (`#sendOutbox`). */
   readonly #outbox: Array<string | Uint8Array> = [];
+  #outboxScheduled = false;
   /** What this daemon's contests said of an utterance, published and waiting for the NATS server's confirmation (`#confirm`). */
   readonly #held: Array<{ readonly subject: string; readonly opened: Opened; readonly message: Message }> = [];
   /** Since when the NATS connection has been lost (monotonic ms; undefined while connected). */
@@ -374,6 +379,16 @@ export class NatsCluster implements BusRelay {
   readonly #handlerEnds = new Map<string, { readonly handler: 'complete' | 'error'; readonly at: number }>();
   /** Client connections open on the cluster's daemons (ids start with their daemon's name and "/"). */
   readonly #open = new Set<string>();
+  /** How many of `#open` are another daemon's: while none is, the frames of this daemon's utterances stay here (`#keptHere`). */
+  #othersOpen = 0;
+  /**
+   * Until when (monotonic ms) the clients of a daemon taken for gone still count as open elsewhere: it may be cut off,
+   * not dead, and its clients get what it missed once it is back — within what redelivery keeps (`#resendKeepMs`).
+   */
+  #othersGoneUntil = -Infinity;
+  readonly #resendKeepMs: number;
+  /** Frames of this daemon's utterances kept off NATS (`#keptHere`), since start. */
+  #keptFrames = 0;
   #failovers = 0;
   #fencedFrames = 0;
   #framesLost = 0;
@@ -395,7 +410,8 @@ export class NatsCluster implements BusRelay {
     this.node = options.nodeId ?? randomBytes(4).toString('hex');
     this.#resentSubject = `${RESENT_PREFIX}.${this.node}`;
     this.#deadRounds = Math.max(2, Math.ceil(options.deadAfterMs / options.heartbeatMs));
-    this.#ring = new SentRing({ clock: this.#clock, keepMs: Math.max(RESEND_KEEP_MS, 3 * options.deadAfterMs), maxBytes: RESEND_KEEP_BYTES, againMs: options.heartbeatMs / 2 });
+    this.#resendKeepMs = Math.max(RESEND_KEEP_MS, 3 * options.deadAfterMs);
+    this.#ring = new SentRing({ clock: this.#clock, keepMs: this.#resendKeepMs, maxBytes: RESEND_KEEP_BYTES, againMs: options.heartbeatMs / 2 });
     this.#order = new InOrder({
       clock: this.#clock,
       giveUpMs: options.deadAfterMs,
@@ -710,6 +726,8 @@ export class NatsCluster implements BusRelay {
       failovers: this.#failovers,
       fenced: this.#fencedFrames,
       framesLost: this.#framesLost,
+      connectionsElsewhere: this.#othersOpen,
+      keptHere: this.#keptFrames,
       recentSessions: [...this.#recent],
     };
   }
@@ -730,6 +748,17 @@ export class NatsCluster implements BusRelay {
     const partition = this.#partitionOfFrame(message);
     if (connection === undefined && partition !== undefined && this.#fenced(this.node, partition, message)) return;
     const subject = busSubject(message.type);
+    if (partition !== undefined && this.#keptHere(subject, partition, message)) {
+      this.#keptFrames++;
+      // Unnumbered (no daemon misses it); contest output still waits for the server to answer a ping sent after
+      // everything published before it (`#confirm`): a daemon cut off tells its clients nothing its contests say.
+      const opened: Opened = { node: this.node, boot: this.#boot, seq: this.#seq, connection, partition, frame };
+      if (connection === undefined) {
+        this.#held.push({ subject, opened, message });
+        this.#scheduleOutbox();
+      } else this.#local(subject, opened, message);
+      return;
+    }
     const seq = this.#publish(subject, connection, partition, frame);
     if (seq === undefined) {
       this.#logger.warn({ reason: 'frame_over_cluster_limit', type: message.type.slice(0, 200), bytes: frame.length, max_payload: this.maxPayload }, 'message dropped: larger than the NATS servers take');
@@ -776,8 +805,14 @@ export class NatsCluster implements BusRelay {
     this.#seq = seq;
     this.#ring.push(seq, subject, data);
     this.#outbox.push(subject, data);
-    if (this.#outbox.length === 2) setImmediate(this.#sendOutbox);
+    this.#scheduleOutbox();
     return seq;
+  }
+
+  #scheduleOutbox(): void {
+    if (this.#outboxScheduled) return;
+    this.#outboxScheduled = true;
+    setImmediate(this.#sendOutbox);
   }
 
   /**
@@ -786,6 +821,7 @@ export class NatsCluster implements BusRelay {
    * where the client alone would write once per microtask checkpoint.
    */
   readonly #sendOutbox = (): void => {
+    this.#outboxScheduled = false;
     const outbox = this.#outbox.splice(0);
     try {
       for (let i = 0; i < outbox.length; i += 2) this.#nc.publish(outbox[i] as string, outbox[i + 1] as Uint8Array);
@@ -918,6 +954,21 @@ export class NatsCluster implements BusRelay {
       message = decoded.message;
     }
     return this.#fenced(opened.node, opened.partition!, message);
+  }
+
+  /**
+   * A frame of an utterance this daemon runs, said by its own clients or its contests, that no other daemon needs: no
+   * other daemon has a client to hand it to (nor had one when it was taken for gone, for as long as redelivery would
+   * give that daemon what it missed), it is not one every daemon reads (`READ_EVERYWHERE`: entries, ends,
+   * claims, registrations), and no other daemon runs the utterance — the partition is this daemon's and was not taken
+   * over from it (a `takenOver` note comes before anything its new owner says of the partition). It stays here: NATS
+   * carries what another daemon needs, not every frame (src/cluster/README.md "Kept where it is needed").
+   */
+  #keptHere(subject: string, partition: number, message: Message): boolean {
+    if (this.#othersOpen > 0 || this.#clock.monotonic() < this.#othersGoneUntil || READ_EVERYWHERE.has(subject)) return false;
+    const utteranceId = utteranceIdOf(message);
+    if (utteranceId === undefined || this.#mine.get(utteranceId) !== partition || !this.#owned.has(partition)) return false;
+    return this.#takenOverFrom.get(partition) !== this.node && this.#fencedUtterances.get(this.node)?.has(utteranceId) !== true;
   }
 
   /**
@@ -1243,6 +1294,7 @@ export class NatsCluster implements BusRelay {
     // Once each way, whether heard live or replayed (a change can be both while a daemon joins).
     if (closed ? !this.#open.delete(note.connection) : this.#open.has(note.connection)) return;
     if (!closed) this.#open.add(note.connection);
+    if (!note.connection.startsWith(`${this.node}/`)) this.#othersOpen += closed ? -1 : 1;
     this.#server?.relayedConnection(note.connection, closed ? { late: note.late === true } : false);
   }
 
@@ -1252,6 +1304,7 @@ export class NatsCluster implements BusRelay {
     for (const connection of [...this.#open]) {
       const node = connection.slice(0, connection.indexOf('/'));
       if (this.#alive(node)) continue;
+      this.#othersGoneUntil = this.#clock.monotonic() + this.#resendKeepMs;
       this.#connection({ connection, closed: true, late: true });
       // Every daemon that sees it gone removes it (the same removal, in any order).
       this.#writeState(stateKey.connection(connection), null);

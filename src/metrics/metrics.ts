@@ -146,6 +146,15 @@ export function createMetrics(system: ContestSystem, options: { readonly clients
         this.inc(cluster().framesLost);
       },
     });
+    new Counter({
+      name: 'ovos_cluster_frames_kept_here_total',
+      help: "Frames of this daemon's utterances kept off NATS: no other daemon had a client to hand them to.",
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(cluster().keptHere);
+      },
+    });
   }
 
   const startedAt = new Map<string, number>();

@@ -289,7 +289,7 @@ export async function benchCluster(): Promise<Section> {
   const lost = runs.reduce((n, r) => n + r.result.lost, 0) + failover.lost;
   const doubled = runs.reduce((n, r) => n + r.result.doubled, 0) + failover.doubled;
   const ratio = cpuOf(two) / base;
-  // Projection: every daemon receives every frame (and reads the global ones), so each daemon added costs the extra CPU
+  // Projection: every daemon with a client receives every frame (and every daemon reads the global ones), so each daemon added costs the extra CPU
   // per utterance measured between one and two daemons; the contests themselves are split.
   const perDaemonExtra = Math.max(0, cpuOf(two) - cpuOf(one));
   const natsPerUtterance = two.cpu.nats;
@@ -302,7 +302,7 @@ export async function benchCluster(): Promise<Section> {
         return `${sessions.toLocaleString('en')} sessions at one utterance per 30 s (${Math.round(rate)}/s): ${n} daemon(s) of one core each at ≤ 70 % busy, ${natsNodes} NATS node(s) by CPU (3 for JetStream replicas)`;
       }
     }
-    return `${sessions.toLocaleString('en')} sessions (${Math.round(rate)}/s): beyond 64 daemons as measured — every daemon receives every frame and writes it to its clients (${perDaemonExtra.toFixed(2)} ms per utterance per daemon added); past that, daemons without clients would have to subscribe to their own partitions' subjects only`;
+    return `${sessions.toLocaleString('en')} sessions (${Math.round(rate)}/s): beyond 64 daemons as measured — every daemon with a client receives every frame and writes it to its clients (${perDaemonExtra.toFixed(2)} ms per utterance per daemon added); past that, daemons without clients would have to subscribe to their own partitions' subjects only`;
   };
   const row = (run: Run): Record<string, Cell> => {
     const all = summarize(Object.values(run.result.latencies).flat());

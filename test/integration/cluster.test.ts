@@ -11,8 +11,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
-import { FORMER_STATE_STREAM, partitionOf, preferredOwner, STATE_BUCKET, stateKey } from '../../src/cluster/subjects.js';
-import { createMessage, encodeMessage, reply, utteranceIdOf, type Message } from '../../src/bus/message.js';
+import { FORMER_STATE_STREAM, openEnvelope, partitionOf, preferredOwner, STATE_BUCKET, stateKey } from '../../src/cluster/subjects.js';
+import { createMessage, decodeFrame, encodeMessage, reply, utteranceIdOf, type Message } from '../../src/bus/message.js';
 import { startDaemon, type Daemon } from '../../src/daemon/daemon.js';
 import { silentLogger, type Logger } from '../../src/log/logger.js';
 import { natsServerAbsent, startNatsServer, type NatsServer } from '../support/nats-server.js';
@@ -302,6 +302,67 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     expect(sample('ovos_cluster_partitions_owned')).toBe(a.cluster!.view().owned.length);
     expect(sample('ovos_cluster_failovers_total')).toBe(0);
     expect(sample('ovos_fallback_registrations')).toBe(2);
+  }, 60_000);
+
+  it('src/cluster/README.md "Kept where it is needed": the frames of an utterance no other daemon needs (its daemon runs it, no other daemon has a client) stay off NATS — entries and ends still travel; a client that connects to the other daemon sees every frame of the next ones: one handled, one answer each', async () => {
+    const server = await nats();
+    const a = await daemon(server.url, 'node-a');
+    const b = await daemon(server.url, 'node-b');
+    await expect.poll(() => [a, b].map((d) => d.cluster!.view().owned.length > 0), { timeout: 10_000 }).toEqual([true, true]);
+    await expect.poll(() => a.cluster!.view().owned.length + b.cluster!.view().owned.length, { timeout: 5_000 }).toBe(PARTITIONS);
+    // What travels on NATS, by utterance: a subscriber of every bus subject.
+    const nc = await connect({ servers: server.url });
+    cleanups.push(() => nc.close());
+    const onNats = new Map<string, string[]>();
+    nc.subscribe('ovos.bus.>', {
+      callback: (_error, msg) => {
+        const decoded = decodeFrame(openEnvelope(msg.data)?.frame.toString('utf8') ?? '');
+        const id = decoded.ok ? utteranceIdOf(decoded.message) : undefined;
+        if (decoded.ok && id !== undefined) onNats.set(id, [...(onNats.get(id) ?? []), decoded.message.type]);
+      },
+    });
+    await nc.flush();
+    await specSkill(a.url, 'a.spec', 10, 'alpha');
+    await expect.poll(() => b.system.fallback.registry.availableFor('default').has('a.spec'), { timeout: 5_000 }).toBe(true);
+    const user = await probe(a.url);
+    const ask = async (owner: Daemon, prefix: string): Promise<Sent[]> => {
+      const owned = new Set(owner.cluster!.view().owned);
+      const sessions = [...Array(400).keys()].map((i) => `${prefix}-s${i}`).filter((id) => owned.has(partitionOf(id, PARTITIONS))).slice(0, 6);
+      const sent = sessions.map((session, i) => ({ id: `${prefix}-u${i}`, session, text: 'alpha one' }));
+      for (const { id, session, text } of sent) user.utter(text, { utteranceId: id, session: { session_id: session }, lang: 'en-US' });
+      await Promise.all(sent.map(({ id }) => user.handled(id)));
+      await user.barrier();
+      await nc.flush();
+      return sent;
+    };
+    const contestTraffic = ['a.spec.fallback.ping', 'a.spec.fallback.pong', 'a.spec:fallback', 'ovos.utterance.speak'];
+
+    // A runs them, no client on B: what A's clients and contests say of them stays on A; the entry and the end travel.
+    const here = await ask(a, 'here');
+    expect(verdicts(user, here)).toEqual([]);
+    for (const { id } of here) {
+      expect(onNats.get(id)).toEqual(expect.arrayContaining(['ovos.utterance.handle', 'ovos.intent.matched', 'mycroft.skill.handler.complete', 'ovos.utterance.handled']));
+      expect(onNats.get(id)!.filter((type) => contestTraffic.includes(type))).toEqual([]);
+    }
+    const kept = a.cluster!.view().keptHere;
+    expect(kept).toBeGreaterThanOrEqual(here.length * contestTraffic.length);
+    const metrics = await (await fetch(a.metricsUrl!)).text();
+    expect(Number(/^ovos_cluster_frames_kept_here_total(?:\{[^}]*\})? (\S+)$/m.exec(metrics)?.[1])).toBe(kept);
+
+    // B runs them: the skill on A answers B's contest over NATS.
+    const there = await ask(b, 'there');
+    expect(verdicts(user, there)).toEqual([]);
+    for (const { id } of there) expect(onNats.get(id)).toEqual(expect.arrayContaining(contestTraffic));
+
+    // A client on B: from the moment A hears of it, everything A's utterances say travels, and that client hears it.
+    const observer = await probe(b.url);
+    await expect.poll(() => a.cluster!.view().connectionsElsewhere, { timeout: 5_000 }).toBe(1);
+    const seen = await ask(a, 'seen');
+    await observer.barrier();
+    expect(verdicts(user, seen)).toEqual([]);
+    expect(verdicts(observer, seen)).toEqual([]);
+    for (const { id } of seen) expect(observer.of(id).map((m) => m.type)).toEqual(expect.arrayContaining(contestTraffic));
+    expect(a.cluster!.view().keptHere).toBe(kept);
   }, 60_000);
 
   it('PIPELINE-1 §6, FALLBACK-1 §3: a daemon that joins later replays the registrations it missed, takes its share of the partitions without a restart of the other, and leaves again gracefully: nothing lost, nothing doubled', async () => {
