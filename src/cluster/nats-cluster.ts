@@ -1,7 +1,8 @@
 /**
  * A daemon of a cluster on NATS (src/cluster/README.md). Every daemon serves the OVOS websocket endpoint; what its
- * clients send and what its contests publish travels on NATS (`ovos.bus.<topic>`), and every daemon hands every frame
- * to its own clients, so a client of any daemon sees the whole bus, as on one ovos-messagebus.
+ * clients send and what its contests publish travels on NATS (`ovos.bus.<topic>`) — all but what no other daemon needs
+ * (`#keptHere`) — and every daemon hands every frame to its own clients, so a client of any daemon sees the whole bus,
+ * as on one ovos-messagebus.
  *
  * Contests are partitioned by session: a session's partition (`partitionOf`) is owned by one daemon at a time, and
  * only that daemon's orchestrator is handed the session's utterance entries; every other message reaches every
