@@ -749,21 +749,19 @@ export class NatsCluster implements BusRelay {
     const partition = this.#partitionOfFrame(message);
     if (connection === undefined && partition !== undefined && this.#fenced(this.node, partition, message)) return;
     const subject = busSubject(message.type);
+    let seq: number | undefined;
     if (partition !== undefined && this.#keptHere(subject, partition, message)) {
+      // Unnumbered (no daemon misses it). Contest output is held (below) like what is published, until the server
+      // answers the ping `#sendOutbox` sends after everything published before it.
       this.#keptFrames++;
-      // Unnumbered (no daemon misses it); contest output still waits for the server to answer a ping sent after
-      // everything published before it (`#confirm`): a daemon cut off tells its clients nothing its contests say.
-      const opened: Opened = { node: this.node, boot: this.#boot, seq: this.#seq, connection, partition, frame };
-      if (connection === undefined) {
-        this.#held.push({ subject, opened, message });
-        this.#scheduleOutbox();
-      } else this.#local(subject, opened, message);
-      return;
-    }
-    const seq = this.#publish(subject, connection, partition, frame);
-    if (seq === undefined) {
-      this.#logger.warn({ reason: 'frame_over_cluster_limit', type: message.type.slice(0, 200), bytes: frame.length, max_payload: this.maxPayload }, 'message dropped: larger than the NATS servers take');
-      return;
+      seq = this.#seq;
+      if (connection === undefined) this.#scheduleOutbox();
+    } else {
+      seq = this.#publish(subject, connection, partition, frame);
+      if (seq === undefined) {
+        this.#logger.warn({ reason: 'frame_over_cluster_limit', type: message.type.slice(0, 200), bytes: frame.length, max_payload: this.maxPayload }, 'message dropped: larger than the NATS servers take');
+        return;
+      }
     }
     const opened: Opened = { node: this.node, boot: this.#boot, seq, connection, partition, frame };
     if (REGISTRY_TOPICS.has(message.type)) this.#ownRegistrations.add(message);

@@ -67,6 +67,26 @@ async function daemon(url: string, nodeId: string, logger: Logger = silentLogger
   });
 }
 
+/**
+ * Daemon "node-b" in a process of its own (`npm start --config`), on its own port: `start` starts it (again, with the
+ * same config) and resolves once it is on the cluster; every process started is killed after the test.
+ */
+async function spawnedNodeB(natsUrl: string): Promise<{ readonly port: number; start(): Promise<Spawned> }> {
+  const dir = mkdtempSync(join(tmpdir(), 'ovos-contests-cluster-'));
+  const file = join(dir, 'b.json');
+  const port = await freePort();
+  writeFileSync(file, JSON.stringify({ bus: { port }, exampleSkills: false, inspector: { enabled: false }, cluster: { ...CLUSTER, nats: natsUrl, nodeId: 'node-b' }, fallback: FALLBACK }));
+  return {
+    port,
+    start: async () => {
+      const b = npmStart(['--config', file], dir);
+      cleanups.push(() => killGroup(b));
+      await b.printed('one daemon of a cluster on NATS');
+      return b;
+    },
+  };
+}
+
 async function probe(url: string): Promise<Probe> {
   const connected = await Probe.connect(url);
   cleanups.push(() => connected.close());
@@ -787,13 +807,8 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     const server = await nats();
     const a = await daemon(server.url, 'node-a');
     // B in a process of its own, started the way a user starts it.
-    const port = await freePort();
-    const dir = mkdtempSync(join(tmpdir(), 'ovos-contests-cluster-'));
-    const file = join(dir, 'b.json');
-    writeFileSync(file, JSON.stringify({ bus: { port }, exampleSkills: false, inspector: { enabled: false }, cluster: { ...CLUSTER, nats: server.url, nodeId: 'node-b' }, fallback: FALLBACK }));
-    const b: Spawned = npmStart(['--config', file], dir);
-    cleanups.push(() => killGroup(b));
-    await b.printed('one daemon of a cluster on NATS');
+    const { port, start } = await spawnedNodeB(server.url);
+    const b = await start();
     await expect.poll(() => a.cluster!.view().owners.filter((owner) => owner === 'node-b').length, { timeout: 10_000 }).toBeGreaterThan(0);
     await expect.poll(() => a.cluster!.view().owned.length + a.cluster!.view().owners.filter((owner) => owner === 'node-b').length, { timeout: 10_000 }).toBe(PARTITIONS);
 
@@ -827,13 +842,8 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
   it('PIPELINE-1 §6: a daemon SIGKILLed with utterances dispatched, started again under its name once the other has taken its partitions over: the partitions of the utterances still waiting for their handler stay with the daemon that adopted them until they end — each ends once, with one handled and one answer — and go back after', async () => {
     const server = await nats();
     const a = await daemon(server.url, 'node-a');
-    const port = await freePort();
-    const dir = mkdtempSync(join(tmpdir(), 'ovos-contests-cluster-'));
-    const file = join(dir, 'b.json');
-    writeFileSync(file, JSON.stringify({ bus: { port }, exampleSkills: false, inspector: { enabled: false }, cluster: { ...CLUSTER, nats: server.url, nodeId: 'node-b' }, fallback: FALLBACK }));
-    let b: Spawned = npmStart(['--config', file], dir);
-    cleanups.push(() => killGroup(b));
-    await b.printed('one daemon of a cluster on NATS');
+    const { start } = await spawnedNodeB(server.url);
+    const b = await start();
     // Every partition with the daemon rendezvous hashing gives it.
     const spread = [...Array(PARTITIONS).keys()].map((partition) => preferredOwner(partition, ['node-a', 'node-b']));
     await expect.poll(() => a.cluster!.view().owners, { timeout: 10_000 }).toEqual(spread);
@@ -857,8 +867,7 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     await expect.poll(() => a.cluster!.view().owned.length, { timeout: 10_000 }).toBe(PARTITIONS);
     await expect.poll(() => a.cluster!.view().members, { timeout: 10_000 }).toEqual(['node-a']);
     // B again, under its name: its share comes back, except the partition of what A still waits on.
-    b = npmStart(['--config', file], dir);
-    await b.printed('one daemon of a cluster on NATS');
+    await start();
     await expect.poll(() => free.map((partition) => a.cluster!.view().owners[partition]), { timeout: 10_000 }).toEqual(free.map(() => 'node-b'));
     expect(a.cluster!.view().owners[held]).toBe('node-a');
 
