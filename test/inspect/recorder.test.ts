@@ -97,9 +97,10 @@ describe('inspector recorder', () => {
     expect(u.timeline.filter((e) => e.kind === 'timeout').map(({ at, type }) => ({ at, type }))[0]).toEqual({ at: pollClaimBoundMs, type: 'pollClaimBound' });
     const cq = u.contests.find((c) => c.kind === 'common_query')!;
     expect(cq).toMatchObject({ machine: 'common-query', state: 'done', status: 'done', active: ['commonQuery_done'] });
-    // The contest passed through the poll and the collection: both were on the timeline as state changes.
+    // The contest passed through the poll and the collection: both were on the timeline as state changes (the poll is
+    // the daemon's first, cold and knowing no skill: the claim at once opens its spread of one claim bound).
     const states = u.timeline.filter((e) => e.kind === 'state' && e.contest === 'common_query/common_query').map((e) => e.type);
-    expect(states).toEqual(['polling.open', 'collecting.window.initial, collecting.answers.noSurvivor', 'done']);
+    expect(states).toEqual(['polling.open', 'polling.spreading', 'collecting.window.initial, collecting.answers.noSurvivor', 'done']);
     expect(messages(u).find((e) => e.type === 'cq.knower.common_query.response')?.at).toBe(pollClaimBoundMs + 10);
     expect(u.decision).toMatchObject({ outcome: 'completed', stage: 'common_query', answer: 'Paris is the capital of France.', answered_by: 'cq.knower' });
   });

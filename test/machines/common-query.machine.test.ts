@@ -399,21 +399,24 @@ describe('OVOS-COMMON-QUERY-1 §6.3 skills known to answer every poll, and the p
 });
 
 describe('OVOS-COMMON-QUERY-1 §6.2/§6.3 the cold start (awaitFirstClaim): no claim is lost for the claim bound while the roster is new', () => {
-  it('§6.3 cold start: no claim at the claim bound → the poll waits on; a claim at 300 ms is a claimant and closes the poll at once', () => {
+  it('§6.3 cold start: no claim at the claim bound → the poll waits on; a claim at 300 ms is a claimant (asked one claim bound later, knowing no skill)', () => {
     const c = contest({ awaitFirstClaim: true });
     c.at(CLAIM);
     expect(c.done()).toBe(false);
     expect(c.requests).toEqual([]);
     c.at(300);
     c.pong('a', true, 100);
-    expect(c.requests).toEqual([{ at: 300, claimants: [{ skill_id: 'a', latency_ms: 100 }] }]);
+    c.at(300 + CLAIM);
+    expect(c.requests).toEqual([{ at: 300 + CLAIM, claimants: [{ skill_id: 'a', latency_ms: 100 }] }]);
   });
 
-  it('§6.3 cold start, boundary poll ceiling − 1: a first claim at 499 ms counts', () => {
+  it('§6.3 cold start, boundary poll ceiling − 1: a first claim at 499 ms counts (the poll closes at the ceiling)', () => {
     const c = contest({ awaitFirstClaim: true });
     c.at(POLL - 1);
     c.pong('a');
-    expect(c.requests).toEqual([{ at: POLL - 1, claimants: [{ skill_id: 'a' }] }]);
+    expect(c.requests).toEqual([]);
+    c.at(POLL);
+    expect(c.requests).toEqual([{ at: POLL, claimants: [{ skill_id: 'a' }] }]);
   });
 
   it('§6.2 cold start, boundary poll ceiling: nobody claimed → no_claimant at exactly 500 ms, nothing left armed', () => {
@@ -445,12 +448,77 @@ describe('OVOS-COMMON-QUERY-1 §6.2/§6.3 the cold start (awaitFirstClaim): no c
     expect(c.claimantIds()).toEqual([]);
   });
 
-  it('§6.3 cold start: a claim in hand at the claim bound closes the poll there, as when warm (the wait is only for a first claim)', () => {
-    const c = contest({ awaitFirstClaim: true });
+  it('§6.3 cold start knowing a skill: a claim in hand at the claim bound closes the poll there, as when warm (the wait is only for a first claim)', () => {
+    const c = contest({ awaitFirstClaim: true, knownSkills: ['a'] });
     c.at(10);
-    c.pong('a');
+    c.pong('b');
     c.at(CLAIM - 1);
     expect(c.requests).toEqual([]);
+    c.at(CLAIM);
+    expect(c.requests).toEqual([{ at: CLAIM, claimants: [{ skill_id: 'b' }] }]);
+  });
+
+  it('§6.3 cold start knowing no skill: the poll stays open one claim bound past its first claim — a second claim at 10 + 124 ms is a claimant, asked at 10 + 125 ms', () => {
+    const c = contest({ awaitFirstClaim: true });
+    c.at(10);
+    c.pong('quick');
+    c.at(CLAIM);
+    expect(c.done()).toBe(false);
+    c.at(10 + CLAIM - 1);
+    c.pong('better');
+    expect(c.requests).toEqual([]);
+    c.at(10 + CLAIM);
+    expect(c.requests).toEqual([{ at: 10 + CLAIM, claimants: [{ skill_id: 'quick' }, { skill_id: 'better' }] }]);
+  });
+
+  it('§6.3 cold start knowing no skill, boundary: a claim exactly one claim bound after the first comes after the poll closed', () => {
+    const c = contest({ awaitFirstClaim: true });
+    c.at(200);
+    c.pong('first');
+    c.at(200 + CLAIM);
+    c.pong('second');
+    expect(c.requests).toEqual([{ at: 200 + CLAIM, claimants: [{ skill_id: 'first' }] }]);
+    expect(c.pongIgnored).toEqual([{ type: 'pong.ignored', skill_id: 'second', reason: 'poll_closed' }]);
+  });
+
+  it('§6.3 cold start knowing no skill: a first claim at 0 ms still leaves the poll open to the claim bound, never shorter', () => {
+    const c = contest({ awaitFirstClaim: true });
+    c.pong('instant');
+    c.at(CLAIM - 1);
+    c.pong('other');
+    c.at(CLAIM);
+    expect(c.requests).toEqual([{ at: CLAIM, claimants: [{ skill_id: 'instant' }, { skill_id: 'other' }] }]);
+  });
+
+  it('§6.3 cold start knowing no skill: declines do not open the spread (a decline is not a claim)', () => {
+    const c = contest({ awaitFirstClaim: true });
+    c.at(10);
+    c.pong('a', false);
+    c.at(300);
+    expect(c.done()).toBe(false);
+    c.pong('b');
+    c.at(300 + CLAIM - 1);
+    expect(c.done()).toBe(false);
+    c.at(300 + CLAIM);
+    expect(c.requests).toEqual([{ at: 300 + CLAIM, claimants: [{ skill_id: 'b' }] }]);
+  });
+
+  it('§6.3 cold start knowing no skill: a skill learnt to claim late (AWAIT) still outstanding when the spread ends is waited for — its claim closes the poll', () => {
+    const c = contest({ awaitFirstClaim: true });
+    c.at(20);
+    c.pong('b');
+    c.actor.send({ type: 'AWAIT', skill_id: 'late' });
+    c.at(20 + CLAIM);
+    expect(c.done()).toBe(false);
+    c.at(400);
+    c.pong('late');
+    expect(c.requests).toEqual([{ at: 400, claimants: [{ skill_id: 'b' }, { skill_id: 'late' }] }]);
+  });
+
+  it('§6.3 cold start with a complete roster (only the legacy dialect) knowing no skill: no spread — a claim in hand at the claim bound closes the poll there', () => {
+    const c = contest({ awaitFirstClaim: true, rosterComplete: true });
+    c.at(10);
+    c.pong('a');
     c.at(CLAIM);
     expect(c.requests).toEqual([{ at: CLAIM, claimants: [{ skill_id: 'a' }] }]);
   });
@@ -464,7 +532,24 @@ describe('OVOS-COMMON-QUERY-1 §6.2/§6.3 the cold start (awaitFirstClaim): no c
     expect(c.done()).toBe(false);
     c.at(200);
     c.pong('b');
-    expect(c.requests).toEqual([{ at: 200, claimants: [{ skill_id: 'a' }, { skill_id: 'b' }] }]);
+    c.at(200 + CLAIM);
+    expect(c.requests).toEqual([{ at: 200 + CLAIM, claimants: [{ skill_id: 'a' }, { skill_id: 'b' }] }]);
+  });
+
+  it('§6.3 cold start knowing no skill: the first claimant going away during the spread leaves no live claim — the poll waits on for one, whose claim opens a spread of its own', () => {
+    const c = contest({ awaitFirstClaim: true });
+    c.at(10);
+    c.pong('a');
+    c.at(50);
+    c.actor.send({ type: 'GONE', skill_id: 'a' });
+    c.at(10 + CLAIM);
+    expect(c.done()).toBe(false);
+    c.at(300);
+    c.pong('b');
+    c.at(300 + CLAIM - 1);
+    expect(c.done()).toBe(false);
+    c.at(300 + CLAIM);
+    expect(c.requests).toEqual([{ at: 300 + CLAIM, claimants: [{ skill_id: 'a' }, { skill_id: 'b' }] }]);
   });
 
   it('§6.3 cold start: a skill known to answer every poll is waited for, and once it has declined the poll still waits for a first claim — a newcomer claiming at 300 ms is a claimant', () => {
@@ -535,7 +620,8 @@ describe('OVOS-COMMON-QUERY-1 §6.2/§6.3 the cold start (awaitFirstClaim): no c
     expect(c.done()).toBe(false);
     c.at(200);
     c.pong('b');
-    expect(c.requests).toEqual([{ at: 200, claimants: [{ skill_id: 'a' }, { skill_id: 'b' }] }]);
+    c.at(200 + CLAIM);
+    expect(c.requests).toEqual([{ at: 200 + CLAIM, claimants: [{ skill_id: 'a' }, { skill_id: 'b' }] }]);
   });
 
   it('§6.3 without the cold start (the default) the same silent poll closes at the claim bound', () => {

@@ -1475,16 +1475,44 @@ describe('OVOS-COMMON-QUERY-1 §6.2/§6.3: the cold start — the first polls af
     expect(decidedAfter).toEqual([POLL, POLL, POLL, CLAIM_BOUND, CLAIM_BOUND]);
   });
 
-  it('§6.3 cold start: a claim in hand at the claim bound closes the poll there, as when warm — a quick skill costs the first question nothing', async () => {
+  it('§6.3 cold start: what the spread costs — the first question, knowing no skill, asks a quick claimant one claim bound after its claim; the next, knowing it, at its claim (rule 1)', async () => {
     const h = createHarness(cold());
     cqSkill(h, 'wiki', { latencyMs: 20, pongDelayMs: 10, answer: 'Paris', conf: 0.8, responseDelayMs: 5 });
     await h.settle();
     const wire = timedWire(h);
-    const t0 = h.clock.now();
-    h.utter(FRANCE);
-    await h.advance(POLL);
-    expect(spoken(h)).toEqual(['Paris']);
-    expect(wire.filter((w) => w.message.type === 'wiki:common_query').map((w) => w.at - t0)).toEqual([CLAIM_BOUND]);
+    const askedAfter: number[] = [];
+    for (const id of ['first', 'second']) {
+      const t0 = h.clock.now();
+      h.utter(FRANCE, { session: { session_id: id }, utteranceId: id });
+      await h.advance(POLL + 200);
+      expect(spoken(h, id)).toEqual(['Paris']);
+      askedAfter.push(...wire.filter((w) => w.message.type === 'wiki:common_query' && w.message.context['utterance_id'] === id).map((w) => w.at - t0));
+    }
+    expect(askedAfter).toEqual([10 + CLAIM_BOUND, 10]);
+    expectOneHandledEach(h);
+  });
+
+  it.each([
+    [CLAIM_BOUND - 1, 'the better answer'],
+    [CLAIM_BOUND, 'the quick answer'],
+  ])('§6.3 cold start knowing no skill: a better skill claiming %i ms after a quick one (past the claim bound) — the first question speaks %s', async (behind, expected) => {
+    const h = createHarness(cold());
+    cqSkill(h, 'quick', { latencyMs: 20, pongDelayMs: 30, answer: 'the quick answer', conf: 0.6, responseDelayMs: 5 });
+    cqSkill(h, 'better', { latencyMs: 20, pongDelayMs: 30 + behind, answer: 'the better answer', conf: 0.85, responseDelayMs: 5 });
+    await h.settle();
+    expect(await questions(h, 1)).toEqual([expected]);
+    expectOneHandledEach(h);
+  });
+
+  it('§6.3 cold start knowing no skill: a burst of 10 sessions asked at once, both skills slowed alike by its load (claims at 150 and 200 ms) — every question speaks the better answer', async () => {
+    const h = createHarness(cold());
+    cqSkill(h, 'quick', { latencyMs: 20, pongDelayMs: 150, answer: 'the quick answer', conf: 0.6, responseDelayMs: 5 });
+    cqSkill(h, 'better', { latencyMs: 20, pongDelayMs: 200, answer: 'the better answer', conf: 0.85, responseDelayMs: 5 });
+    await h.settle();
+    for (let i = 0; i < 10; i++) h.utter(FRANCE, { session: { session_id: `burst${i}` }, utteranceId: `burst${i}` });
+    await h.advance(POLL + ALLOWANCE + 200);
+    for (let i = 0; i < 10; i++) expect(spoken(h, `burst${i}`), `burst${i}`).toEqual(['the better answer']);
+    expectOneHandledEach(h);
   });
 
   it('§6.3 cold start: a burst asked at once while known skills claim late under its load — every question waits for them (up to the ceiling) and speaks the best answer', async () => {
