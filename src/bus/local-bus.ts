@@ -14,11 +14,12 @@
 import type { Bus, BusStatus, Unsubscribe } from './bus.js';
 import type { Message } from './message.js';
 
-type Queued = Message | { readonly closed: string; readonly late: boolean } | { readonly opened: string };
+type Queued = Message | { readonly closed: string; readonly late: boolean; readonly heldBack: boolean } | { readonly opened: string };
+type ClosedListener = (connection: string, late: boolean, heldBack: boolean) => void;
 
 export class LocalBus implements Bus {
   #listeners: Array<(message: Message) => void> = [];
-  #closedListeners: Array<(connection: string, late: boolean) => void> = [];
+  #closedListeners: ClosedListener[] = [];
   #openedListeners: Array<(connection: string) => void> = [];
   #queue: Queued[] = [];
   readonly #connections = new WeakMap<Message, string>();
@@ -40,12 +41,12 @@ export class LocalBus implements Bus {
     return this.#connections.get(message);
   }
 
-  /** The client connection `connection` is gone: listeners hear it after everything it sent (`late`: see `Bus`). */
-  closeConnection(connection: string, late = false): void {
-    this.#enqueue({ closed: connection, late });
+  /** The client connection `connection` is gone: listeners hear it after everything it sent (`late`, `heldBack`: see `Bus`). */
+  closeConnection(connection: string, late = false, heldBack = false): void {
+    this.#enqueue({ closed: connection, late, heldBack });
   }
 
-  onConnectionClosed(listener: (connection: string, late: boolean) => void): Unsubscribe {
+  onConnectionClosed(listener: ClosedListener): Unsubscribe {
     this.#closedListeners = [...this.#closedListeners, listener];
     return () => {
       this.#closedListeners = this.#closedListeners.filter((l) => l !== listener);
@@ -81,7 +82,7 @@ export class LocalBus implements Bus {
     for (let i = 0; i < this.#queue.length; i++) {
       const next = this.#queue[i]!;
       if ('closed' in next) {
-        this.#notifyConnection(this.#closedListeners, next.closed, 'bus.connection.closed', next.late);
+        this.#notifyConnection(this.#closedListeners, next.closed, 'bus.connection.closed', next.late, next.heldBack);
         continue;
       }
       if ('opened' in next) {
@@ -107,10 +108,10 @@ export class LocalBus implements Bus {
     for (const resolve of waiting) resolve();
   }
 
-  #notifyConnection(listeners: ReadonlyArray<(connection: string, late: boolean) => void>, connection: string, type: string, late = false): void {
+  #notifyConnection(listeners: readonly ClosedListener[], connection: string, type: string, late = false, heldBack = false): void {
     for (const listener of listeners) {
       try {
-        listener(connection, late);
+        listener(connection, late, heldBack);
       } catch (error) {
         try {
           this.#onListenerError(error, { type, data: { connection }, context: {} });

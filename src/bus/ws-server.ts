@@ -67,7 +67,7 @@ export interface BusRelay {
   /** A valid frame a client of this server sent (`connection`), or the daemon published (undefined). */
   send(frame: Buffer, message: Message, connection: string | undefined): void;
   opened(connection: string): void;
-  closed(connection: string, late: boolean): void;
+  closed(connection: string, late: boolean, heldBack: boolean): void;
 }
 
 /** At shutdown, how long clients get to answer the close handshake before their sockets are cut. */
@@ -108,6 +108,8 @@ interface Client {
   readonly onThisHost: boolean;
   alive: boolean;
   gone: boolean;
+  /** When fair share last paused or resumed its socket (monotonic ms): its frames were held back until then. */
+  heldAt: number | undefined;
   /** Frames dropped from it (malformed, not text): told in its disconnect line. */
   dropped: number;
 }
@@ -139,6 +141,7 @@ export class BusServer implements Bus {
   readonly #dropLog = new LogRateLimiter(DROP_LOG_MS);
   readonly #slowLog = new LogRateLimiter(60_000);
   readonly #share: FairShare<Client>;
+  readonly #maxPauseMs: number;
   readonly #clock: Clock;
   readonly #saturated: () => boolean;
   #window: TimerId | undefined;
@@ -154,7 +157,8 @@ export class BusServer implements Bus {
     this.#maxBufferedBytes = options.maxBufferedBytes ?? 4 * options.maxFrameBytes;
     this.#allowedOrigins = new Set(options.allowedOrigins ?? []);
     this.#maxConnections = options.maxConnections ?? 512;
-    this.#share = new FairShare(options.maxPauseMs ?? MAX_PAUSE_MS);
+    this.#maxPauseMs = options.maxPauseMs ?? MAX_PAUSE_MS;
+    this.#share = new FairShare(this.#maxPauseMs);
     this.#clock = options.clock ?? systemClock;
     this.#saturated = options.saturated ?? (() => this.#busy());
     this.#relay = options.relay;
@@ -245,10 +249,10 @@ export class BusServer implements Bus {
   }
 
   /** Relay mode: a client connection of some daemon of the cluster opened or closed. */
-  relayedConnection(connection: string, closed: false | { readonly late: boolean }): void {
+  relayedConnection(connection: string, closed: false | { readonly late: boolean; readonly heldBack?: boolean }): void {
     if (this.#closing !== undefined) return;
     if (closed === false) this.#local.openConnection(connection);
-    else this.#local.closeConnection(connection, closed.late);
+    else this.#local.closeConnection(connection, closed.late, closed.heldBack === true);
   }
 
   subscribe(listener: (message: Message) => void): Unsubscribe {
@@ -266,7 +270,7 @@ export class BusServer implements Bus {
   }
 
   /** A client connection closed (any cause: its close, an error, a heartbeat or slow-consumer drop). */
-  onConnectionClosed(listener: (connection: string, late: boolean) => void): Unsubscribe {
+  onConnectionClosed(listener: (connection: string, late: boolean, heldBack: boolean) => void): Unsubscribe {
     return this.#local.onConnectionClosed(listener);
   }
 
@@ -350,6 +354,7 @@ export class BusServer implements Bus {
       onThisHost: isLoopback(request.socket.remoteAddress),
       alive: true,
       gone: false,
+      heldAt: undefined,
       dropped: 0,
     };
     ws.on('pong', () => {
@@ -410,8 +415,11 @@ export class BusServer implements Bus {
     if (client.gone) return;
     client.gone = true;
     const late = byHeartbeat || !client.onThisHost;
-    if (this.#relay !== undefined) this.#relay.closed(client.id, late);
-    else this.#local.closeConnection(client.id, late);
+    // Held back within the longest pause and the windows that begin and end it: what it sent last may still have been
+    // in the socket, unread, when it closed (`Bus.onConnectionClosed`).
+    const heldBack = client.heldAt !== undefined && this.#clock.monotonic() - client.heldAt <= this.#maxPauseMs + 2 * WINDOW_MS;
+    if (this.#relay !== undefined) this.#relay.closed(client.id, late, heldBack);
+    else this.#local.closeConnection(client.id, late, heldBack);
   }
 
   /** A frame dropped: warned once a minute per client and reason, the others counted into the next line. */
@@ -423,7 +431,7 @@ export class BusServer implements Bus {
 
   /** Fair share: charge the frame to its client; the window closes `WINDOW_MS` after its first frame. */
   #charge(client: Client, bytes: number): void {
-    if (this.#share.charge(client, bytes, this.#clients.size)) client.socket.pause();
+    if (this.#share.charge(client, bytes, this.#clients.size)) this.#hold(client, true);
     this.#window ??= this.#clock.setTimeout(this.#roll, WINDOW_MS);
   }
 
@@ -431,15 +439,22 @@ export class BusServer implements Bus {
     this.#window = undefined;
     if (this.#closing !== undefined) return;
     const { pause, resume } = this.#share.roll(this.#clock.monotonic(), this.#saturated(), this.#clients.size);
-    for (const client of resume) if (!client.gone) client.socket.resume();
+    for (const client of resume) if (!client.gone) this.#hold(client, false);
     for (const { key: client, cost, share, ms } of pause) {
       if (client.gone) continue;
-      client.socket.pause();
+      this.#hold(client, true);
       const { log, suppressed } = this.#slowLog.shouldLog(client.id, Date.now());
       if (log) this.#logger.warn({ reason: 'fair_share', client: client.id, cost, share, window_ms: WINDOW_MS, paused_ms: ms, suppressed }, 'bus client slowed: it sends far more than its share while the bus is busy');
     }
     if (this.#share.charged || this.#share.paused > 0) this.#window = this.#clock.setTimeout(this.#roll, WINDOW_MS);
   };
+
+  /** Fair share pauses (`held`) or resumes a client's socket: noted, for its close (`#gone`). */
+  #hold(client: Client, held: boolean): void {
+    if (held) client.socket.pause();
+    else client.socket.resume();
+    client.heldAt = this.#clock.monotonic();
+  }
 
   /** The default saturation signal: the event loop busy most of the last window, or a client's backlog growing. */
   #busy(): boolean {

@@ -191,7 +191,7 @@ type Note =
   /** `node` took the partition over from `from`, which it took for gone (every daemon fences `from`'s output of it). */
   | { readonly kind: 'takenOver'; readonly partition: number; readonly node: string; readonly from: string };
 
-type ConnectionNote = { readonly connection: string; readonly closed?: boolean; readonly late?: boolean };
+type ConnectionNote = { readonly connection: string; readonly closed?: boolean; readonly late?: boolean; readonly heldBack?: boolean };
 
 /** A daemon's circuit breaker suspended a fallback skill (`for_ms` from `at`, epoch ms) or heard it again. */
 type BreakerNote = { readonly type: 'suspended' | 'resumed'; readonly skill_id: string; readonly node: string; readonly at: number; readonly for_ms?: number };
@@ -991,8 +991,8 @@ export class NatsCluster implements BusRelay {
     this.#afterReplay(() => this.#connection(note));
   }
 
-  closed(connection: string, late: boolean): void {
-    const note: ConnectionNote = { connection, closed: true, late };
+  closed(connection: string, late: boolean, heldBack: boolean): void {
+    const note: ConnectionNote = heldBack ? { connection, closed: true, late, heldBack } : { connection, closed: true, late };
     this.#publish(CONNECTION_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify(note)));
     this.#ownConnections.delete(connection);
     this.#writeState(stateKey.connection(connection), null);
@@ -1294,7 +1294,7 @@ export class NatsCluster implements BusRelay {
     if (closed ? !this.#open.delete(note.connection) : this.#open.has(note.connection)) return;
     if (!closed) this.#open.add(note.connection);
     if (!note.connection.startsWith(`${this.node}/`)) this.#othersOpen += closed ? -1 : 1;
-    this.#server?.relayedConnection(note.connection, closed ? { late: note.late === true } : false);
+    this.#server?.relayedConnection(note.connection, closed ? { late: note.late === true, heldBack: note.heldBack === true } : false);
   }
 
   /** The connections of daemons that are gone closed with them (late: their skills may be back on another daemon). */

@@ -26,7 +26,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { assign, fromPromise } from 'xstate';
-import { MAX_PAUSE_MS, WINDOW_MS } from '../bus/fair-share.js';
+import { MAX_PAUSE_MS } from '../bus/fair-share.js';
 import { forward, reply, response, utteranceIdOf, withContext, type JsonObject, type Message } from '../bus/message.js';
 import { pushActiveHandler, readSession, resolveLang, sessionFromObject, sessionIdOf, type SessionView } from '../bus/session.js';
 import { canonicalPipelineId, type Config } from '../config/defaults.js';
@@ -59,11 +59,12 @@ import {
 export const SKILL_HANDLED_GRACE_MS = 2 * MAX_PAUSE_MS;
 
 /**
- * By this long after a legacy skill's `.response`, a handled it sent right after has been read from its connection:
- * the longest fair-share pause, and the windows that begin and end it. A connection that closes sooner may have taken
- * an unread handled with it.
+ * By this long after a legacy skill's `.response`, a handled it sent right after has been read from its connection —
+ * unless the bus was holding the connection back (fair share; its close says `heldBack`): the skill's next frame
+ * follows at once, and a socket the bus reads as frames come has it read within an event-loop turn or two. A
+ * connection that closes sooner, or held back, may have taken an unread handled with it.
  */
-export const SKILL_HANDLED_READ_MS = MAX_PAUSE_MS + 2 * WINDOW_MS;
+export const SKILL_HANDLED_READ_MS = 100;
 
 /** A handled left to a legacy skill for the grace: ours, sent at its end unless the skill's comes first. */
 interface PendingHandled {
@@ -180,14 +181,17 @@ export class Orchestrator {
     });
     // A dispatched skill whose connection closed will never complete its handler: end it now — the utterances that
     // dispatched to it while it spoke over that connection (the same skill_id over another one is another instance).
-    supervisor.onConnectionClosed((connection, _skills, _spoke, late) => {
+    supervisor.onConnectionClosed((connection, _skills, _spoke, late, heldBack) => {
       for (const key of this.#awaitingOn.get(connection) ?? []) {
         const live = this.#inFlight.get(key);
         if (live?.awaited !== undefined) live.contest?.send({ type: 'SKILL_GONE', skill_id: live.awaited.skill });
       }
       // A grace whose skill's connection closes: whether its handled could have gone with it is told at its end. A late
-      // close (its daemon was lost, and is heard of only now) says nothing of when the connection ended: as at once.
-      for (const pending of this.#pendingHandled.values()) if (pending.connection === connection) pending.closedAfterMs ??= late ? 0 : supervisor.clock.monotonic() - pending.since;
+      // close (its daemon was lost, and is heard of only now) says nothing of when the connection ended, and one the
+      // bus was holding back may have left what it sent last unread: as at once.
+      for (const pending of this.#pendingHandled.values()) {
+        if (pending.connection === connection) pending.closedAfterMs ??= late || heldBack ? 0 : supervisor.clock.monotonic() - pending.since;
+      }
     });
     // OVOS-PIPELINE-1 §10: each plugin answers its introspection request.
     supervisor.on('intents.list', (inbound, message) => {
@@ -455,8 +459,9 @@ export class Orchestrator {
     const timer = this.#supervisor.clock.setTimeout(() => {
       const closedAfterMs = this.#pendingHandled.get(key)?.closedAfterMs;
       this.#sendPendingHandled(key);
-      // A skill whose connection closed before its handled, sent right after its .response, had surely been read
-      // (`SKILL_HANDLED_READ_MS`) may have lost it with the connection: nothing learnt. (It is not learnt yet: its
+      // A skill whose connection closed before a handled sent right after its .response had surely been read
+      // (`SKILL_HANDLED_READ_MS`; at once when the bus was holding it back, or heard of late) may have lost it with the
+      // connection: nothing learnt. (It is not learnt yet: its
       // utterances wait only while it is not, and learning it sends all of theirs.) One whose connection lived past
       // that sends none: learnt, even if it reconnects more often than the grace lasts.
       if (closedAfterMs !== undefined ? closedAfterMs < SKILL_HANDLED_READ_MS : connection !== undefined && !this.#supervisor.isOpen(connection)) return;

@@ -142,7 +142,8 @@ type ServiceHandler<K extends InboundKind> = (inbound: InboundOf<K>, message: Me
  * instance, still there; what this connection's instance was doing is gone). `late`: the close may have been noticed
  * after the peer's bus client reconnected (see `Bus.onConnectionClosed`).
  */
-export type ConnectionClosedHandler = (connection: string, skills: readonly string[], spoke: readonly string[], late: boolean) => void;
+/** `late`, `heldBack`: see `Bus.onConnectionClosed`. */
+export type ConnectionClosedHandler = (connection: string, skills: readonly string[], spoke: readonly string[], late: boolean, heldBack: boolean) => void;
 
 /** At most this many skill_ids are remembered per connection (one client may host several skills). */
 const MAX_SKILLS_PER_CONNECTION = 256;
@@ -203,7 +204,7 @@ export class Supervisor {
     // otherwise read as the spec pong of a skill named "ovos.skills".
     this.#classify = (message) => (legacy ? classifyLegacy(message) : null) ?? (spec ? classify(message) : null);
     this.#unsubscribe = this.bus.subscribe((message) => this.receive(message));
-    this.#unsubscribeClosed = this.bus.onConnectionClosed?.((connection, late) => this.#connectionClosed(connection, late)) ?? (() => {});
+    this.#unsubscribeClosed = this.bus.onConnectionClosed?.((connection, late, heldBack) => this.#connectionClosed(connection, late, heldBack)) ?? (() => {});
   }
 
   /** The client connection a message arrived on, when the bus knows (the embedded server). */
@@ -304,7 +305,7 @@ export class Supervisor {
    * Reported as gone: the skills that spoke over this connection and over no other open one. A skill that also
    * speaks over another connection (it reconnected before the old one was noticed dead, or runs twice) is not gone.
    */
-  #connectionClosed(connection: string, late: boolean): void {
+  #connectionClosed(connection: string, late: boolean, heldBack = false): void {
     const spoke = this.skillsOn(connection);
     this.#peers.delete(connection);
     const elsewhere = (skill: string): string | undefined => {
@@ -329,7 +330,7 @@ export class Supervisor {
     if (spoke.length > 0) this.logger.info({ connection, skills, spoke }, 'skill connection closed');
     for (const handler of this.#closedHandlers) {
       try {
-        handler(connection, skills, spoke, late);
+        handler(connection, skills, spoke, late, heldBack);
       } catch (error) {
         this.logger.error({ err: error, reason: 'service_threw', connection }, 'connection-closed handler threw');
       }

@@ -281,7 +281,7 @@ export async function benchAdversarial(): Promise<Section> {
           : `two daemons on NATS (the spec skills on the second, the legacy skills on the first, each front end on the daemon its skills are not on): the spec skills' connection reconnected ${cluster.specReconnects} times, the legacy bus client ${cluster.legacyReconnects} times; the grace waited out ${cluster.graces.join(' and ')} times`,
         `daemon log lines at warn or above: ${daemon.warnings()} (ping timeouts would be among them: the silent fallback skill, at 90, is only asked when nothing before it answers)`,
         'lost = never handled; doubled = more than one ovos.utterance.handled; a question nobody answered ends with the fallback or unmatched, which is not lost',
-        'a legacy skill that leaves the handled to the core costs the 2 s grace once, then none; a grace during which its socket dropped within a second of its .response teaches nothing, so a client that reconnects often may wait it more',
+        'a legacy skill that leaves the handled to the core costs the 2 s grace once, then none; a grace during which its socket dropped within 100 ms of its .response (or while the bus held it back) teaches nothing',
         `then a legacy fallback skill (priority 20) registered and was killed (SIGKILL), and ${dead.utterances} times a short-lived client connected and left before a command: handled after ${dead.ms.map((t) => t.toFixed(0)).join(', ')} ms; ${dead.waited} waited the ${PING_TIMEOUT_MS} ms ping timeout, ${dead.lost} lost`,
       ],
       checks: [

@@ -438,6 +438,39 @@ describe('fair share: a client sending far more than its share while the bus is 
     expect(loud.ws.readyState).toBe(WebSocket.OPEN); // slowed, never dropped
   });
 
+  it('Bus.onConnectionClosed heldBack: a client that closes while paused, or within the longest pause and two windows of its resume, is reported held back (what it sent last may have gone unread); one never paused, or resumed longer ago, is not', async () => {
+    const { server, clock, setSaturated } = await startSaturable(300);
+    const closes = new Recorder<{ connection: string; heldBack: boolean }>();
+    server.onConnectionClosed((connection, _late, heldBack) => closes.push({ connection, heldBack }));
+    const seen = subscribeAll(server);
+    const flood = async (client: Awaited<ReturnType<typeof connect>>, tag: string): Promise<void> => {
+      for (let i = 0; i < 1_500; i++) client.ws.send(JSON.stringify({ type: tag, data: { i, pad: 'x'.repeat(200) } }));
+      await seen.waitFor((m) => m.type === tag && m.data['i'] === BUSY_COST, `${tag}: the frame past the busy bound`);
+      expect(server.pausedCount).toBe(1);
+    };
+    const quiet = await connect(server.url);
+    for (let i = 0; i < 3; i++) await connect(server.url);
+    // Closed while paused.
+    const pausedNow = await connect(server.url);
+    await flood(pausedNow, 'flood.a');
+    pausedNow.ws.terminate();
+    await closes.waitFor((c) => c.heldBack, 'the paused client closing');
+    // Resumed, then closed after the longest pause and two windows: everything it sent was read long before.
+    setSaturated(false);
+    const resumedLongAgo = await connect(server.url);
+    setSaturated(true);
+    await flood(resumedLongAgo, 'flood.b');
+    setSaturated(false);
+    for (let ms = 0; ms < 300 + 2 * WINDOW_MS; ms += WINDOW_MS) clock.advance(WINDOW_MS);
+    expect(server.pausedCount).toBe(0);
+    await seen.waitFor((m) => m.type === 'flood.b' && m.data['i'] === 1_499, 'the rest of its burst');
+    clock.advance(300 + 2 * WINDOW_MS + 1);
+    resumedLongAgo.ws.close();
+    quiet.ws.close();
+    await closes.waitFor((c) => c.connection === closes.items.at(-1)!.connection && closes.items.length === 3, 'the other two closing');
+    expect(closes.items.map((c) => c.heldBack)).toEqual([true, false, false]);
+  });
+
   it('a paused client resumes within maxPauseMs whatever the bus does, and the rest of its burst goes through', async () => {
     const { server, clock, setSaturated } = await startSaturable(300);
     const seen = subscribeAll(server);
