@@ -370,7 +370,7 @@ export class BusServer implements Bus {
       const reason = error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' ? 'frame_too_large' : 'client_error';
       // ws closes the connection itself after a protocol error (1009 for an oversized frame).
       this.#logger.warn({ reason, client: client.id, code: error.code, err: error }, 'bus client dropped');
-      this.#gone(client);
+      this.#gone(client, false, true);
     });
     ws.on('close', (code: number) => {
       if (client.dropped > 0) this.#logger.info({ client: client.id, code, frames_dropped: client.dropped }, 'bus client disconnected');
@@ -407,17 +407,18 @@ export class BusServer implements Bus {
    * Once per client, whatever ended it: no more broadcasts to it, and in-process listeners are told — `late` (see
    * `Bus.onConnectionClosed`) when only the heartbeat noticed it (the peer may have been gone since up to two
    * heartbeats), and for any peer not over loopback (another host, a container): a network outage can deliver its
-   * close (a reset, a close frame retransmitted) after its bus client's new connection.
+   * close (a reset, a close frame retransmitted) after its bus client's new connection. `heldBack` when what it sent
+   * last may have gone unread: the server cut it (`cut`: its socket terminated, what was unread thrown away), it was
+   * paused, or it was held back within the longest pause and the windows that begin and end it.
    */
-  #gone(client: Client, byHeartbeat = false): void {
+  #gone(client: Client, byHeartbeat = false, cut = false): void {
+    const paused = this.#share.isPaused(client);
     this.#clients.delete(client);
     this.#share.forget(client);
     if (client.gone) return;
     client.gone = true;
     const late = byHeartbeat || !client.onThisHost;
-    // Held back within the longest pause and the windows that begin and end it: what it sent last may still have been
-    // in the socket, unread, when it closed (`Bus.onConnectionClosed`).
-    const heldBack = client.heldAt !== undefined && this.#clock.monotonic() - client.heldAt <= this.#maxPauseMs + 2 * WINDOW_MS;
+    const heldBack = cut || paused || (client.heldAt !== undefined && this.#clock.monotonic() - client.heldAt <= this.#maxPauseMs + 2 * WINDOW_MS);
     if (this.#relay !== undefined) this.#relay.closed(client.id, late, heldBack);
     else this.#local.closeConnection(client.id, late, heldBack);
   }
@@ -528,7 +529,7 @@ export class BusServer implements Bus {
 
   #dropClient(client: Client, reason: string, detail: Record<string, number>, byHeartbeat = false): void {
     this.#logger.warn({ reason, client: client.id, ...detail }, 'bus client dropped');
-    this.#gone(client, byHeartbeat);
+    this.#gone(client, byHeartbeat, true);
     client.socket.terminate();
   }
 }

@@ -464,11 +464,36 @@ describe('fair share: a client sending far more than its share while the bus is 
     for (let ms = 0; ms < 300 + 2 * WINDOW_MS; ms += WINDOW_MS) clock.advance(WINDOW_MS);
     expect(server.pausedCount).toBe(0);
     await seen.waitFor((m) => m.type === 'flood.b' && m.data['i'] === 1_499, 'the rest of its burst');
-    clock.advance(300 + 2 * WINDOW_MS + 1);
+    // Resumed exactly the longest pause and two windows ago: still held back; a millisecond later, not.
+    const atTheBound = await connect(server.url);
+    setSaturated(true);
+    await flood(atTheBound, 'flood.c');
+    setSaturated(false);
+    while (server.pausedCount > 0) clock.advance(WINDOW_MS); // resumed by the window that ends now
+    await seen.waitFor((m) => m.type === 'flood.c' && m.data['i'] === 1_499, 'the rest of its burst');
+    clock.advance(300 + 2 * WINDOW_MS);
+    atTheBound.ws.close();
+    await closes.waitFor(() => closes.items.length === 2, 'the client at the bound closing');
+    clock.advance(1);
     resumedLongAgo.ws.close();
+    await closes.waitFor(() => closes.items.length === 3, 'the client past the bound closing');
     quiet.ws.close();
-    await closes.waitFor((c) => c.connection === closes.items.at(-1)!.connection && closes.items.length === 3, 'the other two closing');
-    expect(closes.items.map((c) => c.heldBack)).toEqual([true, false, false]);
+    await closes.waitFor(() => closes.items.length === 4, 'the quiet client closing');
+    expect(closes.items.map((c) => c.heldBack)).toEqual([true, true, false, false]);
+  });
+
+  it('Bus.onConnectionClosed heldBack: a client the server cuts (a frame over maxFrameBytes) is reported held back — what it sent after that frame was never read; one closing on its own is not', async () => {
+    const server = await BusServer.start({ host: '127.0.0.1', port: 0, route: '/core', maxFrameBytes: 1024, logger: captureLogs().logger });
+    cleanups.push(() => server.close());
+    const closes = new Recorder<{ connection: string; heldBack: boolean }>();
+    server.onConnectionClosed((connection, _late, heldBack) => closes.push({ connection, heldBack }));
+    const polite = await connect(server.url);
+    polite.ws.close();
+    await closes.waitFor(() => true, 'the polite close');
+    const rude = await connect(server.url);
+    rude.ws.send(JSON.stringify({ type: 'too.large', data: { pad: 'x'.repeat(4096) } }));
+    await closes.waitFor(() => closes.items.length === 2, 'the cut');
+    expect(closes.items.map((c) => c.heldBack)).toEqual([false, true]);
   });
 
   it('a paused client resumes within maxPauseMs whatever the bus does, and the rest of its burst goes through', async () => {

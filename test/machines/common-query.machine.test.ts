@@ -536,6 +536,35 @@ describe('OVOS-COMMON-QUERY-1 §6.2/§6.3 the cold start (awaitFirstClaim): no c
     expect(c.requests).toEqual([{ at: 200 + CLAIM, claimants: [{ skill_id: 'a' }, { skill_id: 'b' }] }]);
   });
 
+  it('§6.3 cold start knowing no skill: a claim from a skill already gone opens no spread — the first live claim (at 100 ms) does, and the poll closes one claim bound after it', () => {
+    const c = contest({ awaitFirstClaim: true });
+    c.actor.send({ type: 'GONE', skill_id: 'gone' });
+    c.at(10);
+    c.pong('gone');
+    c.at(100);
+    c.pong('live');
+    c.at(10 + CLAIM);
+    expect(c.done()).toBe(false);
+    c.at(100 + CLAIM);
+    expect(c.requests).toEqual([{ at: 100 + CLAIM, claimants: [{ skill_id: 'gone' }, { skill_id: 'live' }] }]);
+  });
+
+  it('§6.3 cold start knowing no skill: the first claimant gone during its spread and another claiming before it ends — the spread starts again from that claim', () => {
+    const c = contest({ awaitFirstClaim: true });
+    c.at(10);
+    c.pong('a');
+    c.at(50);
+    c.actor.send({ type: 'GONE', skill_id: 'a' });
+    c.at(100);
+    c.pong('b');
+    c.at(10 + CLAIM);
+    expect(c.done()).toBe(false);
+    c.at(100 + CLAIM - 1);
+    expect(c.done()).toBe(false);
+    c.at(100 + CLAIM);
+    expect(c.requests).toEqual([{ at: 100 + CLAIM, claimants: [{ skill_id: 'a' }, { skill_id: 'b' }] }]);
+  });
+
   it('§6.3 cold start knowing no skill: the first claimant going away during the spread leaves no live claim — the poll waits on for one, whose claim opens a spread of its own', () => {
     const c = contest({ awaitFirstClaim: true });
     c.at(10);
