@@ -28,9 +28,10 @@ export interface Bus {
    * after the peer's bus client connected again over a new connection — noticed only by the server's heartbeat (up
    * to two heartbeats after the peer was gone), or a peer not connected over loopback (another host, a container: a
    * network outage can deliver its close after its new connection); false for a peer over loopback that closed it,
-   * or whose process died, as it happened. `heldBack`: the bus was holding its frames back shortly before it closed
-   * (fair share paused its socket within the longest pause and the windows around it), so what it sent last may have
-   * gone unread with it; false when everything it sent was read as it came.
+   * or whose process died, as it happened. `heldBack`: what it sent last may have gone unread with it — the bus was
+   * holding its frames back when or shortly before it closed (fair share paused its socket, now or within the longest
+   * pause and the windows around it), or cut it (an oversized frame, a slow consumer); false when everything it sent
+   * was read as it came.
    */
   onConnectionClosed?(listener: (connection: string, late: boolean, heldBack: boolean) => void): Unsubscribe;
   /** A client connection opened (before anything it sends is delivered). */
