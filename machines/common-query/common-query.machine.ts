@@ -299,10 +299,10 @@ export const commonQueryMachine = setup({
   },
   guards: {
     firstPong: ({ context, event }) => !context.polled.includes(eventOf(event, 'PONG').skill_id),
-    /** In a cold start knowing no skill, this pong is the first live claim: it opens the spread (`spreading`). */
+    /** In a cold start knowing no skill, this pong (a first one) is the first live claim: it opens the spread (`spreading`). */
     opensSpread: ({ context, event }) => {
       const pong = eventOf(event, 'PONG');
-      return pong.can_answer && coldUnknown(context) && liveClaims(context) === 0 && !context.polled.includes(pong.skill_id) && !context.gone.includes(pong.skill_id);
+      return pong.can_answer && coldUnknown(context) && liveClaims(context) === 0 && !context.gone.includes(pong.skill_id);
     },
     /** With this pong, a claim is in hand (or the roster is complete) and every skill on it has answered or is gone (rule 1). */
     lastKnown: ({ context, event }) => rule1(withPong(context, eventOf(event, 'PONG'))),
@@ -372,7 +372,7 @@ export const commonQueryMachine = setup({
       on: {
         PONG: [
           { guard: and(['firstPong', 'lastKnown']), target: 'closingPoll', actions: 'recordPong' },
-          { guard: 'opensSpread', target: '.spreading', actions: 'recordPong' },
+          { guard: and(['firstPong', 'opensSpread']), target: '.spreading', actions: 'recordPong' },
           { guard: 'firstPong', actions: 'recordPong' },
           { actions: 'reportPongIgnored' },
         ],
@@ -403,7 +403,7 @@ export const commonQueryMachine = setup({
         pastClaimBound: {
           on: {
             PONG: [
-              { guard: 'opensSpread', target: 'spreading', actions: 'recordPong' },
+              { guard: and(['firstPong', 'opensSpread']), target: 'spreading', actions: 'recordPong' },
               { guard: and(['firstPong', 'settlesWithPong']), target: '#commonQuery.closingPoll', actions: 'recordPong' },
               { guard: 'firstPong', actions: 'recordPong' },
               { actions: 'reportPongIgnored' },

@@ -249,10 +249,10 @@ export class BusServer implements Bus {
   }
 
   /** Relay mode: a client connection of some daemon of the cluster opened or closed. */
-  relayedConnection(connection: string, closed: false | { readonly late: boolean; readonly heldBack?: boolean }): void {
+  relayedConnection(connection: string, closed: false | { readonly late: boolean; readonly heldBack: boolean }): void {
     if (this.#closing !== undefined) return;
     if (closed === false) this.#local.openConnection(connection);
-    else this.#local.closeConnection(connection, closed.late, closed.heldBack === true);
+    else this.#local.closeConnection(connection, closed.late, closed.heldBack);
   }
 
   subscribe(listener: (message: Message) => void): Unsubscribe {

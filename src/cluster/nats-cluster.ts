@@ -992,7 +992,7 @@ export class NatsCluster implements BusRelay {
   }
 
   closed(connection: string, late: boolean, heldBack: boolean): void {
-    const note: ConnectionNote = heldBack ? { connection, closed: true, late, heldBack } : { connection, closed: true, late };
+    const note: ConnectionNote = { connection, closed: true, late, heldBack };
     this.#publish(CONNECTION_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify(note)));
     this.#ownConnections.delete(connection);
     this.#writeState(stateKey.connection(connection), null);
@@ -1171,7 +1171,7 @@ export class NatsCluster implements BusRelay {
     this.#clock.clearTimeout(quiet);
     watch.stop();
     if (!ended) this.#logger.warn({ reason: 'cluster_replay_quiet', replayed: count, quiet_ms: REPLAY_QUIET_MS }, 'cluster: the state bucket went quiet before its last entry (removed meanwhile?); going on with what was read');
-    for (const connection of referenced) if (!this.#open.has(connection)) server.relayedConnection(connection, { late: false });
+    for (const connection of referenced) if (!this.#open.has(connection)) server.relayedConnection(connection, { late: false, heldBack: false });
     // Suspensions last, once the registrations are in (a suspension of a skill not registered here is not kept): the
     // bucket's order between keys is not always the order of the changes (a write that failed is written later).
     await new Promise<void>((resolve) => setImmediate(resolve));
