@@ -438,7 +438,7 @@ describe('fair share: a client sending far more than its share while the bus is 
     expect(loud.ws.readyState).toBe(WebSocket.OPEN); // slowed, never dropped
   });
 
-  it('Bus.onConnectionClosed heldBack: a client that closes while paused, or within the longest pause and two windows of its resume, is reported held back (what it sent last may have gone unread); one never paused, or resumed longer ago, is not', async () => {
+  it('PIPELINE-1 §6 (the handled of a legacy skill, src/plugins/README.md), Bus.onConnectionClosed heldBack: a client that closes while paused, or within the longest pause and two windows of its resume, is reported held back (what it sent last may have gone unread); one never paused, or resumed longer ago, is not', async () => {
     const { server, clock, setSaturated } = await startSaturable(300);
     const closes = new Recorder<{ connection: string; heldBack: boolean }>();
     server.onConnectionClosed((connection, _late, heldBack) => closes.push({ connection, heldBack }));
@@ -482,7 +482,7 @@ describe('fair share: a client sending far more than its share while the bus is 
     expect(closes.items.map((c) => c.heldBack)).toEqual([true, true, false, false]);
   });
 
-  it('Bus.onConnectionClosed heldBack: a client the server cuts (a frame over maxFrameBytes) is reported held back — what it sent after that frame was never read; one closing on its own is not', async () => {
+  it('PIPELINE-1 §6 (the handled of a legacy skill), Bus.onConnectionClosed heldBack: a client the server cuts (a frame over maxFrameBytes) is reported held back — what it sent after that frame was never read; one closing on its own is not', async () => {
     const server = await BusServer.start({ host: '127.0.0.1', port: 0, route: '/core', maxFrameBytes: 1024, logger: captureLogs().logger });
     cleanups.push(() => server.close());
     const closes = new Recorder<{ connection: string; heldBack: boolean }>();

@@ -562,7 +562,7 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     expect([a, b].map((daemon) => daemon.system.fallback.breaker.suspended('s.silent'))).toEqual([true, true]);
   }, 60_000);
 
-  it('Bus.onConnectionClosed across daemons: a client connection of daemon A closing is heard on daemon B with whether A read everything it sent — a close of its own not held back, a connection A cut (frame_too_large) held back', async () => {
+  it('PIPELINE-1 §6 (the handled of a legacy skill), Bus.onConnectionClosed across daemons: a client connection of daemon A closing is heard on daemon B with whether A read everything it sent — a close of its own not held back, a connection A cut (frame_too_large) held back', async () => {
     const server = await nats();
     const a = await daemon(server.url, 'node-a', silentLogger(), { bus: { maxFrameBytes: 64 * 1024 } });
     const b = await daemon(server.url, 'node-b');
