@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
-import { FORMER_STATE_STREAM, openEnvelope, partitionOf, preferredOwner, STATE_BUCKET, stateKey } from '../../src/cluster/subjects.js';
+import { busSubject, envelope, FORMER_STATE_STREAM, openEnvelope, PARTITION_SUBJECT, partitionOf, preferredOwner, STATE_BUCKET, stateKey } from '../../src/cluster/subjects.js';
 import { createMessage, decodeFrame, encodeMessage, reply, utteranceIdOf, type Message } from '../../src/bus/message.js';
 import { startDaemon, type Daemon } from '../../src/daemon/daemon.js';
 import { silentLogger, type Logger } from '../../src/log/logger.js';
@@ -904,6 +904,45 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     await expect.poll(() => a.cluster!.view().owners[held], { timeout: 10_000 }).toBe('node-b');
     await user.barrier();
     expect(notAnsweredOnce(user, sent)).toEqual([]);
+  }, 90_000);
+
+  it('PIPELINE-1 §6: an utterance of a SIGKILLed daemon that another adopted and ended counts as ended at once — the same utterance handed to it again by a third daemon a moment later (before its handled has come back from NATS) ends no second time: one handled', async () => {
+    const server = await nats();
+    const a = await daemon(server.url, 'node-a');
+    const { start } = await spawnedNodeB(server.url);
+    const b = await start();
+    const spread = [...Array(PARTITIONS).keys()].map((partition) => preferredOwner(partition, ['node-a', 'node-b']));
+    await expect.poll(() => a.cluster!.view().owners, { timeout: 10_000 }).toEqual(spread);
+    const partition = spread.indexOf('node-b');
+    await heldSkill(a.url);
+    await expect.poll(() => [...a.system.fallback.registry.availableFor('default').keys()], { timeout: 5_000 }).toEqual(['h.spec']);
+    const user = await probe(a.url);
+    let session = '';
+    for (let s = 0; session === ''; s++) if (partitionOf(`adopted-s${s}`, PARTITIONS) === partition) session = `adopted-s${s}`;
+    const id = `${session}-u0`;
+    user.utter('hold the handler', { utteranceId: id, session: { session_id: session }, lang: 'en-US' });
+    // Dispatched by B; its handler held.
+    const dispatch = await user.waitFor((m) => m.type === 'h.spec:fallback' && utteranceIdOf(m) === id, `dispatch of ${id}`);
+
+    await signalDaemon(b, 'SIGKILL');
+    // A takes B's partitions over and adopts the utterance: it waits for its handler's end.
+    await expect.poll(() => a.cluster!.view().failovers, { timeout: 10_000 }).toBe(1);
+
+    // A third daemon, as NATS carries it: its skill's handler ends (its client's frame), then — having heard the
+    // utterance taken by B's run, now gone — it hands the utterance to the partition's owner. One write: both reach A
+    // before anything A publishes in answer can come back to it.
+    const third = await connect({ servers: server.url });
+    cleanups.push(() => third.close());
+    const entry = createMessage('ovos.utterance.handle', { utterances: ['hold the handler'], lang: 'en-US' }, { source: 'probe', destination: 'orchestrator', session: { session_id: session }, utterance_id: id });
+    third.publish(busSubject('mycroft.skill.handler.complete'), envelope('node-c', 'c1', 1, 'node-c/1', partition, Buffer.from(encodeMessage(reply(dispatch, 'mycroft.skill.handler.complete', {})))));
+    const orphans = { kind: 'orphans', partition, node: 'node-c', to: 'node-a', entries: [{ frame: 'node-a.x.1', message: encodeMessage(entry), node: 'node-b', boot: 'gone', utterance_id: id, decided: 'matched', handler: 'complete' }] };
+    third.publish(PARTITION_SUBJECT, envelope('node-c', 'c1', 2, undefined, undefined, Buffer.from(JSON.stringify(orphans))));
+    await third.flush();
+
+    // A second handled would be held with the first until NATS confirms them both, and delivered with it.
+    await user.handled(id);
+    await user.barrier();
+    expect(user.of(id).filter((m) => m.type === 'ovos.utterance.handled').map((m) => m.data)).toEqual([{}]);
   }, 90_000);
 
   it.each([
