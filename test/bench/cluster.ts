@@ -7,7 +7,7 @@
  *  - one daemon on NATS: what the relay through NATS costs;
  *  - two daemons on NATS, the driver and the skills connected to the first: the sessions' contests split over both.
  *
- * Each setup: a warm-up, a closed load (200 sessions back to back), one at a time. CPU per utterance is user + system
+ * Each setup: a warm-up (`WARMUP`), a closed load (200 sessions back to back), one at a time. CPU per utterance is user + system
  * time from /proc of every daemon and of nats-server. The three setups run in `ROUNDS` interleaved rounds (embedded,
  * one on NATS, two on NATS, then again): on this shared machine one run's CPU per utterance moves by a third from one
  * minute to the next, so each comparison is made within a round — the same minutes — and the figures checked are the
@@ -33,7 +33,14 @@ import { summarize } from './stats.js';
 
 const DAEMON_MAIN = fileURLToPath(new URL('../../src/daemon/main.js', import.meta.url));
 const CONCURRENCY = 200;
-const WARMUP = 1_000;
+/**
+ * The load is measured in the daemons' steady state, as a daemon that has run for a while is. V8 still compiles the
+ * daemons' hot code during the first thousands of utterances (`node --trace-opt`): after 1,000 utterances of warm-up,
+ * the compiler's work during the 4,000 measured was about 0.5 s of compile time in the embedded daemon and about
+ * 1.9 s in the two daemons together — each sees part of the traffic, so its code gets hot later —, and after 10,000
+ * a few tenths of that. The warm-up rows show what the first 10,000 cost.
+ */
+const WARMUP = 10_000;
 const TOTAL = 4_000;
 const SEQUENTIAL = 200;
 // Half the two daemons' closed-load rate here: the failover time, not a queue built by overload.
