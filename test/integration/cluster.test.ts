@@ -206,6 +206,22 @@ async function cutOffPair(extraA: Record<string, unknown> = {}) {
   return { server, proxy, a, b, logsA, logsB, skill, user, observer, ownedByA: a.cluster!.view().owned };
 }
 
+/**
+ * Daemon A in this process and B in a process of its own (`spawnedNodeB`), every partition with the daemon rendezvous
+ * hashing gives it (`spread`); the held skill "h.spec" and a user on A.
+ */
+async function spreadPair(server: NatsServer) {
+  const a = await daemon(server.url, 'node-a');
+  const { start } = await spawnedNodeB(server.url);
+  const b = await start();
+  const spread = [...Array(PARTITIONS).keys()].map((partition) => preferredOwner(partition, ['node-a', 'node-b']));
+  await expect.poll(() => a.cluster!.view().owners, { timeout: 10_000 }).toEqual(spread);
+  const skill = await heldSkill(a.url);
+  await expect.poll(() => [...a.system.fallback.registry.availableFor('default').keys()], { timeout: 5_000 }).toEqual(['h.spec']);
+  const user = await probe(a.url);
+  return { a, b, start, spread, skill, user };
+}
+
 /** The cluster's state bucket, read as a user would with a NATS client: its keys, and the ids they name. */
 async function stateOf(url: string): Promise<{
   readonly values: () => Promise<number>;
@@ -867,17 +883,8 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
   }, 90_000);
 
   it('PIPELINE-1 §6: a daemon SIGKILLed with utterances dispatched, started again under its name once the other has taken its partitions over: the partitions of the utterances still waiting for their handler stay with the daemon that adopted them until they end — each ends once, with one handled and one answer — and go back after', async () => {
-    const server = await nats();
-    const a = await daemon(server.url, 'node-a');
-    const { start } = await spawnedNodeB(server.url);
-    const b = await start();
-    // Every partition with the daemon rendezvous hashing gives it.
-    const spread = [...Array(PARTITIONS).keys()].map((partition) => preferredOwner(partition, ['node-a', 'node-b']));
-    await expect.poll(() => a.cluster!.view().owners, { timeout: 10_000 }).toEqual(spread);
+    const { a, b, start, spread, skill, user } = await spreadPair(await nats());
     const shareOfB = spread.flatMap((owner, partition) => (owner === 'node-b' ? [partition] : []));
-    const skill = await heldSkill(a.url);
-    await expect.poll(() => [...a.system.fallback.registry.availableFor('default').keys()], { timeout: 5_000 }).toEqual(['h.spec']);
-    const user = await probe(a.url);
     // Dispatched on B, their handler held, in one of B's partitions: A adopts them when it takes B's partitions over.
     const [held, ...free] = shareOfB as [number, ...number[]];
     expect(free.length).toBeGreaterThan(0);
@@ -908,15 +915,8 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
 
   it('PIPELINE-1 §6: an utterance of a SIGKILLed daemon that another adopted and ended counts as ended at once — the same utterance handed to it again by a third daemon a moment later (before its handled has come back from NATS) ends no second time: one handled', async () => {
     const server = await nats();
-    const a = await daemon(server.url, 'node-a');
-    const { start } = await spawnedNodeB(server.url);
-    const b = await start();
-    const spread = [...Array(PARTITIONS).keys()].map((partition) => preferredOwner(partition, ['node-a', 'node-b']));
-    await expect.poll(() => a.cluster!.view().owners, { timeout: 10_000 }).toEqual(spread);
+    const { a, b, spread, user } = await spreadPair(server);
     const partition = spread.indexOf('node-b');
-    await heldSkill(a.url);
-    await expect.poll(() => [...a.system.fallback.registry.availableFor('default').keys()], { timeout: 5_000 }).toEqual(['h.spec']);
-    const user = await probe(a.url);
     let session = '';
     for (let s = 0; session === ''; s++) if (partitionOf(`adopted-s${s}`, PARTITIONS) === partition) session = `adopted-s${s}`;
     const id = `${session}-u0`;
