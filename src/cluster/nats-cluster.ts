@@ -23,6 +23,7 @@ import { LogRateLimiter } from '../log/rate-limit.js';
 import { sessionIdOf, DEFAULT_SESSION_ID } from '../bus/session.js';
 import { systemClock, type Clock, type TimerId } from '../clock/clock.js';
 import type { Logger } from '../log/logger.js';
+import { Admissions } from './admissions.js';
 import { startHeartbeat, type Heartbeat } from './heartbeat.js';
 import { InOrder, SentRing } from './redelivery.js';
 import { topics, utteranceRefused } from '../dialect/spec-dialect.js';
@@ -128,6 +129,9 @@ const READ_EVERYWHERE: ReadonlySet<string> = new Set(
     ...REGISTRY_TOPICS,
   ].map(busSubject),
 );
+
+/** How many utterance entries a daemon hands its contests in one turn of its event loop (admissions.ts). */
+const ADMIT_PER_TURN = 16;
 
 /** How long a daemon keeps an entry that waits for an owner, or a note heard before its entry. */
 const REMEMBER_MS = 10 * 60_000;
@@ -325,6 +329,12 @@ export class NatsCluster implements BusRelay {
   /** Subject, data, subject, data, …: published at the end of the event loop's turn (`#sendOutbox`). */
   readonly #outbox: Array<string | Uint8Array> = [];
   #outboxScheduled = false;
+  /** The entries taken here, to the contests at most `ADMIT_PER_TURN` a turn of the event loop (admissions.ts). */
+  readonly #admissions = new Admissions<{ readonly message: Message; readonly connection: string | undefined }>({
+    perTurn: ADMIT_PER_TURN,
+    admit: ({ message, connection }) => this.#server?.admit(message, connection),
+    nextTurn: (run) => setImmediate(run),
+  });
   /** What this daemon's contests said of an utterance, published and waiting for the NATS server's confirmation (`#confirm`). */
   readonly #held: Array<{ readonly subject: string; readonly opened: Opened; readonly message: Message }> = [];
   /** Since when the NATS connection has been lost (monotonic ms; undefined while connected). */
@@ -1074,7 +1084,11 @@ export class NatsCluster implements BusRelay {
     }
     const frameId = `${opened.node}.${opened.boot}.${opened.seq}`;
     const taken = this.#intake(frameId, message, connection);
-    server.relayed(frame, taken ?? message, connection, taken !== undefined);
+    if (taken === undefined) server.relayed(frame, message, connection, false);
+    else {
+      server.relayedToClients(frame);
+      this.#admissions.push({ message: taken, connection });
+    }
   }
 
   /** An utterance entry: taken here (the stamped message) when this daemon owns its partition, else it waits. */
@@ -1539,7 +1553,7 @@ export class NatsCluster implements BusRelay {
     for (const [frameId, waiting] of [...this.#entries]) {
       if (waiting.partition !== partition) continue;
       if (waiting.taken === undefined) {
-        server.admit(this.#take(frameId, waiting, owned), waiting.connection);
+        this.#admissions.push({ message: this.#take(frameId, waiting, owned), connection: waiting.connection });
         continue;
       }
       if (!this.#runGone(waiting.taken) || waiting.adopted !== undefined) continue;
@@ -1552,7 +1566,7 @@ export class NatsCluster implements BusRelay {
         this.#logger.warn({ reason: 'daemon_lost', node: waiting.taken.node, utterance_id: utteranceId, session_id: sessionIdOf(waiting.message), outcome: 'run_again' }, 'cluster: an utterance of a lost daemon runs again here');
         const again: Waiting = { partition, message: withContext(waiting.message, { utterance_id: utteranceId }), connection: waiting.connection, at: waiting.at };
         this.#entries.set(frameId, again);
-        server.admit(this.#take(frameId, again, owned), again.connection);
+        this.#admissions.push({ message: this.#take(frameId, again, owned), connection: again.connection });
         continue;
       }
       // Matched: the winner may be running its handler. A legacy skill ends the utterance with its own handled; a
@@ -1720,6 +1734,8 @@ export class NatsCluster implements BusRelay {
   async leave(graceMs: number): Promise<void> {
     if (this.#leaving) return;
     this.#leaving = true;
+    // No entry is taken from now on; those taken and waiting for a turn go to the contests now, to run or be refused.
+    this.#admissions.flush();
     const now = this.#clock.monotonic();
     for (const owned of this.#owned.values()) owned.drainingSince = now;
     this.#heartbeat();

@@ -7,13 +7,13 @@
  *  - one daemon on NATS: what the relay through NATS costs;
  *  - two daemons on NATS, the driver and the skills connected to the first: the sessions' contests split over both.
  *
- * Each setup: a warm-up (`WARMUP`), a closed load (200 sessions back to back), a saturating one (`SATURATING`
- * sessions: which setup answers more), one at a time. CPU per utterance is user + system
- * time from /proc of every daemon and of nats-server. The three setups run in `ROUNDS` interleaved rounds (embedded,
- * one on NATS, two on NATS, then again): on this shared machine one run's CPU per utterance moves by a third from one
- * minute to the next, so each comparison is made within a round — the same minutes — and the figures checked are the
- * medians over the rounds, every round's shown. Then, with two daemons, in every round, failover: an open load (`FAILOVER`),
- * the second daemon — contests only, no client connected to it — SIGKILLed mid-run; for each utterance of its
+ * Each setup: a warm-up (`WARMUP` utterances, `SATURATING` sessions at once on the cold daemons), a closed load (200
+ * sessions back to back), a saturating one (`SATURATING` sessions: which setup answers more), one at a time. CPU per
+ * utterance is user + system time from /proc of every daemon and of nats-server. The three setups run in `ROUNDS`
+ * interleaved rounds (embedded, one on NATS, two on NATS, then again): on this shared machine one run's CPU per
+ * utterance moves by a third from one minute to the next, so each comparison is made within a round — the same
+ * minutes — and the figures checked are the medians over the rounds, every round's shown. Then, with two daemons, in
+ * every round, failover: an open load (`FAILOVER`), the second daemon — contests only, no client connected to it — SIGKILLed mid-run; for each utterance of its
  * sessions held up by the failover (in flight at the kill, or asked before its sessions moved), the time from the kill
  * (or from when it was asked, if later) to its ovos.utterance.handled. Lost: never handled or its answer never spoken;
  * doubled: more than one handled or spoken line.
@@ -193,7 +193,8 @@ async function setupRuns(setup: Setup, round: number): Promise<{ runs: Run[]; fa
     closers.unshift(() => driver.stop());
     const runs: Run[] = [];
     for (const [label, plan] of [
-      ['warm-up', { runId: 'warmup', total: WARMUP, concurrency: CONCURRENCY }],
+      // A cold start under a burst: every session asks at once, before any daemon has heard a skill or compiled its code.
+      ['warm-up', { runId: 'warmup', total: WARMUP, concurrency: SATURATING }],
       ['load', { runId: 'load', total: TOTAL, concurrency: CONCURRENCY }],
       ['saturating load', { runId: 'saturating', total: TOTAL, concurrency: SATURATING }],
       ['one at a time', { runId: 'sequential', total: SEQUENTIAL, concurrency: 1 }],
