@@ -2,7 +2,7 @@
  * The common-query contest, OVOS-COMMON-QUERY-1 §6–§8: one actor per contest run.
  *
  *   polling ──(every known skill answered | claim bound | ceiling)──▶ closingPoll ──▶ collecting ──▶ done
- *     (open → pastClaimBound; cold, knowing no skill: → spreading from the first claim)
+ *     (open → pastClaimBound; cold, the roster untrusted: → spreading from the first claim)
  *                                                                          └─(no claimant)──────────▶ done
  *
  * Poll (§6): `sendPing` broadcasts `ovos.common_query.ping`. The poll closes at the first of (§6.3 early close):
@@ -20,9 +20,10 @@
  *     - in a cold start (`awaitFirstClaim`: the plugin has just started and its roster cannot be trusted yet), no
  *       live claim is in hand (and rule 1 does not hold): the first claim is waited for, so a claim late for the
  *       claim bound is not lost to the cold start;
- *     In a cold start that knows no skill while unknown ones can claim (`coldUnknown`), the first live claim opens
- *     `spreading`: the poll closes one claim bound after it (so never before the claim bound), as above — claims
- *     answering the same ping come within the pong bound of each other, however slow the bus is for all of them;
+ *     In a cold start while skills the roster does not know yet can claim (`coldIncomplete`), the first live claim
+ *     opens `spreading`: the poll closes one claim bound after it (so never before the claim bound), as above, and
+ *     not at rule 1 before that — claims answering the same ping come within the pong bound of each other, however
+ *     slow the bus is for all of them, and every known skill having answered does not mean the last claim is in;
  *  3. the poll-window ceiling `pollWindow` (Appendix A 500 ms). What is in hand then are the claimants (§6.2).
  * So a claim within the claim bound is never lost while no other claim is in hand; with one in hand, a skill unknown
  * to the plugin that claims after every known skill has answered is heard from its next question on.
@@ -221,12 +222,11 @@ const isClaimant = (context: CommonQueryContext, skillId: string): boolean => co
 const rule1 = (context: CommonQueryContext): boolean =>
   (liveClaims(context) > 0 || context.rosterComplete === true) && context.knownSkills.length > 0 && heardAll(context, context.polled, context.knownSkills);
 /**
- * The cold start knowing no skill (and the roster can be incomplete: the spec dialect is on): every skill that can
- * claim is unknown, so no rule can tell when the last claim is in — the poll stays open one claim bound past its first
- * live claim (`spreading`).
+ * The cold start while the roster can be incomplete (the spec dialect is on): any skill may be one the roster does not
+ * know yet, so "every known skill has answered" does not tell that the last claim is in — the poll stays open one
+ * claim bound past its first live claim (`spreading`).
  */
-const coldUnknown = (context: CommonQueryContext): boolean =>
-  context.awaitFirstClaim === true && context.rosterComplete !== true && context.knownSkills.length === 0;
+const coldIncomplete = (context: CommonQueryContext): boolean => context.awaitFirstClaim === true && context.rosterComplete !== true;
 /**
  * Nobody the poll still waits for past the claim bound: every skill known to answer every poll has answered or is
  * gone, and — in a cold start — a live claim is in hand or rule 1 holds.
@@ -299,14 +299,16 @@ export const commonQueryMachine = setup({
   },
   guards: {
     firstPong: ({ context, event }) => !context.polled.includes(eventOf(event, 'PONG').skill_id),
-    /** In a cold start knowing no skill, this pong (a first one) is the first live claim: it opens the spread (`spreading`). */
+    /** In a cold start whose roster can be incomplete, this pong (a first one) is the first live claim: it opens the spread (`spreading`). */
     opensSpread: ({ context, event }) => {
       const pong = eventOf(event, 'PONG');
-      return pong.can_answer && coldUnknown(context) && liveClaims(context) === 0 && !context.gone.includes(pong.skill_id);
+      return pong.can_answer && coldIncomplete(context) && liveClaims(context) === 0 && !context.gone.includes(pong.skill_id);
     },
-    /** With this pong, a claim is in hand (or the roster is complete) and every skill on it has answered or is gone (rule 1). */
-    lastKnown: ({ context, event }) => rule1(withPong(context, eventOf(event, 'PONG'))),
-    /** With this pong, no skill known to answer every poll is outstanding (ends the wait past the claim bound). */
+    /**
+     * With this pong, a claim is in hand (or the roster is complete) and every skill on it has answered or is gone
+     * (rule 1) — not while the poll spreads in a cold start (the roster may not know every skill yet).
+     */
+    lastKnown: ({ context, event }) => !coldIncomplete(context) && rule1(withPong(context, eventOf(event, 'PONG'))),
     /** The poll may close at the claim bound (rule 2): nobody it still waits for (`settled`). */
     settledAtBound: ({ context }) => settled(context),
     /** Past the claim bound, with this pong the poll has nobody left to wait for. */
@@ -412,9 +414,10 @@ export const commonQueryMachine = setup({
           },
         },
 
-        // A cold start knowing no skill (`coldUnknown`), from its first live claim: the other skills' claims answering
-        // the same ping come within the pong bound of it, the bus being as slow for them as for the first — so the poll
-        // stays open one claim bound (never closing before the claim bound itself, nor after the ceiling). Then it
+        // A cold start whose roster can be incomplete (`coldIncomplete`), from its first live claim: the other skills'
+        // claims answering the same ping come within the pong bound of it, the bus being as slow for them as for the
+        // first — so the poll stays open one claim bound (never closing before the claim bound itself, nor after the
+        // ceiling), every known skill having answered or not (rule 1 waits while the roster is new). Then it
         // closes as at the claim bound: unless a skill learnt to claim late (AWAIT) is outstanding, or the claim's
         // skill has gone (no live claim: the poll waits on for one that can be answered).
         spreading: {

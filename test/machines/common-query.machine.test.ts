@@ -426,7 +426,7 @@ describe('OVOS-COMMON-QUERY-1 §6.2/§6.3 the cold start (awaitFirstClaim): no c
     expect(c.clock.pending).toBe(0);
   });
 
-  it('§6.2 cold start: declines past the claim bound do not close the poll (a decline is not a claim); the first claim after them does', () => {
+  it('§6.2 cold start: declines past the claim bound do not close the poll (a decline is not a claim); the first claim after them closes it one claim bound later', () => {
     const c = contest({ awaitFirstClaim: true, knownSkills: ['a', 'b'] });
     c.at(200);
     c.pong('a', false);
@@ -434,7 +434,10 @@ describe('OVOS-COMMON-QUERY-1 §6.2/§6.3 the cold start (awaitFirstClaim): no c
     expect(c.done()).toBe(false);
     c.at(350);
     c.pong('c');
-    expect(c.requests).toEqual([{ at: 350, claimants: [{ skill_id: 'c' }] }]);
+    c.at(350 + CLAIM - 1);
+    expect(c.requests).toEqual([]);
+    c.at(350 + CLAIM);
+    expect(c.requests).toEqual([{ at: 350 + CLAIM, claimants: [{ skill_id: 'c' }] }]);
     expect(c.actor.getSnapshot().context.polled).toEqual(['a', 'b', 'c']);
   });
 
@@ -448,14 +451,36 @@ describe('OVOS-COMMON-QUERY-1 §6.2/§6.3 the cold start (awaitFirstClaim): no c
     expect(c.claimantIds()).toEqual([]);
   });
 
-  it('§6.3 cold start knowing a skill: a claim in hand at the claim bound closes the poll there, as when warm (the wait is only for a first claim)', () => {
+  it('§6.3 cold start knowing a skill: a claim in hand does not close the poll at the claim bound, as when warm — one claim bound after it (the roster may not know every skill yet)', () => {
     const c = contest({ awaitFirstClaim: true, knownSkills: ['a'] });
     c.at(10);
     c.pong('b');
-    c.at(CLAIM - 1);
-    expect(c.requests).toEqual([]);
     c.at(CLAIM);
-    expect(c.requests).toEqual([{ at: CLAIM, claimants: [{ skill_id: 'b' }] }]);
+    expect(c.requests).toEqual([]);
+    c.at(10 + CLAIM - 1);
+    c.pong('c');
+    expect(c.requests).toEqual([]);
+    c.at(10 + CLAIM);
+    expect(c.requests).toEqual([{ at: 10 + CLAIM, claimants: [{ skill_id: 'b' }, { skill_id: 'c' }] }]);
+  });
+
+  it.each([
+    ['before', 50, 10 + CLAIM],
+    ['after', 200, 200],
+  ])('§6.3 cold start knowing skills: every known skill claiming does not close the poll before one claim bound past the first claim (rule 1 waits while the roster is new) — the last known claim %s that bound, the poll closes at %i → %i', (_, last, closes) => {
+    const c = contest({ awaitFirstClaim: true, knownSkills: ['a', 'b'], answeringSkills: ['a', 'b'] });
+    c.at(10);
+    c.pong('a');
+    c.at(last);
+    c.pong('b');
+    if (closes > last) {
+      c.at(closes - 1);
+      c.pong('unknown yet');
+      expect(c.requests).toEqual([]);
+    }
+    c.at(closes);
+    expect(c.requests.map((r) => r.at)).toEqual([closes]);
+    expect(c.claimantIds()).toEqual(closes > last ? ['a', 'b', 'unknown yet'] : ['a', 'b']);
   });
 
   it('§6.3 cold start knowing no skill: the poll stays open one claim bound past its first claim — a second claim at 10 + 124 ms is a claimant, asked at 10 + 125 ms', () => {
@@ -563,24 +588,29 @@ describe('OVOS-COMMON-QUERY-1 §6.2/§6.3 the cold start (awaitFirstClaim): no c
     expect(c.requests).toEqual([{ at: at + CLAIM, claimants: [{ skill_id: 'a' }, { skill_id: 'b' }] }]);
   });
 
-  it('§6.3 cold start: a skill known to answer every poll is waited for, and once it has declined the poll still waits for a first claim — a newcomer claiming at 300 ms is a claimant', () => {
+  it('§6.3 cold start: a skill known to answer every poll is waited for, and once it has declined the poll still waits for a first claim — a newcomer claiming at 300 ms is a claimant, asked one claim bound later', () => {
     const c = contest({ awaitFirstClaim: true, knownSkills: ['a'], answeringSkills: ['a'] });
     c.at(200);
     c.pong('a', false);
     expect(c.done()).toBe(false);
     c.at(300);
     c.pong('newcomer');
-    expect(c.requests).toEqual([{ at: 300, claimants: [{ skill_id: 'newcomer' }] }]);
+    c.at(300 + CLAIM);
+    expect(c.requests).toEqual([{ at: 300 + CLAIM, claimants: [{ skill_id: 'newcomer' }] }]);
   });
 
-  it('§6.3 cold start: a first claim does not close the poll while a skill known to answer every poll is outstanding — its answer does', () => {
+  it.each([
+    ['within', 250, 150 + CLAIM],
+    ['past', 300, 300],
+  ])('§6.3 cold start: a first claim does not close the poll while a skill known to answer every poll is outstanding — its answer %s one claim bound of the claim (at %i) closes it at %i', (_, answer, closes) => {
     const c = contest({ awaitFirstClaim: true, knownSkills: ['a'], answeringSkills: ['a'] });
     c.at(150);
     c.pong('b');
     expect(c.done()).toBe(false);
-    c.at(250);
+    c.at(answer);
     c.pong('a', false);
-    expect(c.requests).toEqual([{ at: 250, claimants: [{ skill_id: 'b' }] }]);
+    c.at(closes);
+    expect(c.requests).toEqual([{ at: closes, claimants: [{ skill_id: 'b' }] }]);
   });
 
   it('§6.3 cold start: a skill learnt to claim late while the poll waits (AWAIT) is waited for too — another skill\'s first claim does not close the poll without it', () => {
@@ -601,7 +631,8 @@ describe('OVOS-COMMON-QUERY-1 §6.2/§6.3 the cold start (awaitFirstClaim): no c
     expect(c.done()).toBe(false);
     c.at(320);
     c.pong('b');
-    expect(c.requests).toEqual([{ at: 320, claimants: [{ skill_id: 'b' }] }]);
+    c.at(320 + CLAIM);
+    expect(c.requests).toEqual([{ at: 320 + CLAIM, claimants: [{ skill_id: 'b' }] }]);
   });
 
   it('§6.3 cold start with a complete roster (only the legacy dialect): every known skill declining past the claim bound closes the poll at the last answer, not at the ceiling', () => {

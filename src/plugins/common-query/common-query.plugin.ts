@@ -23,9 +23,9 @@
  * until it first claims, and the first questions after a start are when skills answer slowest. Every poll begun
  * then is cold (`awaitFirstClaim`): with no claim in hand at the claim bound it waits on for its first claim, and it
  * waits for every skill on the roster as for one known to answer every poll, up to the ceiling — so a claim late for
- * the claim bound (a first call, a burst's load) is not lost to the cold start; with a claim in hand and every known
- * skill heard it closes as when warm; knowing no skill at all (and the spec dialect on), it stays open one claim bound
- * past its first claim, for the claims of skills nobody knows yet (the machine's `spreading`). A cold poll teaches who the skills are, which claim late and which
+ * the claim bound (a first call, a burst's load) is not lost to the cold start; and (the spec dialect on) it stays
+ * open one claim bound past its first claim, every known skill heard or not, for the claims of skills nobody knows yet
+ * (the machine's `spreading`). A cold poll teaches who the skills are, which claim late and which
  * missed it, but earns nobody a streak: a skill that answers in 200 ms is not promoted by polls that waited past the
  * claim bound.
  */

@@ -1475,20 +1475,20 @@ describe('OVOS-COMMON-QUERY-1 §6.2/§6.3: the cold start — the first polls af
     expect(decidedAfter).toEqual([POLL, POLL, POLL, CLAIM_BOUND, CLAIM_BOUND]);
   });
 
-  it('§6.3 cold start: what the spread costs — the first question, knowing no skill, asks a quick claimant one claim bound after its claim; the next, knowing it, at its claim (rule 1)', async () => {
-    const h = createHarness(cold());
+  it('§6.3 cold start: what the spread costs — while cold (the first warmupPolls polls), a question asks a quick claimant one claim bound after its claim, known or not (the roster is not trusted yet); once warm, at its claim (rule 1)', async () => {
+    const h = createHarness(cold(2));
     cqSkill(h, 'wiki', { latencyMs: 20, pongDelayMs: 10, answer: 'Paris', conf: 0.8, responseDelayMs: 5 });
     await h.settle();
     const wire = timedWire(h);
     const askedAfter: number[] = [];
-    for (const id of ['first', 'second']) {
+    for (const id of ['first', 'second', 'third']) {
       const t0 = h.clock.now();
       h.utter(FRANCE, { session: { session_id: id }, utteranceId: id });
       await h.advance(POLL + 200);
       expect(spoken(h, id)).toEqual(['Paris']);
       askedAfter.push(...wire.filter((w) => w.message.type === 'wiki:common_query' && w.message.context['utterance_id'] === id).map((w) => w.at - t0));
     }
-    expect(askedAfter).toEqual([10 + CLAIM_BOUND, 10]);
+    expect(askedAfter).toEqual([10 + CLAIM_BOUND, 10 + CLAIM_BOUND, 10]);
     expectOneHandledEach(h);
   });
 
