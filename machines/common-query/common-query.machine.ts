@@ -317,7 +317,6 @@ export const commonQueryMachine = setup({
     settlesWithGone: ({ context, event }) => settled(withGone(context, eventOf(event, 'GONE').skill_id)),
     /** With this skill gone, rule 1 holds: a claim in hand, every known skill heard or gone. */
     goneKnownHeard: ({ context, event }) => rule1(withGone(context, eventOf(event, 'GONE').skill_id)),
-    /** With this skill gone, nobody known to answer every poll is outstanding. */
     /**
      * With this skill gone every claimant has responded or is gone. (While collecting, some claimant is outstanding:
      * so this holds only for the GONE of the last outstanding one.)
