@@ -20,11 +20,6 @@ export class Admissions<T> {
     this.#nextTurn = options.nextTurn;
   }
 
-  /** Entries taken and not handed on yet. */
-  get waiting(): number {
-    return this.#waiting.length;
-  }
-
   /** An entry taken: to the contests now, or after the entries taken before it. */
   push(item: T): void {
     this.#schedule();
@@ -34,28 +29,19 @@ export class Admissions<T> {
     } else this.#waiting.push(item);
   }
 
-  /** Every entry waiting, now (a daemon that leaves takes no entry after them: they run here, or are refused). */
-  flush(): void {
-    this.#handOn(this.#waiting.length);
-  }
-
+  /** The next turn starts the count again and hands on what waits (and, if any did, schedules the one after). */
   #schedule(): void {
     if (this.#scheduled) return;
     this.#scheduled = true;
     this.#nextTurn(() => {
       this.#scheduled = false;
       this.#thisTurn = 0;
-      this.#handOn(this.#perTurn);
+      if (this.#waiting.length === 0) return;
+      this.#schedule();
+      for (const item of this.#waiting.splice(0, this.#perTurn)) {
+        this.#thisTurn++;
+        this.#admit(item);
+      }
     });
-  }
-
-  #handOn(count: number): void {
-    if (this.#waiting.length === 0) return;
-    // The turn after this one starts the count again, and hands on what still waits.
-    this.#schedule();
-    for (const item of this.#waiting.splice(0, count)) {
-      this.#thisTurn++;
-      this.#admit(item);
-    }
   }
 }

@@ -1734,8 +1734,6 @@ export class NatsCluster implements BusRelay {
   async leave(graceMs: number): Promise<void> {
     if (this.#leaving) return;
     this.#leaving = true;
-    // No entry is taken from now on; those taken and waiting for a turn go to the contests now, to run or be refused.
-    this.#admissions.flush();
     const now = this.#clock.monotonic();
     for (const owned of this.#owned.values()) owned.drainingSince = now;
     this.#heartbeat();

@@ -461,9 +461,9 @@ export class Orchestrator {
       this.#sendPendingHandled(key);
       // A skill whose connection closed before a handled sent right after its .response had surely been read
       // (`SKILL_HANDLED_READ_MS`; at once when the bus was holding it back, or heard of late) may have lost it with the
-      // connection: nothing learnt. (It is not learnt yet: its
-      // utterances wait only while it is not, and learning it sends all of theirs.) One whose connection lived past
-      // that sends none: learnt, even if it reconnects more often than the grace lasts.
+      // connection: nothing learnt. (It is not learnt yet: its utterances wait only while it is not, and learning it
+      // sends all of theirs.) One whose connection lived past that sends none: learnt, even if it reconnects more
+      // often than the grace lasts.
       if (closedAfterMs !== undefined ? closedAfterMs < SKILL_HANDLED_READ_MS : connection !== undefined && !this.#supervisor.isOpen(connection)) return;
       this.#leavesHandled.add(skill);
       if (this.#leavesHandled.size > MAX_LEARNT) this.#leavesHandled.delete(this.#leavesHandled.values().next().value!);

@@ -140,9 +140,9 @@ type ServiceHandler<K extends InboundKind> = (inbound: InboundOf<K>, message: Me
  * A client connection closed. `skills`: the skill_ids that spoke over it and over no other open connection — now
  * unreachable. `spoke`: every skill_id that spoke over it (one that also speaks over another connection is another
  * instance, still there; what this connection's instance was doing is gone). `late`: the close may have been noticed
- * after the peer's bus client reconnected (see `Bus.onConnectionClosed`).
+ * after the peer's bus client reconnected; `heldBack`: what it sent last may have gone unread with it (both: see
+ * `Bus.onConnectionClosed`).
  */
-/** `late`, `heldBack`: see `Bus.onConnectionClosed`. */
 export type ConnectionClosedHandler = (connection: string, skills: readonly string[], spoke: readonly string[], late: boolean, heldBack: boolean) => void;
 
 /** At most this many skill_ids are remembered per connection (one client may host several skills). */
@@ -305,7 +305,7 @@ export class Supervisor {
    * Reported as gone: the skills that spoke over this connection and over no other open one. A skill that also
    * speaks over another connection (it reconnected before the old one was noticed dead, or runs twice) is not gone.
    */
-  #connectionClosed(connection: string, late: boolean, heldBack = false): void {
+  #connectionClosed(connection: string, late: boolean, heldBack: boolean): void {
     const spoke = this.skillsOn(connection);
     this.#peers.delete(connection);
     const elsewhere = (skill: string): string | undefined => {

@@ -13,8 +13,8 @@
  * interleaved rounds (embedded, one on NATS, two on NATS, then again): on this shared machine one run's CPU per
  * utterance moves by a third from one minute to the next, so each comparison is made within a round — the same
  * minutes — and the figures checked are the medians over the rounds, every round's shown. Then, with two daemons, in
- * every round, failover: an open load (`FAILOVER`), the second daemon — contests only, no client connected to it — SIGKILLed mid-run; for each utterance of its
- * sessions held up by the failover (in flight at the kill, or asked before its sessions moved), the time from the kill
+ * every round, failover: an open load (`FAILOVER`), the second daemon — contests only, no client connected to it —
+ * SIGKILLed mid-run; for each utterance of its sessions held up by the failover (in flight at the kill, or asked before its sessions moved), the time from the kill
  * (or from when it was asked, if later) to its ovos.utterance.handled. Lost: never handled or its answer never spoken;
  * doubled: more than one handled or spoken line.
  */
@@ -37,10 +37,10 @@ const DAEMON_MAIN = fileURLToPath(new URL('../../src/daemon/main.js', import.met
 const CONCURRENCY = Math.max(1, Number(process.env['BENCH_CLUSTER_CONCURRENCY'] ?? 200) || 200);
 /**
  * The load is measured in the daemons' steady state, as a daemon that has run for a while is. V8 still compiles the
- * daemons' hot code during the first thousands of utterances (`node --trace-opt`): after 1,000 utterances of warm-up,
- * the compiler's work during the 4,000 measured was about 0.5 s of compile time in the embedded daemon and about
- * 1.9 s in the two daemons together — each sees part of the traffic, so its code gets hot later —, and after 10,000
- * a few tenths of that. The warm-up rows show what the first 10,000 cost.
+ * daemons' hot code during the first thousands of utterances (`node --trace-opt`, on a quiet machine): after 1,000
+ * utterances of warm-up, the compiler's work during the 4,000 measured took about 0.6 s in the embedded daemon and
+ * about 2.0 s in the two daemons together — each sees part of the traffic, so its code gets hot later —; after 10,000,
+ * 0.24 s and 0.13 s. The warm-up rows show what the first 10,000 cost.
  */
 const WARMUP = 10_000;
 const TOTAL = 4_000;
