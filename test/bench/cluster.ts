@@ -155,6 +155,14 @@ interface Run {
   readonly result: DriverResult;
   /** CPU ms per handled utterance: every daemon, nats-server, the skills, the driver. */
   readonly cpu: { readonly daemons: readonly number[]; readonly nats: number; readonly skills: number; readonly driver: number };
+  /** NATS messages per handled utterance (nats-server's own counts, `/varz`): published to it, delivered by it. */
+  readonly messages?: { readonly in: number; readonly out: number };
+}
+
+/** nats-server's message counters (its monitoring endpoint). */
+async function natsCounts(monitor: string): Promise<{ readonly in: number; readonly out: number }> {
+  const varz = (await (await fetch(new URL('/varz', monitor))).json()) as { in_msgs: number; out_msgs: number };
+  return { in: varz.in_msgs, out: varz.out_msgs };
 }
 
 interface Failover {
@@ -172,9 +180,12 @@ async function setupRuns(setup: Setup, round: number): Promise<{ runs: Run[]; fa
   try {
     let nats: Proc | undefined;
     let natsUrl: string | undefined;
+    let natsMonitor: string | undefined;
     if (setup.nats) {
       const port = await freePort();
-      nats = start('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', join(state, 'nats')]);
+      const monitorPort = await freePort();
+      nats = start('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-sd', join(state, 'nats')]);
+      natsMonitor = `http://127.0.0.1:${monitorPort}/`;
       closers.unshift(() => nats!.kill('SIGTERM'));
       await until(() => nats!.output().includes('Server is ready'), 'nats-server ready');
       natsUrl = `nats://127.0.0.1:${port}`;
@@ -200,10 +211,14 @@ async function setupRuns(setup: Setup, round: number): Promise<{ runs: Run[]; fa
       ['one at a time', { runId: 'sequential', total: SEQUENTIAL, concurrency: 1 }],
     ] as const) {
       const pids = [...daemons.map((d) => d.pid), nats?.pid ?? -1, skills.pid, driver.pid];
+      const countsBefore = natsMonitor === undefined ? undefined : await natsCounts(natsMonitor);
       const before = pids.map(cpuMsOf);
       const result = await driver.run(plan);
       const per = pids.map((pid, i) => (cpuMsOf(pid) - before[i]!) / Math.max(1, result.handled));
-      runs.push({ round, setup: setup.label, label, result, cpu: { daemons: per.slice(0, daemons.length), nats: nats === undefined ? 0 : per[daemons.length]!, skills: per.at(-2)!, driver: per.at(-1)! } });
+      const countsAfter = natsMonitor === undefined ? undefined : await natsCounts(natsMonitor);
+      const handled = Math.max(1, result.handled);
+      const messages = countsBefore === undefined || countsAfter === undefined ? undefined : { in: (countsAfter.in - countsBefore.in) / handled, out: (countsAfter.out - countsBefore.out) / handled };
+      runs.push({ round, setup: setup.label, label, result, cpu: { daemons: per.slice(0, daemons.length), nats: nats === undefined ? 0 : per[daemons.length]!, skills: per.at(-2)!, driver: per.at(-1)! }, ...(messages === undefined ? {} : { messages }) });
     }
     if (setup.daemons < 2) return { runs };
     return { runs, failover: await failover(daemons) };
@@ -333,13 +348,17 @@ export async function benchCluster(): Promise<Section> {
   const perDaemonExtra = Math.max(0, twoCpu - oneCpu);
   const natsPerUtterance = median(rounds.map((r) => r.two.cpu.nats));
   const oneNats = median(rounds.map((r) => r.one.cpu.nats));
+  // What crosses NATS per utterance with two daemons, and what a message costs nats-server (delivered or published).
+  const messagesIn = median(rounds.map((r) => r.two.messages?.in ?? 0));
+  const messagesOut = median(rounds.map((r) => r.two.messages?.out ?? 0));
+  const natsUsPerMessage = messagesIn + messagesOut > 0 ? (natsPerUtterance * 1000) / (messagesIn + messagesOut) : 0;
   const projection = (sessions: number): string => {
     const rate = sessions / 30; // one utterance per session every 30 s
     for (let n = 1; n <= 64; n++) {
       const daemonMs = rate * (oneCpu - oneNats + (n - 1) * perDaemonExtra);
       if (daemonMs / n <= 700) {
-        const natsNodes = Math.max(1, Math.ceil((rate * natsPerUtterance) / 700));
-        return `${sessions.toLocaleString('en')} sessions at one utterance per 30 s (${Math.round(rate)}/s): ${n} daemon(s) of one core each at ≤ 70 % busy, ${natsNodes} NATS node(s) by CPU (3 for JetStream replicas)`;
+        const natsNodes = Math.max(1, Math.ceil((rate * (messagesIn + messagesOut) * natsUsPerMessage) / 700_000));
+        return `${sessions.toLocaleString('en')} sessions at one utterance per 30 s (${Math.round(rate)}/s): ${n} daemon(s) of one core each at ≤ 70 % busy, ${natsNodes} NATS node(s) by CPU for ${Math.round(rate * messagesIn).toLocaleString('en')} messages/s in and ${Math.round(rate * messagesOut).toLocaleString('en')} out (3 for JetStream replicas)`;
       }
     }
     return `${sessions.toLocaleString('en')} sessions (${Math.round(rate)}/s): beyond 64 daemons as measured — every daemon with a client receives every frame and writes it to its clients (${perDaemonExtra.toFixed(2)} ms per utterance per daemon added); past that, daemons without clients would have to subscribe to their own partitions' subjects only`;
@@ -357,6 +376,7 @@ export async function benchCluster(): Promise<Section> {
       doubled: run.result.doubled,
       cpuCluster: cpuOf(run),
       cpu: `${run.cpu.daemons.map((c) => c.toFixed(2)).join(' + ')} / ${run.cpu.nats.toFixed(2)} / ${run.cpu.skills.toFixed(2)} / ${run.cpu.driver.toFixed(2)}`,
+      messages: run.messages === undefined ? '–' : `${run.messages.in.toFixed(1)} / ${run.messages.out.toFixed(1)}`,
     };
   };
   return {
@@ -373,6 +393,7 @@ export async function benchCluster(): Promise<Section> {
       { key: 'doubled', header: 'doubled', unit: 'count' },
       { key: 'cpuCluster', header: 'CPU ms/utterance, daemons + nats-server', unit: 'ms' },
       { key: 'cpu', header: 'CPU ms/utterance daemons / nats-server / skills / driver', unit: 'text' },
+      { key: 'messages', header: 'NATS messages/utterance in / out', unit: 'text' },
     ],
     rows: runs.map(row),
     notes: [
@@ -385,6 +406,7 @@ export async function benchCluster(): Promise<Section> {
       `saturating load (${SATURATING} sessions), utterances/s by round: two daemons ${each(rounds.map((r) => r.twoSaturated.result.perSecond), 0)}; one daemon on NATS ${each(rounds.map((r) => r.oneSaturated.result.perSecond), 0)}`,
       `failover, in each of ${failovers.length} round(s): ${FAILOVER.ratePerSecond * FAILOVER.seconds} utterances at ${FAILOVER.ratePerSecond}/s over ${FAILOVER.sessions} sessions on ${FAILOVER.satellites} connections, the second daemon SIGKILLed after ${FAILOVER.killAfterMs} ms; in all, ${failover.affected} of its sessions' utterances waited for the failover (in flight at the kill, or asked before its sessions moved); kill (or their arrival, if later) → their handled p50 ${times.p50.toFixed(0)} ms, p99 ${times.p99.toFixed(0)} ms, max ${times.max.toFixed(0)} ms; lost ${failover.lost}, doubled ${failover.doubled}`,
       ...failover.examples.map((example) => `failover: ${example}`),
+      `NATS, closed load, two daemons (medians of the rounds): ${messagesIn.toFixed(1)} messages per utterance published to nats-server, ${messagesOut.toFixed(1)} delivered by it (the heartbeats included), ${natsUsPerMessage.toFixed(1)} µs of its CPU per message in or out`,
       `projection (from the closed-load figures; 2 cores shared by every process here, so a lower bound on what a core of its own does): ${projection(10_000)}; ${projection(100_000)}`,
       ...runs.flatMap((r) => r.result.examples.map((example) => `${r.round}. ${r.setup}, ${r.label}: ${example}`)),
     ],
