@@ -93,6 +93,12 @@ export interface ClusterView {
   readonly connectionsElsewhere: number;
   /** Frames of this daemon's utterances no other daemon needed, kept off NATS (no other daemon had a client). */
   readonly keptHere: number;
+  /**
+   * This daemon's traffic with its NATS server since it started, as its NATS client counts it: messages and bytes
+   * published (`out`: bus frames, notes, what is published again, the KV writes) and received (`in`). The heartbeats
+   * travel on a connection of their own and are not counted.
+   */
+  readonly nats: { readonly messagesOut: number; readonly messagesIn: number; readonly bytesOut: number; readonly bytesIn: number };
   /** The sessions of the latest utterance entries heard (any daemon's), newest last, at most `RECENT_SESSIONS`. */
   readonly recentSessions: readonly string[];
 }
@@ -739,8 +745,14 @@ export class NatsCluster implements BusRelay {
       framesLost: this.#framesLost,
       connectionsElsewhere: this.#othersOpen,
       keptHere: this.#keptFrames,
+      nats: this.#natsTraffic(),
       recentSessions: [...this.#recent],
     };
+  }
+
+  #natsTraffic(): ClusterView['nats'] {
+    const stats = this.#nc.stats();
+    return { messagesOut: stats.outMsgs, messagesIn: stats.inMsgs, bytesOut: stats.outBytes, bytesIn: stats.inBytes };
   }
 
   // --- BusRelay: this daemon's traffic onto NATS -----------------------------------------------------------------

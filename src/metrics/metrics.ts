@@ -147,6 +147,30 @@ export function createMetrics(system: ContestSystem, options: { readonly clients
       },
     });
     new Counter({
+      name: 'ovos_cluster_nats_messages_total',
+      help: "Messages this daemon published on NATS (direction out: frames, notes, KV writes) and received (in), as its NATS client counts them; the heartbeats' own connection not included.",
+      labelNames: ['direction'],
+      registers: [registry],
+      collect() {
+        const { messagesOut, messagesIn } = cluster().nats;
+        this.reset();
+        this.inc({ direction: 'out' }, messagesOut);
+        this.inc({ direction: 'in' }, messagesIn);
+      },
+    });
+    new Counter({
+      name: 'ovos_cluster_nats_bytes_total',
+      help: 'Bytes of those messages, published (direction out) and received (in).',
+      labelNames: ['direction'],
+      registers: [registry],
+      collect() {
+        const { bytesOut, bytesIn } = cluster().nats;
+        this.reset();
+        this.inc({ direction: 'out' }, bytesOut);
+        this.inc({ direction: 'in' }, bytesIn);
+      },
+    });
+    new Counter({
       name: 'ovos_cluster_frames_kept_here_total',
       help: "Frames of this daemon's utterances kept off NATS: no other daemon had a client to hand them to.",
       registers: [registry],

@@ -374,6 +374,7 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     const contestTraffic = ['a.spec.fallback.ping', 'a.spec.fallback.pong', 'a.spec:fallback', 'ovos.utterance.speak'];
 
     // A runs them, no client on B: what A's clients and contests say of them stays on A; the entry and the end travel.
+    const natsBefore = { a: a.cluster!.view().nats, b: b.cluster!.view().nats };
     const here = await ask(a, 'here');
     expect(verdicts(user, here)).toEqual([]);
     for (const { id } of here) {
@@ -384,6 +385,13 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     expect(kept).toBeGreaterThanOrEqual(here.length * contestTraffic.length);
     const metrics = await (await fetch(a.metricsUrl!)).text();
     expect(Number(/^ovos_cluster_frames_kept_here_total(?:\{[^}]*\})? (\S+)$/m.exec(metrics)?.[1])).toBe(kept);
+    // Its NATS traffic, as its NATS client counts it: every frame of theirs seen on NATS was published by A and
+    // received by B (the heartbeats, on a connection of their own, are not counted; nothing else is published meanwhile).
+    const travelled = here.reduce((n, { id }) => n + onNats.get(id)!.length, 0);
+    expect(Number(/^ovos_cluster_nats_messages_total\{[^}]*direction="out"[^}]*\} (\S+)$/m.exec(metrics)?.[1])).toBe(a.cluster!.view().nats.messagesOut);
+    expect(a.cluster!.view().nats.messagesOut - natsBefore.a.messagesOut).toBeGreaterThanOrEqual(travelled);
+    expect(a.cluster!.view().nats.messagesOut - natsBefore.a.messagesOut).toBeLessThan(travelled + kept);
+    expect(b.cluster!.view().nats.messagesIn - natsBefore.b.messagesIn).toBeGreaterThanOrEqual(travelled);
 
     // B runs them: the skill on A answers B's contest over NATS.
     const there = await ask(b, 'there');
