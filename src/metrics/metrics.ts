@@ -146,30 +146,27 @@ export function createMetrics(system: ContestSystem, options: { readonly clients
         this.inc(cluster().framesLost);
       },
     });
-    new Counter({
-      name: 'ovos_cluster_nats_messages_total',
-      help: "Messages this daemon published on NATS (direction out: frames, notes, KV writes) and received (in), as its NATS client counts them; the heartbeats' own connection not included.",
-      labelNames: ['direction'],
-      registers: [registry],
-      collect() {
-        const { messagesOut, messagesIn } = cluster().nats;
-        this.reset();
-        this.inc({ direction: 'out' }, messagesOut);
-        this.inc({ direction: 'in' }, messagesIn);
-      },
-    });
-    new Counter({
-      name: 'ovos_cluster_nats_bytes_total',
-      help: 'Bytes of those messages, published (direction out) and received (in).',
-      labelNames: ['direction'],
-      registers: [registry],
-      collect() {
-        const { bytesOut, bytesIn } = cluster().nats;
-        this.reset();
-        this.inc({ direction: 'out' }, bytesOut);
-        this.inc({ direction: 'in' }, bytesIn);
-      },
-    });
+    // The NATS client's own counts of this daemon's traffic, by direction.
+    const traffic = (name: string, help: string, of: (nats: ClusterView['nats']) => { readonly out: number; readonly in: number }): void => {
+      new Counter({
+        name,
+        help,
+        labelNames: ['direction'],
+        registers: [registry],
+        collect() {
+          const counts = of(cluster().nats);
+          this.reset();
+          this.inc({ direction: 'out' }, counts.out);
+          this.inc({ direction: 'in' }, counts.in);
+        },
+      });
+    };
+    traffic(
+      'ovos_cluster_nats_messages_total',
+      "Messages this daemon published on NATS (direction out: frames, notes, KV writes) and received (in), as its NATS client counts them; the heartbeats' own connection not included.",
+      (nats) => ({ out: nats.messagesOut, in: nats.messagesIn }),
+    );
+    traffic('ovos_cluster_nats_bytes_total', 'Bytes of those messages, published (direction out) and received (in).', (nats) => ({ out: nats.bytesOut, in: nats.bytesIn }));
     new Counter({
       name: 'ovos_cluster_frames_kept_here_total',
       help: "Frames of this daemon's utterances kept off NATS: no other daemon had a client to hand them to.",
