@@ -14,8 +14,9 @@
  * utterance moves by a third from one minute to the next, so each comparison is made within a round — the same
  * minutes — and the figures checked are the medians over the rounds, every round's shown. Then, with two daemons, in
  * every round, failover: an open load (`FAILOVER`), the second daemon — contests only, no client connected to it —
- * SIGKILLed mid-run; for each utterance of its sessions held up by the failover (in flight at the kill, or asked before its sessions moved), the time from the kill
- * (or from when it was asked, if later) to its ovos.utterance.handled. Lost: never handled or its answer never spoken;
+ * SIGKILLed mid-run; for each utterance of its sessions held up by the failover (in flight at the kill, or asked
+ * before its sessions moved), the time from the kill (or from when it was asked, if later) to its
+ * ovos.utterance.handled. Lost: never handled or its answer never spoken;
  * doubled: more than one handled or spoken line.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -214,9 +215,9 @@ async function setupRuns(setup: Setup, round: number): Promise<{ runs: Run[]; fa
       const countsBefore = natsMonitor === undefined ? undefined : await natsCounts(natsMonitor);
       const before = pids.map(cpuMsOf);
       const result = await driver.run(plan);
-      const per = pids.map((pid, i) => (cpuMsOf(pid) - before[i]!) / Math.max(1, result.handled));
-      const countsAfter = natsMonitor === undefined ? undefined : await natsCounts(natsMonitor);
       const handled = Math.max(1, result.handled);
+      const per = pids.map((pid, i) => (cpuMsOf(pid) - before[i]!) / handled);
+      const countsAfter = natsMonitor === undefined ? undefined : await natsCounts(natsMonitor);
       const messages = countsBefore === undefined || countsAfter === undefined ? undefined : { in: (countsAfter.in - countsBefore.in) / handled, out: (countsAfter.out - countsBefore.out) / handled };
       runs.push({ round, setup: setup.label, label, result, cpu: { daemons: per.slice(0, daemons.length), nats: nats === undefined ? 0 : per[daemons.length]!, skills: per.at(-2)!, driver: per.at(-1)! }, ...(messages === undefined ? {} : { messages }) });
     }
@@ -357,7 +358,7 @@ export async function benchCluster(): Promise<Section> {
     for (let n = 1; n <= 64; n++) {
       const daemonMs = rate * (oneCpu - oneNats + (n - 1) * perDaemonExtra);
       if (daemonMs / n <= 700) {
-        const natsNodes = Math.max(1, Math.ceil((rate * (messagesIn + messagesOut) * natsUsPerMessage) / 700_000));
+        const natsNodes = Math.max(1, Math.ceil((rate * natsPerUtterance) / 700));
         return `${sessions.toLocaleString('en')} sessions at one utterance per 30 s (${Math.round(rate)}/s): ${n} daemon(s) of one core each at ≤ 70 % busy, ${natsNodes} NATS node(s) by CPU for ${Math.round(rate * messagesIn).toLocaleString('en')} messages/s in and ${Math.round(rate * messagesOut).toLocaleString('en')} out (3 for JetStream replicas)`;
       }
     }

@@ -340,7 +340,7 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     expect(sample('ovos_fallback_registrations')).toBe(2);
   }, 60_000);
 
-  it('src/cluster/README.md "Kept where it is needed": the frames of an utterance no other daemon needs (its daemon runs it, no other daemon has a client) stay off NATS — entries and ends still travel; a client that connects to the other daemon sees every frame of the next ones: one handled, one answer each', async () => {
+  it('src/cluster/README.md "Kept where it is needed": the frames of an utterance no other daemon needs (its daemon runs it, no other daemon has a client) stay off NATS — entries and ends still travel, and the NATS traffic of the daemon (view and metrics) counts what did; a client that connects to the other daemon sees every frame of the next ones: one handled, one answer each', async () => {
     const server = await nats();
     const a = await daemon(server.url, 'node-a');
     const b = await daemon(server.url, 'node-b');
