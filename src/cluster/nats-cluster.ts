@@ -34,6 +34,7 @@ import {
   BUS_PREFIX,
   busSubject,
   CONNECTION_SUBJECT,
+  ENDS_SUBJECT,
   envelope,
   openEnvelope,
   NODE_SUBJECT,
@@ -91,7 +92,7 @@ export interface ClusterView {
   readonly framesLost: number;
   /** Client connections open on the other daemons (while there are none, `keptHere` grows). */
   readonly connectionsElsewhere: number;
-  /** Frames of this daemon's utterances no other daemon needed, kept off NATS (no other daemon had a client). */
+  /** Frames of this daemon's utterances no other daemon needed, kept off NATS (no other daemon had a client; their ends in digests). */
   readonly keptHere: number;
   /**
    * This daemon's traffic with its NATS server since it started, as its NATS client counts it: messages and bytes
@@ -135,6 +136,22 @@ const READ_EVERYWHERE: ReadonlySet<string> = new Set(
     ...REGISTRY_TOPICS,
   ].map(busSubject),
 );
+
+/** The messages that end an utterance, by the name an ends digest gives them (`ENDS_SUBJECT`). */
+type End = 'matched' | 'unmatched' | 'complete' | 'error' | 'handled';
+const ENDS: ReadonlyMap<string, End> = new Map<string, End>([
+  [topics.intentMatched, 'matched'],
+  [topics.intentUnmatched, 'unmatched'],
+  [topics.skillHandlerComplete, 'complete'],
+  [topics.skillHandlerError, 'error'],
+  [topics.utteranceHandled, 'handled'],
+]);
+/** The topic of each end (`ENDS`, the other way). */
+const END_TOPICS: ReadonlyMap<string, string> = new Map([...ENDS].map(([topic, end]) => [end, topic]));
+/** An end in a digest: how, of which utterance, its partition, and the client connection that said it (not the contests). */
+type DigestedEnd = readonly [End, string, number] | readonly [End, string, number, string];
+/** The most ends one digest carries: a turn that ends more publishes more digests (far below any `max_payload`). */
+const ENDS_PER_DIGEST = 1_000;
 
 /** How many utterance entries a daemon hands its contests in one turn of its event loop (admissions.ts). */
 const ADMIT_PER_TURN = 16;
@@ -335,6 +352,8 @@ export class NatsCluster implements BusRelay {
   /** Subject, data, subject, data, …: published at the end of the event loop's turn (`#sendOutbox`). */
   readonly #outbox: Array<string | Uint8Array> = [];
   #outboxScheduled = false;
+  /** Ends of this daemon's utterances kept here this turn, published as one digest with the outbox (`#publishEnds`). */
+  readonly #ends: DigestedEnd[] = [];
   /** The entries taken here, to the contests at most `ADMIT_PER_TURN` a turn of the event loop (admissions.ts). */
   readonly #admissions = new Admissions<{ readonly message: Message; readonly connection: string | undefined }>({
     perTurn: ADMIT_PER_TURN,
@@ -368,7 +387,7 @@ export class NatsCluster implements BusRelay {
    * milliseconds: a backlog of frames on this daemon delays its own heartbeats as much as the others', so a busy
    * daemon never takes a live one for gone.
    */
-  readonly #heard = new Map<string, { round: number; leaving: boolean; boot: string | undefined }>();
+  readonly #heard = new Map<string, { round: number; leaving: boolean; boot: string | undefined; ends: boolean }>();
   #round = 0;
   readonly #deadRounds: number;
   readonly #table = new Map<number, { readonly owner: string | null; readonly epoch: number; readonly revision: number; readonly at: number }>();
@@ -772,12 +791,23 @@ export class NatsCluster implements BusRelay {
     if (connection === undefined && partition !== undefined && this.#fenced(this.node, partition, message)) return;
     const subject = busSubject(message.type);
     let seq: number | undefined;
-    if (partition !== undefined && this.#keptHere(subject, partition, message)) {
+    const kept = partition === undefined ? false : this.#keptHere(subject, partition, message);
+    if (kept === 'frame') {
       // Unnumbered (no daemon misses it). Contest output is held (below) like what is published, until the server
       // answers the ping `#sendOutbox` sends after everything published before it.
       this.#keptFrames++;
       seq = this.#seq;
       if (connection === undefined) this.#scheduleOutbox();
+    } else if (kept === 'end') {
+      // In this turn's digest, numbered after everything published so far: whatever the server confirms that far was
+      // written with the digest, so contest output held as this number waits for the digest too.
+      this.#keptFrames++;
+      seq = this.#seq + 1;
+      const end = ENDS.get(message.type)!;
+      const utteranceId = utteranceIdOf(message)!;
+      this.#ends.push(connection === undefined ? [end, utteranceId, partition!] : [end, utteranceId, partition!, connection]);
+      if (this.#ends.length >= ENDS_PER_DIGEST) this.#publishEnds();
+      else this.#scheduleOutbox();
     } else {
       seq = this.#publish(subject, connection, partition, frame);
       if (seq === undefined) {
@@ -830,6 +860,11 @@ export class NatsCluster implements BusRelay {
     return seq;
   }
 
+  /** The ends kept here so far, as one numbered message every daemon reads (`ENDS_SUBJECT`). */
+  #publishEnds(): void {
+    this.#publish(ENDS_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify(this.#ends.splice(0))));
+  }
+
   #scheduleOutbox(): void {
     if (this.#outboxScheduled) return;
     this.#outboxScheduled = true;
@@ -842,6 +877,7 @@ export class NatsCluster implements BusRelay {
    * where the client alone would write once per microtask checkpoint.
    */
   readonly #sendOutbox = (): void => {
+    if (this.#ends.length > 0) this.#publishEnds();
     this.#outboxScheduled = false;
     const outbox = this.#outbox.splice(0);
     try {
@@ -950,17 +986,16 @@ export class NatsCluster implements BusRelay {
    * gone) and it does not own it again, or the utterance is one it had taken before that.
    */
   #fenced(node: string, partition: number, message: Message): boolean {
-    if (this.#takenOverFrom.get(partition) === node) return this.#fence(node, partition, message);
-    const fenced = this.#fencedUtterances.get(node);
-    if (fenced === undefined) return false;
-    const utteranceId = utteranceIdOf(message);
-    return utteranceId !== undefined && fenced.has(utteranceId) && this.#fence(node, partition, message);
+    return this.#fencedSaid(node, partition, utteranceIdOf(message), message.type, sessionIdOf(message));
   }
 
-  #fence(node: string, partition: number, message: Message): true {
+  /** The same for what `node` said of an utterance (`type`: a frame's, or an end in a digest). */
+  #fencedSaid(node: string, partition: number, utteranceId: string | undefined, type: string, sessionId?: string): boolean {
+    const fenced = this.#takenOverFrom.get(partition) === node || (utteranceId !== undefined && this.#fencedUtterances.get(node)?.has(utteranceId) === true);
+    if (!fenced) return false;
     this.#fencedFrames++;
     this.#logger.warn(
-      { reason: 'fenced', node, partition, type: message.type.slice(0, 200), utterance_id: utteranceIdOf(message), session_id: sessionIdOf(message) },
+      { reason: 'fenced', node, partition, type: type.slice(0, 200), utterance_id: utteranceId, session_id: sessionId },
       'cluster: dropped what a daemon taken for gone said of an utterance another daemon has taken over',
     );
     return true;
@@ -983,13 +1018,23 @@ export class NatsCluster implements BusRelay {
    * give that daemon what it missed), it is not one every daemon reads (`READ_EVERYWHERE`: entries, ends,
    * claims, registrations), and no other daemon runs the utterance — the partition is this daemon's and was not taken
    * over from it (a `takenOver` note comes before anything its new owner says of the partition). It stays here: NATS
-   * carries what another daemon needs, not every frame (src/cluster/README.md "Kept where it is needed").
+   * carries what another daemon needs, not every frame (src/cluster/README.md "Kept where it is needed"). One that ends
+   * the utterance (`ENDS`) stays here too, when every daemon alive reads ends digests: what the others need of it —
+   * which utterance ended how — travels in this turn's digest (`'end'`).
    */
-  #keptHere(subject: string, partition: number, message: Message): boolean {
-    if (this.#othersOpen > 0 || this.#clock.monotonic() < this.#othersGoneUntil || READ_EVERYWHERE.has(subject)) return false;
+  #keptHere(subject: string, partition: number, message: Message): 'frame' | 'end' | false {
+    if (this.#othersOpen > 0 || this.#clock.monotonic() < this.#othersGoneUntil) return false;
+    const kept = !READ_EVERYWHERE.has(subject) ? 'frame' : ENDS.has(message.type) && this.#endsReadEverywhere() ? 'end' : false;
+    if (kept === false) return false;
     const utteranceId = utteranceIdOf(message);
     if (utteranceId === undefined || this.#mine.get(utteranceId) !== partition || !this.#owned.has(partition)) return false;
-    return this.#takenOverFrom.get(partition) !== this.node && this.#fencedUtterances.get(this.node)?.has(utteranceId) !== true;
+    return this.#takenOverFrom.get(partition) !== this.node && this.#fencedUtterances.get(this.node)?.has(utteranceId) !== true ? kept : false;
+  }
+
+  /** Whether every other daemon alive reads ends digests (`ENDS_SUBJECT`; its heartbeat says so, an earlier version's does not). */
+  #endsReadEverywhere(): boolean {
+    for (const [node, heard] of this.#heard) if (!heard.ends && this.#alive(node)) return false;
+    return true;
   }
 
   /**
@@ -1025,7 +1070,7 @@ export class NatsCluster implements BusRelay {
 
   #inbound(msg: Msg): void {
     try {
-      if (msg.subject === NODE_SUBJECT) this.#nodeNote(msg.json<{ node: string; leaving?: boolean; boot?: string; seq?: number }>());
+      if (msg.subject === NODE_SUBJECT) this.#nodeNote(msg.json<{ node: string; leaving?: boolean; boot?: string; seq?: number; ends?: boolean }>());
       else if (msg.subject === RESEND_SUBJECT) this.#resend(msg.json<ResendNote>());
       else if (msg.subject.startsWith(`${RESENT_PREFIX}.`)) {
         if (msg.subject === this.#resentSubject) this.#resent(msg.data);
@@ -1055,6 +1100,7 @@ export class NatsCluster implements BusRelay {
     try {
       if (subject.startsWith(`${BUS_PREFIX}.`)) this.#busFrame(subject, opened);
       else if (subject === PARTITION_SUBJECT) this.#note(JSON.parse(opened.frame.toString('utf8')) as Note);
+      else if (subject === ENDS_SUBJECT) this.#endsHeard(opened, JSON.parse(opened.frame.toString('utf8')) as unknown);
       else this.#stateNote(subject, opened.frame.toString('utf8'));
     } catch (error) {
       this.#logger.warn({ reason: 'cluster_message_invalid', subject: subject.slice(0, 200), err: error }, 'cluster message dropped');
@@ -1084,9 +1130,9 @@ export class NatsCluster implements BusRelay {
       }
       message = decoded.message;
     }
-    if (message.type === topics.utteranceHandled) this.#handled(message);
-    else if (message.type === topics.intentMatched || message.type === topics.intentUnmatched) this.#decided(message);
-    else if (message.type === topics.skillHandlerComplete || message.type === topics.skillHandlerError) this.#handlerEnded(message);
+    const end = ENDS.get(message.type);
+    const utteranceId = end === undefined ? undefined : utteranceIdOf(message);
+    if (utteranceId !== undefined) this.#heardEnd(end!, utteranceId);
     if (!ENTRY_TOPICS.has(message.type)) {
       // The end of an utterance goes to the contests whichever daemon owns its partition now: the daemon that ran it
       // may have given the partition up meanwhile (its last utterance just ended, or a leave's grace ran out), and its
@@ -1144,9 +1190,33 @@ export class NatsCluster implements BusRelay {
     this.#frameOf.set(utteranceId, frameId);
   }
 
-  #handled(message: Message): void {
-    const utteranceId = utteranceIdOf(message);
-    if (utteranceId === undefined) return;
+  /** How an utterance ended, heard as a frame or in a digest. */
+  #heardEnd(end: End, utteranceId: string): void {
+    if (end === 'handled') this.#handled(utteranceId);
+    else if (end === 'matched' || end === 'unmatched') this.#decided(utteranceId, end);
+    else this.#handlerEnded(utteranceId, end);
+  }
+
+  /**
+   * Another daemon's ends digest: each end read as its frame would be here (`#busFrame`), fenced alike. Only daemons
+   * publish on the subject: a malformed one is dropped whole, with a warning.
+   */
+  #endsHeard(opened: Opened, ends: unknown): void {
+    const valid =
+      Array.isArray(ends) &&
+      ends.every((end) => Array.isArray(end) && END_TOPICS.has(end[0] as string) && typeof end[1] === 'string' && Number.isInteger(end[2]) && (end.length === 3 || (end.length === 4 && typeof end[3] === 'string')));
+    if (!valid) {
+      this.#logger.warn({ reason: 'cluster_ends_invalid', node: opened.node }, 'cluster: an ends digest dropped (not [end, utterance_id, partition, connection?] each)');
+      return;
+    }
+    for (const [end, utteranceId, partition, connection] of ends as DigestedEnd[]) {
+      // What its clients said (a handler's end) is never fenced, as their frames are not.
+      if (connection === undefined && this.#fencedSaid(opened.node, partition, utteranceId, END_TOPICS.get(end)!)) continue;
+      this.#heardEnd(end, utteranceId);
+    }
+  }
+
+  #handled(utteranceId: string): void {
     this.#ended.set(utteranceId, this.#clock.monotonic());
     const frameId = this.#frameOf.get(utteranceId);
     if (frameId !== undefined) {
@@ -1268,21 +1338,18 @@ export class NatsCluster implements BusRelay {
     }
   }
 
-  #decided(message: Message): void {
-    const utteranceId = utteranceIdOf(message);
-    const frameId = utteranceId === undefined ? undefined : this.#frameOf.get(utteranceId);
+  #decided(utteranceId: string, decided: 'matched' | 'unmatched'): void {
+    const frameId = this.#frameOf.get(utteranceId);
     const waiting = frameId === undefined ? undefined : this.#entries.get(frameId);
-    if (waiting !== undefined) waiting.decided = message.type === topics.intentMatched ? 'matched' : 'unmatched';
+    if (waiting !== undefined) waiting.decided = decided;
   }
 
   /** A skill's handler ended: an adopted utterance ends with its handled here (its own daemon is gone). */
-  #handlerEnded(message: Message): void {
-    const utteranceId = utteranceIdOf(message);
-    const frameId = utteranceId === undefined ? undefined : this.#frameOf.get(utteranceId);
+  #handlerEnded(utteranceId: string, handler: 'complete' | 'error'): void {
+    const frameId = this.#frameOf.get(utteranceId);
     const waiting = frameId === undefined ? undefined : this.#entries.get(frameId);
-    const handler = message.type === topics.skillHandlerError ? 'error' : 'complete';
     if (waiting === undefined) {
-      if (utteranceId !== undefined && this.#handlerEnds.size < MAX_HANDLER_ENDS) this.#handlerEnds.set(utteranceId, { handler, at: this.#clock.monotonic() });
+      if (this.#handlerEnds.size < MAX_HANDLER_ENDS) this.#handlerEnds.set(utteranceId, { handler, at: this.#clock.monotonic() });
       return;
     }
     if (waiting.handler !== undefined) return;
@@ -1336,7 +1403,7 @@ export class NatsCluster implements BusRelay {
     }
   }
 
-  #nodeNote(note: { node: string; leaving?: boolean; boot?: string; seq?: number }): void {
+  #nodeNote(note: { node: string; leaving?: boolean; boot?: string; seq?: number; ends?: boolean }): void {
     if (typeof note.node !== 'string') return;
     // This daemon's own messages never come back (noEcho): its heartbeat only counts a round.
     if (note.node !== this.node && typeof note.boot === 'string' && typeof note.seq === 'number' && note.seq > 0) this.#order.sentThrough(note.node, note.boot, note.seq);
@@ -1348,7 +1415,7 @@ export class NatsCluster implements BusRelay {
     const leaving = note.leaving === true;
     const boot = typeof note.boot === 'string' ? note.boot : undefined;
     // A leaving daemon is no one's preferred owner any more, but it still owns what it has not given up yet.
-    this.#heard.set(note.node, { round: this.#round, leaving, boot });
+    this.#heard.set(note.node, { round: this.#round, leaving, boot, ends: note.ends === true });
     // Started again under the same name before it was missed: its earlier run is gone, and what that run had taken
     // and not ended is handed to the partitions' owners (`#handOrphans`).
     const again = known !== undefined && known.boot !== undefined && boot !== undefined && known.boot !== boot;

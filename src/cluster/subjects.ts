@@ -17,6 +17,13 @@ export const CONNECTION_SUBJECT = 'ovos.contests.connection';
 export const NODE_SUBJECT = 'ovos.contests.node';
 /** A daemon took an utterance of a partition it owns, or released a partition after its last utterance ended. */
 export const PARTITION_SUBJECT = 'ovos.contests.partition';
+/**
+ * How a daemon's own utterances ended while no other daemon has a client (`ovos.intent.matched` / `.unmatched`, the
+ * handler's end, `ovos.utterance.handled`): one message per turn of its event loop, `[end, utterance_id, partition,
+ * connection?]` each (`connection`: the client that said it; none for the contests), what every daemon reads for
+ * failover without the frames themselves (src/cluster/README.md "Kept where it is needed").
+ */
+export const ENDS_SUBJECT = 'ovos.contests.ends';
 /** A daemon asks another to publish again what it relayed and this one did not hear (a gap in its numbers). */
 export const RESEND_SUBJECT = 'ovos.contests.resend';
 /**

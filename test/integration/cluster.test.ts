@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
-import { busSubject, envelope, FORMER_STATE_STREAM, openEnvelope, PARTITION_SUBJECT, partitionOf, preferredOwner, STATE_BUCKET, stateKey } from '../../src/cluster/subjects.js';
+import { busSubject, ENDS_SUBJECT, envelope, FORMER_STATE_STREAM, NODE_SUBJECT, openEnvelope, PARTITION_SUBJECT, partitionOf, preferredOwner, STATE_BUCKET, stateKey } from '../../src/cluster/subjects.js';
 import { createMessage, decodeFrame, encodeMessage, reply, utteranceIdOf, type Message } from '../../src/bus/message.js';
 import { startDaemon, type Daemon } from '../../src/daemon/daemon.js';
 import { silentLogger, type Logger } from '../../src/log/logger.js';
@@ -210,8 +210,8 @@ async function cutOffPair(extraA: Record<string, unknown> = {}) {
  * Daemon A in this process and B in a process of its own (`spawnedNodeB`), every partition with the daemon rendezvous
  * hashing gives it (`spread`); the held skill "h.spec" and a user on A.
  */
-async function spreadPair(server: NatsServer) {
-  const a = await daemon(server.url, 'node-a');
+async function spreadPair(server: NatsServer, logger?: Logger) {
+  const a = await daemon(server.url, 'node-a', logger);
   const { start } = await spawnedNodeB(server.url);
   const b = await start();
   const spread = [...Array(PARTITIONS).keys()].map((partition) => preferredOwner(partition, ['node-a', 'node-b']));
@@ -340,7 +340,7 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     expect(sample('ovos_fallback_registrations')).toBe(2);
   }, 60_000);
 
-  it('src/cluster/README.md "Kept where it is needed": the frames of an utterance no other daemon needs (its daemon runs it, no other daemon has a client) stay off NATS — entries and ends still travel, and the NATS traffic of the daemon (view and metrics) counts what did; a client that connects to the other daemon sees every frame of the next ones: one handled, one answer each', async () => {
+  it('src/cluster/README.md "Kept where it is needed": the frames of an utterance no other daemon needs (its daemon runs it, no other daemon has a client) stay off NATS — the entry still travels, and how it ended in that daemon\'s ends digest (ovos.contests.ends), which the other daemon reads for failover —, and the NATS traffic of the daemon (view and metrics) counts what did; beside a daemon of an earlier version (no \`ends\` in its heartbeat) the ends travel as frames; a client that connects to the other daemon sees every frame of the next ones: one handled, one answer each', async () => {
     const server = await nats();
     const a = await daemon(server.url, 'node-a');
     const b = await daemon(server.url, 'node-b');
@@ -355,6 +355,13 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
         const decoded = decodeFrame(openEnvelope(msg.data)?.frame.toString('utf8') ?? '');
         const id = decoded.ok ? utteranceIdOf(decoded.message) : undefined;
         if (decoded.ok && id !== undefined) onNats.set(id, [...(onNats.get(id) ?? []), decoded.message.type]);
+      },
+    });
+    const digested = new Map<string, string[]>();
+    nc.subscribe('ovos.contests.ends', {
+      callback: (_error, msg) => {
+        const ends = JSON.parse(openEnvelope(msg.data)?.frame.toString('utf8') ?? '[]') as Array<[string, string, number]>;
+        for (const [end, id] of ends) digested.set(id, [...(digested.get(id) ?? []), end]);
       },
     });
     await nc.flush();
@@ -373,13 +380,14 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     };
     const contestTraffic = ['a.spec.fallback.ping', 'a.spec.fallback.pong', 'a.spec:fallback', 'ovos.utterance.speak'];
 
-    // A runs them, no client on B: what A's clients and contests say of them stays on A; the entry and the end travel.
+    // A runs them, no client on B: what A's clients and contests say of them stays on A; the entry travels, and how
+    // each ended in A's digests.
     const natsBefore = { a: a.cluster!.view().nats, b: b.cluster!.view().nats };
     const here = await ask(a, 'here');
     expect(verdicts(user, here)).toEqual([]);
     for (const { id } of here) {
-      expect(onNats.get(id)).toEqual(expect.arrayContaining(['ovos.utterance.handle', 'ovos.intent.matched', 'mycroft.skill.handler.complete', 'ovos.utterance.handled']));
-      expect(onNats.get(id)!.filter((type) => contestTraffic.includes(type))).toEqual([]);
+      expect(onNats.get(id)).toEqual(['ovos.utterance.handle']);
+      expect(digested.get(id)).toEqual(['matched', 'complete', 'handled']);
     }
     const kept = a.cluster!.view().keptHere;
     expect(kept).toBeGreaterThanOrEqual(here.length * contestTraffic.length);
@@ -392,6 +400,27 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     expect(a.cluster!.view().nats.messagesOut - natsBefore.a.messagesOut).toBeGreaterThanOrEqual(travelled);
     expect(a.cluster!.view().nats.messagesOut - natsBefore.a.messagesOut).toBeLessThan(travelled + kept);
     expect(b.cluster!.view().nats.messagesIn - natsBefore.b.messagesIn).toBeGreaterThanOrEqual(travelled);
+
+    // Beside a daemon of an earlier version (its heartbeat does not say it reads ends digests), the ends travel as
+    // frames again; the rest of the contest still stays on A.
+    const beat = (): void => nc.publish(NODE_SUBJECT, JSON.stringify({ node: 'node-old', leaving: false, boot: 'old', seq: 0 }));
+    const old = setInterval(beat, CLUSTER.heartbeatMs);
+    cleanups.push(async () => clearInterval(old));
+    beat();
+    // A keeps the partitions it is still the preferred owner of (the old daemon claims none: its share waits).
+    const withOld = (partition: number): string | undefined => preferredOwner(partition, ['node-a', 'node-b', 'node-old']);
+    await expect.poll(() => a.cluster!.view().owned, { timeout: 10_000 }).toEqual([...Array(PARTITIONS).keys()].filter((partition) => withOld(partition) === 'node-a'));
+    const beside = await ask(a, 'beside');
+    expect(verdicts(user, beside)).toEqual([]);
+    for (const { id } of beside) {
+      expect(onNats.get(id)).toEqual(['ovos.utterance.handle', 'ovos.intent.matched', 'mycroft.skill.handler.complete', 'ovos.utterance.handled']);
+      expect(digested.get(id)).toBeUndefined();
+    }
+    clearInterval(old);
+    // Missed: its share is claimed again.
+    await expect.poll(() => a.cluster!.view().owned.length + b.cluster!.view().owned.length, { timeout: 10_000 }).toBe(PARTITIONS);
+    const keptBeside = a.cluster!.view().keptHere;
+    expect(keptBeside).toBeGreaterThanOrEqual(kept + beside.length * contestTraffic.length);
 
     // B runs them: the skill on A answers B's contest over NATS.
     const there = await ask(b, 'there');
@@ -406,7 +435,7 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     expect(verdicts(user, seen)).toEqual([]);
     expect(verdicts(observer, seen)).toEqual([]);
     for (const { id } of seen) expect(observer.of(id).map((m) => m.type)).toEqual(expect.arrayContaining(contestTraffic));
-    expect(a.cluster!.view().keptHere).toBe(kept);
+    expect(a.cluster!.view().keptHere).toBe(keptBeside);
   }, 60_000);
 
   it('PIPELINE-1 §6, FALLBACK-1 §3: a daemon that joins later replays the registrations it missed, takes its share of the partitions without a restart of the other, and leaves again gracefully: nothing lost, nothing doubled', async () => {
@@ -890,6 +919,47 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     await expect.poll(() => connectionsOf('node-b'), { timeout: 5_000 }).toEqual([]);
   }, 90_000);
 
+  it('PIPELINE-1 §6, src/cluster/README.md "Kept where it is needed": a daemon SIGKILLed that held every client: from its ends digests the other daemon knows which of its utterances had ended — none ends again — and which were dispatched — each ends once, with an error, heard by a client of the daemon that is left', async () => {
+    const server = await nats();
+    const logsA = captureLogs('info');
+    // A waits this long for the handler of an utterance it adopts (its skill was a client of B: it never answers).
+    const a = await daemon(server.url, 'node-a', logsA.logger, { orchestrator: { handlerTimeoutMs: 2_000 } });
+    const { port, start } = await spawnedNodeB(server.url);
+    const b = await start();
+    const spread = [...Array(PARTITIONS).keys()].map((partition) => preferredOwner(partition, ['node-a', 'node-b']));
+    await expect.poll(() => a.cluster!.view().owners, { timeout: 10_000 }).toEqual(spread);
+    // Every client on B: what B's utterances say stays on B, and how they end travels in B's digests.
+    const urlB = `ws://127.0.0.1:${port}/core`;
+    const skill = await heldSkill(urlB);
+    await expect.poll(() => [...a.system.fallback.registry.availableFor('default').keys()], { timeout: 5_000 }).toEqual(['h.spec']);
+    const user = await probe(urlB);
+    const sessions = [...Array(400).keys()].map((i) => `digest-s${i}`).filter((session) => spread[partitionOf(session, PARTITIONS)] === 'node-b');
+    const ask = (from: number, count: number, text: string): string[] =>
+      sessions.slice(from, from + count).map((session) => {
+        user.utter(text, { utteranceId: `${session}-u0`, session: { session_id: session }, lang: 'en-US' });
+        return `${session}-u0`;
+      });
+    const ended = ask(0, 6, 'answer at once');
+    await Promise.all(ended.map((id) => user.handled(id)));
+    const dispatched = ask(6, 3, 'hold the handler');
+    await Promise.all(dispatched.map((id) => user.waitFor((m) => m.type === 'h.spec:fallback' && utteranceIdOf(m) === id, `dispatch of ${id}`)));
+    // A client of A, and a frame B publishes after its digests: A has read them once the client hears it.
+    const observer = await probe(a.url);
+    user.send(createMessage('test.after_digests', {}));
+    await observer.waitFor((m) => m.type === 'test.after_digests', 'a frame published after the digests');
+
+    await signalDaemon(b, 'SIGKILL');
+    await Promise.all(dispatched.map((id) => observer.handled(id, 10_000)));
+    // Long enough for anything A would do of the ended ones: it takes B's partitions over within deadAfterMs.
+    await expect.poll(() => a.cluster!.view().owned.length, { timeout: 10_000 }).toBe(PARTITIONS);
+    await observer.barrier();
+    for (const id of dispatched) expect(observer.of(id).filter((m) => m.type === 'ovos.utterance.handled').map((m) => m.data['error'])).toEqual(['daemon_lost']);
+    for (const id of ended) expect(observer.of(id)).toEqual([]);
+    const lost = logsA.lines.items.filter((line) => line['reason'] === 'daemon_lost');
+    expect(lost.map((line) => [line['utterance_id'], line['outcome']]).sort()).toEqual(dispatched.map((id) => [id, 'handler_unheard']).sort());
+    skill.release();
+  }, 90_000);
+
   it('PIPELINE-1 §6: a daemon SIGKILLed with utterances dispatched, started again under its name once the other has taken its partitions over: the partitions of the utterances still waiting for their handler stay with the daemon that adopted them until they end — each ends once, with one handled and one answer — and go back after', async () => {
     const { a, b, start, spread, skill, user } = await spreadPair(await nats());
     const shareOfB = spread.flatMap((owner, partition) => (owner === 'node-b' ? [partition] : []));
@@ -951,6 +1021,45 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     await user.handled(id);
     await user.barrier();
     expect(user.of(id).filter((m) => m.type === 'ovos.utterance.handled').map((m) => m.data)).toEqual([{}]);
+  }, 90_000);
+
+  it('PIPELINE-1 §6, src/cluster/README.md "Fencing": an ends digest is read as its frames would be — the end a daemon taken for gone says of an utterance taken over is fenced, a malformed digest is dropped with a reason, and a handler\'s end a client said ends the adopted utterance: one handled, no error', async () => {
+    const server = await nats();
+    const logs = captureLogs('info');
+    const { a, b, spread, user } = await spreadPair(server, logs.logger);
+    const partition = spread.indexOf('node-b');
+    let session = '';
+    for (let s = 0; session === ''; s++) if (partitionOf(`digest-s${s}`, PARTITIONS) === partition) session = `digest-s${s}`;
+    const id = `${session}-u0`;
+    user.utter('hold the handler', { utteranceId: id, session: { session_id: session }, lang: 'en-US' });
+    await user.waitFor((m) => m.type === 'h.spec:fallback' && utteranceIdOf(m) === id, `dispatch of ${id}`);
+    await signalDaemon(b, 'SIGKILL');
+    // A takes B's partitions over and adopts the utterance: it waits for its handler's end.
+    await expect.poll(() => a.cluster!.view().failovers, { timeout: 10_000 }).toBe(1);
+
+    const nc = await connect({ servers: server.url });
+    cleanups.push(() => nc.close());
+    const digest = (node: string, seq: number, payload: string): void => nc.publish(ENDS_SUBJECT, envelope(node, `${node}-late`, seq, undefined, undefined, Buffer.from(payload)));
+    // B's contests, heard late: fenced (A took the partition over from it).
+    digest('node-b', 1, JSON.stringify([['handled', id, partition]]));
+    // Not digests: dropped, each with its reason.
+    digest('node-c', 1, '[');
+    digest('node-c', 2, JSON.stringify([['handled', id]]));
+    digest('node-c', 3, JSON.stringify({ handled: id }));
+    await nc.flush();
+    await expect.poll(() => logs.lines.items.filter((line) => line['reason'] === 'cluster_ends_invalid').length, { timeout: 5_000 }).toBe(2);
+    expect(logs.lines.items.filter((line) => line['reason'] === 'cluster_message_invalid' && line['subject'] === ENDS_SUBJECT)).toHaveLength(1);
+    expect(logs.lines.items.filter((line) => line['reason'] === 'fenced').map((line) => [line['node'], line['type'], line['utterance_id']])).toEqual([['node-b', 'ovos.utterance.handled', id]]);
+    await user.barrier();
+    expect(user.of(id).filter((m) => m.type === 'ovos.utterance.handled')).toEqual([]);
+
+    // A client's handler end, in a third daemon's digest: never fenced; it ends the adopted utterance, no error.
+    digest('node-c', 4, JSON.stringify([['complete', id, partition, 'node-c/1']]));
+    await nc.flush();
+    await user.handled(id);
+    await user.barrier();
+    expect(user.of(id).filter((m) => m.type === 'ovos.utterance.handled').map((m) => m.data)).toEqual([{}]);
+    expect(logs.lines.items.filter((line) => line['reason'] === 'daemon_lost').map((line) => line['outcome'])).toEqual(['handler_completed']);
   }, 90_000);
 
   it.each([
