@@ -1768,6 +1768,8 @@ export class NatsCluster implements BusRelay {
   }
 
   #publishNote(note: Note): void {
+    // After the ends kept so far: a partition's release never overtakes how its utterances ended.
+    if (this.#ends.length > 0) this.#publishEnds();
     this.#publish(PARTITION_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify(note)));
   }
 
