@@ -1132,12 +1132,16 @@ export class NatsCluster implements BusRelay {
     }
     const end = ENDS.get(message.type);
     const utteranceId = end === undefined ? undefined : utteranceIdOf(message);
+    // What another daemon's contests say to end an utterance this daemon neither runs nor owns the partition of: no
+    // contest here waits for it (it is read above, for failover, and handed to the clients).
+    const elsewhere = end !== undefined && connection === undefined && opened.node !== this.node && opened.partition !== undefined && !this.#owned.has(opened.partition) && (utteranceId === undefined || !this.#mine.has(utteranceId));
     if (utteranceId !== undefined) this.#heardEnd(end!, utteranceId);
     if (!ENTRY_TOPICS.has(message.type)) {
       // The end of an utterance goes to the contests whichever daemon owns its partition now: the daemon that ran it
       // may have given the partition up meanwhile (its last utterance just ended, or a leave's grace ran out), and its
       // pipeline still waits for it (an ovos-workshop skill's own handled, a handler's end).
-      server.relayed(frame, message, connection, true);
+      if (elsewhere) server.relayedToClients(frame);
+      else server.relayed(frame, message, connection, true);
       return;
     }
     const frameId = `${opened.node}.${opened.boot}.${opened.seq}`;
