@@ -150,7 +150,7 @@ const ENDS: ReadonlyMap<string, End> = new Map<string, End>([
 const END_TOPICS: ReadonlyMap<string, string> = new Map([...ENDS].map(([topic, end]) => [end, topic]));
 /** An end in a digest: how, of which utterance, its partition, and the client connection that said it (not the contests). */
 type DigestedEnd = readonly [End, string, number] | readonly [End, string, number, string];
-/** The most ends one digest carries: a turn that ends more publishes more digests (far below any `max_payload`). */
+/** The most ends one digest carries: a turn that ends more publishes more digests (so does one whose ends come near `max_payload` in bytes). */
 const ENDS_PER_DIGEST = 1_000;
 
 /** How many utterance entries a daemon hands its contests in one turn of its event loop (admissions.ts). */
@@ -352,8 +352,9 @@ export class NatsCluster implements BusRelay {
   /** Subject, data, subject, data, …: published at the end of the event loop's turn (`#sendOutbox`). */
   readonly #outbox: Array<string | Uint8Array> = [];
   #outboxScheduled = false;
-  /** Ends of this daemon's utterances kept here this turn, published as one digest with the outbox (`#publishEnds`). */
-  readonly #ends: DigestedEnd[] = [];
+  /** Ends of this daemon's utterances kept here this turn (each a JSON array), published as one digest with the outbox (`#publishEnds`). */
+  readonly #ends: string[] = [];
+  #endsBytes = 0;
   /** The entries taken here, to the contests at most `ADMIT_PER_TURN` a turn of the event loop (admissions.ts). */
   readonly #admissions = new Admissions<{ readonly message: Message; readonly connection: string | undefined }>({
     perTurn: ADMIT_PER_TURN,
@@ -792,22 +793,17 @@ export class NatsCluster implements BusRelay {
     const subject = busSubject(message.type);
     let seq: number | undefined;
     const kept = partition === undefined ? false : this.#keptHere(subject, partition, message);
+    // An end too large for a digest (an utterance_id near `max_payload`) travels as its frame.
+    const digested = kept === 'end' ? this.#digestEnd(message, partition!, connection) : undefined;
     if (kept === 'frame') {
       // Unnumbered (no daemon misses it). Contest output is held (below) like what is published, until the server
       // answers the ping `#sendOutbox` sends after everything published before it.
       this.#keptFrames++;
       seq = this.#seq;
       if (connection === undefined) this.#scheduleOutbox();
-    } else if (kept === 'end') {
-      // In this turn's digest, numbered after everything published so far: whatever the server confirms that far was
-      // written with the digest, so contest output held as this number waits for the digest too.
+    } else if (digested !== undefined) {
       this.#keptFrames++;
-      seq = this.#seq + 1;
-      const end = ENDS.get(message.type)!;
-      const utteranceId = utteranceIdOf(message)!;
-      this.#ends.push(connection === undefined ? [end, utteranceId, partition!] : [end, utteranceId, partition!, connection]);
-      if (this.#ends.length >= ENDS_PER_DIGEST) this.#publishEnds();
-      else this.#scheduleOutbox();
+      seq = digested;
     } else {
       seq = this.#publish(subject, connection, partition, frame);
       if (seq === undefined) {
@@ -860,9 +856,33 @@ export class NatsCluster implements BusRelay {
     return seq;
   }
 
+  /**
+   * An end kept here, in the digest: the number the digest will have, or undefined when the end alone would not fit in
+   * one. Numbered after everything published so far: whatever the server confirms that far was written with the
+   * digest, so contest output held as this number waits for the digest too.
+   */
+  #digestEnd(message: Message, partition: number, connection: string | undefined): number | undefined {
+    const end = ENDS.get(message.type)!;
+    const utteranceId = utteranceIdOf(message)!;
+    const item = JSON.stringify(connection === undefined ? [end, utteranceId, partition] : [end, utteranceId, partition, connection]);
+    const bytes = Buffer.byteLength(item) + 1;
+    const room = this.maxPayload - 1024;
+    if (bytes > room) return undefined;
+    if (this.#endsBytes + bytes > room) this.#publishEnds();
+    this.#ends.push(item);
+    this.#endsBytes += bytes;
+    const seq = this.#seq + 1;
+    if (this.#ends.length >= ENDS_PER_DIGEST) this.#publishEnds();
+    else this.#scheduleOutbox();
+    return seq;
+  }
+
   /** The ends kept here so far, as one numbered message every daemon reads (`ENDS_SUBJECT`). */
   #publishEnds(): void {
-    this.#publish(ENDS_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify(this.#ends.splice(0))));
+    const digest = `[${this.#ends.splice(0).join(',')}]`;
+    this.#endsBytes = 0;
+    // Never over `max_payload`: `#digestEnd` keeps it within.
+    this.#publish(ENDS_SUBJECT, undefined, undefined, encoder.encode(digest));
   }
 
   #scheduleOutbox(): void {
@@ -986,6 +1006,7 @@ export class NatsCluster implements BusRelay {
    * gone) and it does not own it again, or the utterance is one it had taken before that.
    */
   #fenced(node: string, partition: number, message: Message): boolean {
+    if (this.#takenOverFrom.get(partition) !== node && !this.#fencedUtterances.has(node)) return false;
     return this.#fencedSaid(node, partition, utteranceIdOf(message), message.type, sessionIdOf(message));
   }
 
@@ -1137,9 +1158,9 @@ export class NatsCluster implements BusRelay {
     const elsewhere = end !== undefined && connection === undefined && opened.node !== this.node && opened.partition !== undefined && !this.#owned.has(opened.partition) && (utteranceId === undefined || !this.#mine.has(utteranceId));
     if (utteranceId !== undefined) this.#heardEnd(end!, utteranceId);
     if (!ENTRY_TOPICS.has(message.type)) {
-      // The end of an utterance goes to the contests whichever daemon owns its partition now: the daemon that ran it
-      // may have given the partition up meanwhile (its last utterance just ended, or a leave's grace ran out), and its
-      // pipeline still waits for it (an ovos-workshop skill's own handled, a handler's end).
+      // The end of an utterance a client said goes to the contests whichever daemon owns its partition now: the daemon
+      // that ran it may have given the partition up meanwhile (its last utterance just ended, or a leave's grace ran
+      // out), and its pipeline still waits for it (an ovos-workshop skill's own handled, a handler's end).
       if (elsewhere) server.relayedToClients(frame);
       else server.relayed(frame, message, connection, true);
       return;
