@@ -117,26 +117,6 @@ const REGISTRY_TOPICS: ReadonlySet<string> = new Set([topics.fallbackRegister, t
 /** The utterance entries: the only messages partitioned; the rest reach every daemon. */
 const ENTRY_TOPICS: ReadonlySet<string> = new Set([topics.utteranceHandle, legacyTopics.recognizerUtterance]);
 
-/**
- * The subjects every daemon reads whatever partition they name: the entries, how utterances end, the registrations
- * (one that names an utterance too is every daemon's), and the common-query claims (spec pongs and legacy
- * `question:query.response`): every daemon's roster learns from every poll on the bus, as on one bus, so a daemon that
- * has run no poll yet already knows which skills answer.
- */
-const READ_EVERYWHERE: ReadonlySet<string> = new Set(
-  [
-    ...ENTRY_TOPICS,
-    topics.utteranceHandled,
-    topics.intentMatched,
-    topics.intentUnmatched,
-    topics.skillHandlerComplete,
-    topics.skillHandlerError,
-    topics.commonQueryPong,
-    legacyTopics.questionQueryResponse,
-    ...REGISTRY_TOPICS,
-  ].map(busSubject),
-);
-
 /** The messages that end an utterance, by the name an ends digest gives them (`ENDS_SUBJECT`). */
 type End = 'matched' | 'unmatched' | 'complete' | 'error' | 'handled';
 const ENDS: ReadonlyMap<string, End> = new Map<string, End>([
@@ -146,6 +126,16 @@ const ENDS: ReadonlyMap<string, End> = new Map<string, End>([
   [topics.skillHandlerError, 'error'],
   [topics.utteranceHandled, 'handled'],
 ]);
+
+/**
+ * The subjects every daemon reads whatever partition they name: the entries, how utterances end, the registrations
+ * (one that names an utterance too is every daemon's), and the common-query claims (spec pongs and legacy
+ * `question:query.response`): every daemon's roster learns from every poll on the bus, as on one bus, so a daemon that
+ * has run no poll yet already knows which skills answer.
+ */
+const READ_EVERYWHERE: ReadonlySet<string> = new Set(
+  [...ENTRY_TOPICS, ...ENDS.keys(), topics.commonQueryPong, legacyTopics.questionQueryResponse, ...REGISTRY_TOPICS].map(busSubject),
+);
 /** The topic of each end (`ENDS`, the other way). */
 const END_TOPICS: ReadonlyMap<string, string> = new Map([...ENDS].map(([topic, end]) => [end, topic]));
 /** An end in a digest: how, of which utterance, its partition, and the client connection that said it (not the contests). */

@@ -340,7 +340,7 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     expect(sample('ovos_fallback_registrations')).toBe(2);
   }, 60_000);
 
-  it('src/cluster/README.md "Kept where it is needed": the frames of an utterance no other daemon needs (its daemon runs it, no other daemon has a client) stay off NATS — the entry still travels, and how it ended in that daemon\'s ends digest (ovos.contests.ends), which the other daemon reads for failover, split when the ends of a turn exceed what NATS takes —, and the NATS traffic of the daemon (view and metrics) counts what did; beside a daemon of an earlier version (no \`ends\` in its heartbeat) the ends travel as frames; a client that connects to the other daemon sees every frame of the next ones: one handled, one answer each', async () => {
+  it('src/cluster/README.md "Kept where it is needed": the frames of an utterance no other daemon needs (its daemon runs it, no other daemon has a client) stay off NATS — the entry still travels, and how it ended in that daemon\'s ends digest (ovos.contests.ends), which the other daemon reads for failover, split when the ends of a turn exceed what NATS takes —, and the NATS traffic of the daemon (view and metrics) counts what did; beside a daemon of an earlier version (no \`ends\` in its heartbeat) the ends travel as frames; what the other daemon\'s contests say to end its own utterances reaches this daemon\'s clients, not its contests; a client that connects to the other daemon sees every frame of the next ones: one handled, one answer each', async () => {
     const server = await nats();
     const a = await daemon(server.url, 'node-a');
     const b = await daemon(server.url, 'node-b');
@@ -430,10 +430,18 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     const keptBeside = a.cluster!.view().keptHere;
     expect(keptBeside).toBeGreaterThanOrEqual(kept + beside.length * contestTraffic.length);
 
-    // B runs them: the skill on A answers B's contest over NATS.
+    // B runs them: the skill on A answers B's contest over NATS. What B's contests say to end them reaches A's clients
+    // (the user's verdicts), not A's own contests, which run none of them; what A's client (the skill) says does.
+    const inProcessOnA: string[] = [];
+    const unsubscribe = a.system.supervisor.bus.subscribe((message) => {
+      if (utteranceIdOf(message)?.startsWith('there-') === true) inProcessOnA.push(message.type);
+    });
     const there = await ask(b, 'there');
+    unsubscribe();
     expect(verdicts(user, there)).toEqual([]);
     for (const { id } of there) expect(onNats.get(id)).toEqual(expect.arrayContaining(contestTraffic));
+    expect(inProcessOnA.filter((type) => ['ovos.intent.matched', 'ovos.utterance.handled'].includes(type))).toEqual([]);
+    expect(inProcessOnA.filter((type) => type === 'mycroft.skill.handler.complete')).toHaveLength(there.length);
 
     // A client on B: from the moment A hears of it, everything A's utterances say travels, and that client hears it.
     const observer = await probe(b.url);
