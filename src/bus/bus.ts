@@ -36,4 +36,10 @@ export interface Bus {
   onConnectionClosed?(listener: (connection: string, late: boolean, heldBack: boolean) => void): Unsubscribe;
   /** A client connection opened (before anything it sends is delivered). */
   onConnectionOpened?(listener: (connection: string) => void): Unsubscribe;
+  /**
+   * True when what a delivered message asks for (an introspection request, a registration to refuse, a carrier to
+   * reject) is answered by another process on the same bus: in a cluster, a message this daemon heard from another
+   * daemon, whose own plugins read it first and answer it (src/cluster/README.md). Absent, or false: answered here.
+   */
+  answeredElsewhere?(message: Message): boolean;
 }

@@ -23,6 +23,7 @@ export class LocalBus implements Bus {
   #openedListeners: Array<(connection: string) => void> = [];
   #queue: Queued[] = [];
   readonly #connections = new WeakMap<Message, string>();
+  readonly #elsewhere = new WeakSet<Message>();
   #scheduled = false;
   #idle: Array<() => void> = [];
   readonly #onListenerError: (error: unknown, message: Message) => void;
@@ -31,14 +32,22 @@ export class LocalBus implements Bus {
     this.#onListenerError = options.onListenerError ?? (() => {});
   }
 
-  /** `connection`: the client connection the message arrived on (the embedded server sets it). */
-  publish(message: Message, connection?: string): void {
+  /**
+   * `connection`: the client connection the message arrived on (the embedded server sets it). `answeredElsewhere`:
+   * another daemon of a cluster heard it first and answers what it asks (`Bus.answeredElsewhere`).
+   */
+  publish(message: Message, connection?: string, answeredElsewhere = false): void {
     if (connection !== undefined) this.#connections.set(message, connection);
+    if (answeredElsewhere) this.#elsewhere.add(message);
     this.#enqueue(message);
   }
 
   connectionOf(message: Message): string | undefined {
     return this.#connections.get(message);
+  }
+
+  answeredElsewhere(message: Message): boolean {
+    return this.#elsewhere.has(message);
   }
 
   /** The client connection `connection` is gone: listeners hear it after everything it sent (`late`, `heldBack`: see `Bus`). */

@@ -230,12 +230,13 @@ export class BusServer implements Bus {
   /**
    * Relay mode: a frame of the cluster's bus (any daemon's client or contests, this one's included) — to every
    * client of this server, and to the in-process subscribers when `inProcess` (a partitioned utterance entry is
-   * theirs only on the daemon that owns its session: `admit`).
+   * theirs only on the daemon that owns its session: `admit`). `elsewhere`: another daemon heard it first, and
+   * answers what it asks (`Bus.answeredElsewhere`).
    */
-  relayed(frame: Buffer, message: Message, connection: string | undefined, inProcess: boolean): void {
+  relayed(frame: Buffer, message: Message, connection: string | undefined, inProcess: boolean, elsewhere: boolean): void {
     if (this.#closing !== undefined) return;
     this.#broadcast(frame);
-    if (inProcess) this.#local.publish(message, connection);
+    if (inProcess) this.#local.publish(message, connection, elsewhere);
   }
 
   /** Relay mode: a frame for this server's clients only (its utterance runs on another daemon of the cluster). */
@@ -243,9 +244,12 @@ export class BusServer implements Bus {
     if (this.#closing === undefined) this.#broadcast(frame);
   }
 
-  /** Relay mode: a message for the in-process subscribers only (an utterance entry taken later by its owner). */
-  admit(message: Message, connection: string | undefined): void {
-    if (this.#closing === undefined) this.#local.publish(message, connection);
+  /**
+   * Relay mode: a message for the in-process subscribers only (an utterance entry taken later by its owner, run and
+   * answered here; `elsewhere`: a registration replayed from the cluster's state, answered when it was made).
+   */
+  admit(message: Message, connection: string | undefined, elsewhere = false): void {
+    if (this.#closing === undefined) this.#local.publish(message, connection, elsewhere);
   }
 
   /** Relay mode: a client connection of some daemon of the cluster opened or closed. */
@@ -262,6 +266,10 @@ export class BusServer implements Bus {
   /** The client connection a delivered message arrived on (undefined for in-process publications). */
   connectionOf(message: Message): string | undefined {
     return this.#local.connectionOf(message);
+  }
+
+  answeredElsewhere(message: Message): boolean {
+    return this.#local.answeredElsewhere(message);
   }
 
   /** A client connection opened (heard before anything it sends). */

@@ -735,6 +735,7 @@ export class NatsCluster implements BusRelay {
       connectionOf: (message) => server.connectionOf(message),
       onConnectionClosed: (listener) => server.onConnectionClosed(listener),
       onConnectionOpened: (listener) => server.onConnectionOpened(listener),
+      answeredElsewhere: (message) => server.answeredElsewhere(message),
     } satisfies Bus;
   }
 
@@ -1152,12 +1153,12 @@ export class NatsCluster implements BusRelay {
       // that ran it may have given the partition up meanwhile (its last utterance just ended, or a leave's grace ran
       // out), and its pipeline still waits for it (an ovos-workshop skill's own handled, a handler's end).
       if (elsewhere) server.relayedToClients(frame);
-      else server.relayed(frame, message, connection, true);
+      else server.relayed(frame, message, connection, true, opened.node !== this.node);
       return;
     }
     const frameId = `${opened.node}.${opened.boot}.${opened.seq}`;
     const taken = this.#intake(frameId, message, connection);
-    if (taken === undefined) server.relayed(frame, message, connection, false);
+    if (taken === undefined) server.relayed(frame, message, connection, false, false);
     else {
       server.relayedToClients(frame);
       this.#admissions.push({ message: taken, connection });
@@ -1346,7 +1347,7 @@ export class NatsCluster implements BusRelay {
         const connection = typeof value.connection === 'string' ? value.connection : undefined;
         if (decoded?.ok !== true || !REGISTRY_TOPICS.has(decoded.message.type)) throw new Error('not a registration');
         if (connection !== undefined) referenced.add(connection);
-        server.admit(decoded.message, connection);
+        server.admit(decoded.message, connection, true);
       }
     } catch (error) {
       this.#logger.warn({ reason: 'cluster_message_invalid', key: entry.key.slice(0, 200), err: error }, 'cluster state entry dropped');

@@ -193,10 +193,10 @@ export class Orchestrator {
         if (pending.connection === connection) pending.closedAfterMs ??= late || heldBack ? 0 : supervisor.clock.monotonic() - pending.since;
       }
     });
-    // OVOS-PIPELINE-1 §10: each plugin answers its introspection request.
+    // OVOS-PIPELINE-1 §10: each plugin answers its introspection request (in a cluster, on the daemon that heard it).
     supervisor.on('intents.list', (inbound, message) => {
       const stage = this.#stages.get(canonicalPipelineId(inbound.pipeline_id));
-      if (stage === undefined) return; // not ours: another daemon's plugin may answer
+      if (stage === undefined || !supervisor.answersHere(message)) return; // not ours: another daemon's plugin may answer
       const session = readSession(message);
       const sessionId = session.ok ? session.session.sessionId : 'default';
       const intents = stage.intents(sessionId).map((i) => ({ ...i }));

@@ -212,6 +212,14 @@ export class Supervisor {
     return this.bus.connectionOf?.(message);
   }
 
+  /**
+   * Whether what `message` asks for is answered here: not when another daemon of a cluster heard it first and
+   * answers it (`Bus.answeredElsewhere`) — one answer per request, as on one bus.
+   */
+  answersHere(message: Message): boolean {
+    return this.bus.answeredElsewhere?.(message) !== true;
+  }
+
   /** Hear about closed client connections (embedded bus only: a foreign bus shows no connection identity). */
   onConnectionClosed(handler: ConnectionClosedHandler): Unsubscribe {
     this.#closedHandlers = [...this.#closedHandlers, handler];
@@ -396,7 +404,7 @@ export class Supervisor {
       // OVOS-SESSION-1 §2.5: never substitute the default session; tell the sender why its message went nowhere
       // (and, for an utterance, end it with its handled: `#drop`).
       const { session: _malformed, ...context } = reply(message, topics.sessionRejected).context;
-      this.bus.publish({ type: topics.sessionRejected, data: { msg_type: message.type, reason: 'malformed_carrier' }, context });
+      if (this.answersHere(message)) this.bus.publish({ type: topics.sessionRejected, data: { msg_type: message.type, reason: 'malformed_carrier' }, context });
       this.#drop('malformed_carrier', message, undefined, inbound.kind);
       return;
     }
@@ -527,7 +535,7 @@ export class Supervisor {
           'message dropped',
         );
       }
-      this.bus.publish(registrationRefused(message, reason));
+      if (this.answersHere(message)) this.bus.publish(registrationRefused(message, reason));
       return;
     }
     // Every legacy skill answers every broadcast, also one of an utterance that is over: those late pongs are expected traffic.

@@ -13,6 +13,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { busSubject, ENDS_SUBJECT, envelope, FORMER_STATE_STREAM, NODE_SUBJECT, openEnvelope, PARTITION_SUBJECT, partitionOf, preferredOwner, STATE_BUCKET, stateKey } from '../../src/cluster/subjects.js';
 import { createMessage, decodeFrame, encodeMessage, reply, utteranceIdOf, type Message } from '../../src/bus/message.js';
+import { sessionIdOf } from '../../src/bus/session.js';
 import { startDaemon, type Daemon } from '../../src/daemon/daemon.js';
 import { silentLogger, type Logger } from '../../src/log/logger.js';
 import { natsServerAbsent, startNatsServer, type NatsServer } from '../support/nats-server.js';
@@ -651,6 +652,38 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
       { late: false, heldBack: true },
     ]);
     expect(heard.every(({ connection }) => connection.startsWith('node-a/'))).toBe(true);
+  });
+
+  it('PIPELINE-1 §10, FALLBACK-1 §3.4, SESSION-1 §2.5 across daemons: a request that names no utterance — an introspection request, a fallback registration refused (connection_quota), a message whose session carrier is malformed — is answered once, as on one bus, whichever daemon its client is on', async () => {
+    const server = await nats();
+    const a = await daemon(server.url, 'node-a', silentLogger(), { fallback: { maxSkillsPerConnection: 2 } });
+    const b = await daemon(server.url, 'node-b', silentLogger(), { fallback: { maxSkillsPerConnection: 2 } });
+    const onA = await probe(a.url);
+    const onB = await probe(b.url);
+    await expect.poll(() => a.cluster!.view().connectionsElsewhere + b.cluster!.view().connectionsElsewhere, { timeout: 5_000 }).toBe(2);
+    const answers = (user: Probe, type: string): number => user.messages.filter((m) => m.type === type).length;
+    // Whatever the other daemon answers to a request reaches both users before the barrier a user of that daemon
+    // sends once it has seen the request (one daemon's messages keep their order on NATS).
+    const settled = async (request: (m: Message) => boolean, label: string, other: Probe, user: Probe): Promise<void> => {
+      await other.waitFor(request, `${label} on the other daemon`);
+      const id = `after-${label}`;
+      other.send({ type: 'probe.barrier', data: {}, context: { barrier_id: id } });
+      await user.waitFor((m) => m.type === 'probe.barrier' && m.context['barrier_id'] === id, `the other daemon's barrier after ${label}`);
+    };
+    for (const [user, other, session] of [[onA, onB, 'ask-a'], [onB, onA, 'ask-b']] as const) {
+      const before = { list: answers(user, 'ovos.pipeline.common_query.intents.list.response'), refused: answers(user, 'ovos.fallback.register.response'), rejected: answers(user, 'ovos.session.rejected') };
+      user.send(createMessage('ovos.pipeline.common_query.intents.list', {}, { session: { session_id: session } }));
+      await user.waitFor((m) => m.type === 'ovos.pipeline.common_query.intents.list.response' && sessionIdOf(m) === session, 'the intents');
+      await settled((m) => m.type === 'ovos.pipeline.common_query.intents.list' && sessionIdOf(m) === session, `${session} intents`, other, user);
+      for (const skill of ['q1', 'q2', 'q3']) user.send(createMessage('ovos.fallback.register', { skill_id: `${session}.${skill}`, priority: 50 }, { skill_id: `${session}.${skill}`, session: { session_id: session } }));
+      await user.waitFor((m) => m.type === 'ovos.fallback.register.response' && m.data['skill_id'] === `${session}.q3`, 'the refusal');
+      await settled((m) => m.type === 'ovos.fallback.register' && m.data['skill_id'] === `${session}.q3`, `${session} register`, other, user);
+      user.send(createMessage('ovos.fallback.register', { skill_id: `${session}.bad`, priority: 50 }, { skill_id: `${session}.bad`, session: 'not a carrier' }));
+      await user.waitFor((m) => m.type === 'ovos.session.rejected' && m.context['skill_id'] === `${session}.bad`, 'the rejection');
+      await settled((m) => m.type === 'ovos.fallback.register' && m.data['skill_id'] === `${session}.bad`, `${session} malformed`, other, user);
+      expect({ list: answers(user, 'ovos.pipeline.common_query.intents.list.response') - before.list, refused: answers(user, 'ovos.fallback.register.response') - before.refused, rejected: answers(user, 'ovos.session.rejected') - before.rejected }).toEqual({ list: 1, refused: 1, rejected: 1 });
+      expect(user.messages.filter((m) => m.type === 'ovos.fallback.register.response').at(-1)!.data).toMatchObject({ skill_id: `${session}.q3`, accepted: false, reason: 'connection_quota' });
+    }
   });
 
   it('FALLBACK-1 §3: a daemon that joins knows a registration whose frame went out before it subscribed and whose key was written after it read the state (a write NATS took late), and what it heard live is not undone by the late write', async () => {

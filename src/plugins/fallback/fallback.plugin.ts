@@ -425,7 +425,7 @@ export class FallbackPlugin {
         'message dropped',
       );
     }
-    this.#supervisor.bus.publish(registrationRefused(message, reason));
+    if (this.#supervisor.answersHere(message)) this.#supervisor.bus.publish(registrationRefused(message, reason));
   }
 
   /** Stop listening to the bus (the system closes): a closed plugin publishes nothing when the bus comes back. */
