@@ -654,7 +654,7 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     expect(heard.every(({ connection }) => connection.startsWith('node-a/'))).toBe(true);
   });
 
-  it('PIPELINE-1 §10, FALLBACK-1 §3.4, SESSION-1 §2.5 across daemons: a request that names no utterance — an introspection request, a fallback registration refused (connection_quota), a message whose session carrier is malformed — is answered once, as on one bus, whichever daemon its client is on', async () => {
+  it('PIPELINE-1 §10, FALLBACK-1 §3.4, SESSION-1 §2.5 across daemons: a request that names no utterance — an introspection request, a fallback registration refused (connection_quota), a message whose session carrier is malformed — is answered once, as on one bus, whichever daemon its client is on; one naming an utterance of a session the other daemon runs, once, by that daemon', async () => {
     const server = await nats();
     const a = await daemon(server.url, 'node-a', silentLogger(), { fallback: { maxSkillsPerConnection: 2 } });
     const b = await daemon(server.url, 'node-b', silentLogger(), { fallback: { maxSkillsPerConnection: 2 } });
@@ -683,6 +683,15 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
       await settled((m) => m.type === 'ovos.fallback.register' && m.data['skill_id'] === `${session}.bad`, `${session} malformed`, other, user);
       expect({ list: answers(user, 'ovos.pipeline.common_query.intents.list.response') - before.list, refused: answers(user, 'ovos.fallback.register.response') - before.refused, rejected: answers(user, 'ovos.session.rejected') - before.rejected }).toEqual({ list: 1, refused: 1, rejected: 1 });
       expect(user.messages.filter((m) => m.type === 'ovos.fallback.register.response').at(-1)!.data).toMatchObject({ skill_id: `${session}.q3`, accepted: false, reason: 'connection_quota' });
+      // One that names an utterance of a session the other daemon runs (a skill asking from its handler): only that
+      // daemon reads it, and answers it.
+      const owned = new Set((user === onA ? b : a).cluster!.view().owned);
+      const elsewhere = [...Array(200).keys()].map((i) => `${session}-s${i}`).find((id) => owned.has(partitionOf(id, PARTITIONS)))!;
+      user.send(createMessage('ovos.pipeline.common_query.intents.list', {}, { session: { session_id: elsewhere }, utterance_id: `${elsewhere}-u1` }));
+      await user.waitFor((m) => m.type === 'ovos.pipeline.common_query.intents.list.response' && sessionIdOf(m) === elsewhere, 'the intents of a session the other daemon runs');
+      await settled((m) => m.type === 'ovos.pipeline.common_query.intents.list' && sessionIdOf(m) === elsewhere, `${elsewhere} intents`, other, user);
+      await user.barrier();
+      expect(user.messages.filter((m) => m.type === 'ovos.pipeline.common_query.intents.list.response' && sessionIdOf(m) === elsewhere)).toHaveLength(1);
     }
   });
 
