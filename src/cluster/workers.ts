@@ -18,6 +18,7 @@ import { mergeConfig, validateConfig } from '../config/config.js';
 import type { Config } from '../config/defaults.js';
 import type { Logger } from '../log/logger.js';
 import { stateDir } from '../daemon/daemon.js';
+import { withDaemonFlags } from '../daemon/node-flags.js';
 
 /** The environment a worker is started with: its index. */
 export const WORKER_INDEX_ENV = 'OVOS_CONTESTS_WORKER_INDEX';
@@ -97,6 +98,8 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
       }, RESTART_DELAY_MS);
     });
   };
+  // Every worker runs with the daemon's V8 flags, however the primary was started (`npx ovos-contests` passes none).
+  cluster.setupPrimary({ execArgv: withDaemonFlags(process.execArgv) });
   for (let index = 0; index < workers; index++) fork(index);
   logger.info({ workers, nats: natsUrl, port: config.bus.port }, `${workers} workers started behind one bus port`);
 

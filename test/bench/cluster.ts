@@ -28,8 +28,9 @@ import { WebSocket, type RawData } from 'ws';
 import { partitionOf, preferredOwner } from '../../src/cluster/subjects.js';
 import { decodeFrame, utteranceIdOf } from '../../src/bus/message.js';
 import type { DriverResult } from './driver-process.js';
-import { COMMON_QUERY, cpuMsOf, FALLBACK, freePort, startDriver } from './mixed-load.js';
+import { COMMON_QUERY, cpuMsOf, FALLBACK, freePort, peakRssMbOf, startDriver } from './mixed-load.js';
 import { profileArgv, startRemoteSkills } from './remote-skills.js';
+import { withDaemonFlags } from '../../src/daemon/node-flags.js';
 import type { Cell, Section } from './report.js';
 import { summarize } from './stats.js';
 
@@ -104,7 +105,7 @@ interface Daemon extends Proc {
 
 async function startDaemon(state: string, nats: string | undefined, node: string): Promise<Daemon> {
   const port = await freePort();
-  const args = [...profileArgv(), DAEMON_MAIN, '--port', String(port), '--no-example-skills', '--inspector-port', '0', '--no-mycroft-conf', '--no-registry-file'];
+  const args = [...withDaemonFlags(profileArgv()), DAEMON_MAIN, '--port', String(port), '--no-example-skills', '--inspector-port', '0', '--no-mycroft-conf', '--no-registry-file'];
   if (nats !== undefined) {
     // Named, not random: which sessions each daemon runs follows from the names (rendezvous hashing), the same in every run.
     mkdirSync(state, { recursive: true });
@@ -158,6 +159,8 @@ interface Run {
   readonly cpu: { readonly daemons: readonly number[]; readonly nats: number; readonly skills: number; readonly driver: number };
   /** NATS messages per handled utterance (nats-server's own counts, `/varz`): published to it, delivered by it. */
   readonly messages?: { readonly in: number; readonly out: number };
+  /** Each daemon's peak resident memory since it started (MiB), read after the run. */
+  readonly peakRssMb: readonly number[];
 }
 
 /** nats-server's message counters (its monitoring endpoint). */
@@ -219,7 +222,8 @@ async function setupRuns(setup: Setup, round: number): Promise<{ runs: Run[]; fa
       const per = pids.map((pid, i) => (cpuMsOf(pid) - before[i]!) / handled);
       const countsAfter = natsMonitor === undefined ? undefined : await natsCounts(natsMonitor);
       const messages = countsBefore === undefined || countsAfter === undefined ? undefined : { in: (countsAfter.in - countsBefore.in) / handled, out: (countsAfter.out - countsBefore.out) / handled };
-      runs.push({ round, setup: setup.label, label, result, cpu: { daemons: per.slice(0, daemons.length), nats: nats === undefined ? 0 : per[daemons.length]!, skills: per.at(-2)!, driver: per.at(-1)! }, ...(messages === undefined ? {} : { messages }) });
+      const peakRssMb = daemons.map((d) => peakRssMbOf(d.pid));
+      runs.push({ round, setup: setup.label, label, result, cpu: { daemons: per.slice(0, daemons.length), nats: nats === undefined ? 0 : per[daemons.length]!, skills: per.at(-2)!, driver: per.at(-1)! }, ...(messages === undefined ? {} : { messages }), peakRssMb });
     }
     if (setup.daemons < 2) return { runs };
     return { runs, failover: await failover(daemons) };
@@ -378,6 +382,7 @@ export async function benchCluster(): Promise<Section> {
       cpuCluster: cpuOf(run),
       cpu: `${run.cpu.daemons.map((c) => c.toFixed(2)).join(' + ')} / ${run.cpu.nats.toFixed(2)} / ${run.cpu.skills.toFixed(2)} / ${run.cpu.driver.toFixed(2)}`,
       messages: run.messages === undefined ? '–' : `${run.messages.in.toFixed(1)} / ${run.messages.out.toFixed(1)}`,
+      rss: run.peakRssMb.map((mb) => mb.toFixed(0)).join(' + '),
     };
   };
   return {
@@ -395,6 +400,7 @@ export async function benchCluster(): Promise<Section> {
       { key: 'cpuCluster', header: 'CPU ms/utterance, daemons + nats-server', unit: 'ms' },
       { key: 'cpu', header: 'CPU ms/utterance daemons / nats-server / skills / driver', unit: 'text' },
       { key: 'messages', header: 'NATS messages/utterance in / out', unit: 'text' },
+      { key: 'rss', header: 'daemons\' peak RSS since start, MiB', unit: 'text' },
     ],
     rows: runs.map(row),
     notes: [

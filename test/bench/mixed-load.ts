@@ -26,6 +26,7 @@ import type { DriverPlan, DriverResult, FromDriver, ToDriver, UtteranceKind } fr
 import { profileArgv, startRemoteSkills, type CommonQuerySkillPlan, type FallbackSkillPlan, type SkillsPlan } from './remote-skills.js';
 import type { Cell, Section } from './report.js';
 import { summarize } from './stats.js';
+import { withDaemonFlags } from '../../src/daemon/node-flags.js';
 
 const CONCURRENCY = 200;
 const TOTAL = 10_000;
@@ -58,6 +59,16 @@ export function cpuMsOf(pid: number): number {
   }
 }
 
+/** A process's peak resident memory since it started (VmHWM), in MiB; 0 when it cannot be read. */
+export function peakRssMbOf(pid: number): number {
+  try {
+    const kb = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb === undefined ? 0 : Number(kb) / 1024;
+  } catch {
+    return 0;
+  }
+}
+
 export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -82,7 +93,7 @@ export interface DaemonProcess {
 /** The daemon as `npm start` runs it, on a state directory of its own; `nats`: one daemon of a cluster on that NATS server. */
 export async function startDaemonProcess(options: { readonly nats?: string } = {}): Promise<DaemonProcess> {
   const port = await freePort();
-  const execArgv = profileArgv();
+  const execArgv = withDaemonFlags(profileArgv());
   const state = mkdtempSync(join(tmpdir(), 'ovos-bench-'));
   const child: ChildProcess = spawn(
     process.execPath,

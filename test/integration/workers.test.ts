@@ -5,10 +5,11 @@
  * (OVOS-FALLBACK-1 §6.2).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { DAEMON_NODE_FLAGS } from '../../src/daemon/node-flags.js';
 import { natsServerAbsent } from '../support/nats-server.js';
 import { specWordSkill, workshopWordSkill } from '../support/word-skills.js';
 import { Probe, freePort } from './probe.js';
@@ -68,6 +69,11 @@ describe.skipIf(absent !== undefined)('npm start -- --workers N (src/cluster/REA
     await spawned.until((output) => output.includes('a worker exited') && ready(spawned).length === 3);
     const now = [String(ready(spawned).find((line) => String(line['node']).startsWith('w0-'))!['node']), String(ready(spawned)[2]!['node'])];
     await spawned.until(() => settled(spawned, now));
+    // Every worker, the replacement too, runs with the daemon's V8 flags (src/daemon/node-flags.ts).
+    for (const line of ready(spawned).filter((l) => now.includes(String(l['node'])))) {
+      const argv = readFileSync(`/proc/${Number(line['pid'])}/cmdline`, 'utf8').split('\0');
+      expect(DAEMON_NODE_FLAGS.filter((flag) => !argv.includes(flag))).toEqual([]);
+    }
 
     const url = `ws://127.0.0.1:${port}/core`;
     await specWordSkill(await connect(url), 'a.spec', 10, 'alpha');

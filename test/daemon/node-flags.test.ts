@@ -1,0 +1,23 @@
+/**
+ * The daemon's V8 flags (src/daemon/node-flags.ts): `npm start` passes them, `--workers` gives them to its workers,
+ * and a flag a user set by hand keeps the user's value.
+ */
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { DAEMON_NODE_FLAGS, withDaemonFlags } from '../../src/daemon/node-flags.js';
+
+describe('the daemon\'s V8 flags', () => {
+  it('npm start passes every one of them to node, before the daemon\'s script', () => {
+    const start = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> }).scripts['start']!;
+    const node = start.slice(start.indexOf('exec node '));
+    for (const flag of DAEMON_NODE_FLAGS) expect(node.indexOf(` ${flag} `)).toBeGreaterThan(0);
+    expect(node.indexOf(DAEMON_NODE_FLAGS.at(-1)!)).toBeLessThan(node.indexOf('dist/src/daemon/main.js'));
+  });
+
+  it('added to what node was given, once; a flag given with its own value keeps it', () => {
+    expect(withDaemonFlags([])).toEqual([...DAEMON_NODE_FLAGS]);
+    expect(withDaemonFlags(['--enable-source-maps'])).toEqual(['--enable-source-maps', ...DAEMON_NODE_FLAGS]);
+    expect(withDaemonFlags(['--max-semi-space-size=16'])).toEqual(['--max-semi-space-size=16']);
+    expect(withDaemonFlags(withDaemonFlags([]))).toEqual([...DAEMON_NODE_FLAGS]);
+  });
+});
