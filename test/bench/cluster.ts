@@ -29,8 +29,7 @@ import { partitionOf, preferredOwner } from '../../src/cluster/subjects.js';
 import { decodeFrame, utteranceIdOf } from '../../src/bus/message.js';
 import type { DriverResult } from './driver-process.js';
 import { COMMON_QUERY, cpuMsOf, FALLBACK, freePort, peakRssMbOf, startDriver } from './mixed-load.js';
-import { profileArgv, startRemoteSkills } from './remote-skills.js';
-import { withDaemonFlags } from '../../src/daemon/node-flags.js';
+import { daemonArgv, startRemoteSkills } from './remote-skills.js';
 import type { Cell, Section } from './report.js';
 import { summarize } from './stats.js';
 
@@ -105,7 +104,7 @@ interface Daemon extends Proc {
 
 async function startDaemon(state: string, nats: string | undefined, node: string): Promise<Daemon> {
   const port = await freePort();
-  const args = [...withDaemonFlags(profileArgv()), DAEMON_MAIN, '--port', String(port), '--no-example-skills', '--inspector-port', '0', '--no-mycroft-conf', '--no-registry-file'];
+  const args = [...daemonArgv(), DAEMON_MAIN, '--port', String(port), '--no-example-skills', '--inspector-port', '0', '--no-mycroft-conf', '--no-registry-file'];
   if (nats !== undefined) {
     // Named, not random: which sessions each daemon runs follows from the names (rendezvous hashing), the same in every run.
     mkdirSync(state, { recursive: true });

@@ -23,10 +23,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DriverPlan, DriverResult, FromDriver, ToDriver, UtteranceKind } from './driver-process.js';
-import { profileArgv, startRemoteSkills, type CommonQuerySkillPlan, type FallbackSkillPlan, type SkillsPlan } from './remote-skills.js';
+import { daemonArgv, profileArgv, startRemoteSkills, type CommonQuerySkillPlan, type FallbackSkillPlan, type SkillsPlan } from './remote-skills.js';
 import type { Cell, Section } from './report.js';
 import { summarize } from './stats.js';
-import { withDaemonFlags } from '../../src/daemon/node-flags.js';
 
 const CONCURRENCY = 200;
 const TOTAL = 10_000;
@@ -93,7 +92,7 @@ export interface DaemonProcess {
 /** The daemon as `npm start` runs it, on a state directory of its own; `nats`: one daemon of a cluster on that NATS server. */
 export async function startDaemonProcess(options: { readonly nats?: string } = {}): Promise<DaemonProcess> {
   const port = await freePort();
-  const execArgv = withDaemonFlags(profileArgv());
+  const execArgv = daemonArgv();
   const state = mkdtempSync(join(tmpdir(), 'ovos-bench-'));
   const child: ChildProcess = spawn(
     process.execPath,

@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { withDaemonFlags } from '../../src/daemon/node-flags.js';
+import { daemonArgv } from './remote-skills.js';
 
 const DAEMON_MAIN = fileURLToPath(new URL('../../src/daemon/main.js', import.meta.url));
 
@@ -47,7 +47,7 @@ export interface DaemonProcess {
 
 /** `node <main> ...args` with `state` as its XDG state directory, its JSON log lines parsed as they come. */
 export function spawnDaemon(main: string, args: readonly string[], state: string, graceMs = 15_000): DaemonProcess {
-  const child: ChildProcess = spawn(process.execPath, [...withDaemonFlags([]), main, ...args], {
+  const child: ChildProcess = spawn(process.execPath, [...daemonArgv(), main, ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, XDG_STATE_HOME: state, OVOS_CONTESTS_LOG_LEVEL: 'info' },
   });

@@ -7,6 +7,7 @@
  * registration is sent; `stop` closes every client and the child exits on its own.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { withDaemonFlags } from '../../src/daemon/node-flags.js';
 
 export interface FallbackSkillPlan {
   readonly skillId: string;
@@ -63,6 +64,14 @@ export interface RemoteSkills {
 export function profileArgv(): string[] {
   const dir = process.env['BENCH_PROFILE_DIR'];
   return dir === undefined || dir === '' ? [] : ['--cpu-prof', '--cpu-prof-dir', dir];
+}
+
+/**
+ * Node's flags for a daemon the benchmarks start: those `npm start` gives it (src/daemon/node-flags.ts), or, with
+ * `BENCH_NODE_DEFAULTS=1`, node's defaults — what `npx ovos-contests` runs with — to measure what the flags change.
+ */
+export function daemonArgv(): string[] {
+  return process.env['BENCH_NODE_DEFAULTS'] === '1' ? profileArgv() : withDaemonFlags(profileArgv());
 }
 
 const READY_TIMEOUT_MS = 10_000;
