@@ -243,7 +243,10 @@ async function clusterTrial(): Promise<{ outcomes: Outcome[]; specReconnects: nu
     return { ...run, graces: daemons.map((d) => d.logged('skill_leaves_handled')) };
   } finally {
     for (const daemon of daemons) await daemon.stop();
+    // Waited for: its process and stderr pipe are closed before the report (nothing left open).
+    const exited = new Promise((resolve) => (nats.exitCode === null && nats.signalCode === null ? nats.once('exit', resolve) : resolve(undefined)));
     nats.kill('SIGTERM');
+    await exited;
     rmSync(dir, { recursive: true, force: true });
   }
 }
