@@ -1,9 +1,10 @@
 /**
  * Benchmark 8 — the daemon under a mixed load, three processes as a deployment runs them:
  *
- *  - the daemon: `node dist/src/daemon/main.js` exactly as `npm start` runs it (default config: pipeline
- *    fallback_high, common_query, fallback_medium, fallback_low; inspector on; log level info, stdout read by this
- *    process), except `--port P --no-example-skills --inspector-port 0 --no-registry-file --no-mycroft-conf`;
+ *  - the daemon: `node --max-semi-space-size=64 dist/src/daemon/main.js` exactly as `npm start` runs it (default
+ *    config: pipeline fallback_high, common_query, fallback_medium, fallback_low; inspector on; log level info, stdout
+ *    read by this process), except `--port P --no-example-skills --inspector-port 0 --no-registry-file
+ *    --no-mycroft-conf`;
  *  - the skills (`skills-process.ts`), one websocket connection each: five fallback skills at priorities 80, 85,
  *    90, 95, 99 (fallback_low; only the fifth willing, so a command costs five sequential ping round trips) and three
  *    common-query skills claiming every question (latency_ms 0) with confidences 0.6, 0.7 and 0.8 (under the 0.9
@@ -301,7 +302,7 @@ export async function benchMixedLoad(): Promise<Section> {
       fallback: FALLBACK,
       commonQuery: COMMON_QUERY,
       kinds: KINDS,
-      topology: 'daemon: node dist/src/daemon/main.js (default config, inspector on, log level info); skills: one child process; driver: one child process, one BusClient',
+      topology: 'daemon: node --max-semi-space-size=64 dist/src/daemon/main.js, as npm start runs it (default config, inspector on, log level info); skills: one child process; driver: one child process, one BusClient',
       target: TARGET,
       openLoad: { ratesPerSecond: OPEN_RATES, seconds: OPEN_SECONDS, sessions: CONCURRENCY },
       cpuProfileDir: process.env['BENCH_PROFILE_DIR'] ?? null,

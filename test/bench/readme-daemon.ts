@@ -1,5 +1,5 @@
 /**
- * The daemon exactly as the README starts it (`node dist/src/daemon/main.js`, example skills on), for benchmarks that
+ * The daemon exactly as the README starts it (`node --max-semi-space-size=64 dist/src/daemon/main.js`, example skills on), for benchmarks that
  * measure what a user meets: on a given port, with a state directory of its own (`XDG_STATE_HOME`), its JSON log
  * lines parsed as they come.
  */

@@ -1,8 +1,8 @@
 /**
  * Benchmark 10 — what a restart remembers, the way a user meets it (`npm run bench -- restart`): the daemon from the
- * README (`node dist/src/daemon/main.js`, example skills on: the "I don't know" catch-all at priority 100), with a
- * state directory of its own (`XDG_STATE_HOME`, a temporary folder: no user's daemon is touched, no earlier run
- * counts), on a fixed port.
+ * README (`npm start`'s `node --max-semi-space-size=64 dist/src/daemon/main.js`, example skills on: the "I don't know"
+ * catch-all at priority 100), with a state directory of its own (`XDG_STATE_HOME`, a temporary folder: no user's
+ * daemon is touched, no earlier run counts), on a fixed port.
  *
  *  1. Five spec fallback skills in another process register (priorities 10–50) and leave for good (SIGKILL: nobody
  *     deregisters). The daemon is stopped (SIGTERM) and started again on the same port and state; a front end sends
