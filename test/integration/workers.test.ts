@@ -69,10 +69,13 @@ describe.skipIf(absent !== undefined)('npm start -- --workers N (src/cluster/REA
     await spawned.until((output) => output.includes('a worker exited') && ready(spawned).length === 3);
     const now = [String(ready(spawned).find((line) => String(line['node']).startsWith('w0-'))!['node']), String(ready(spawned)[2]!['node'])];
     await spawned.until(() => settled(spawned, now));
-    // Every worker, the replacement too, runs with the daemon's V8 flags (src/daemon/node-flags.ts).
+    // Every worker, the replacement too, runs with the daemon's V8 flags (src/daemon/node-flags.ts): on its command
+    // line or in its NODE_OPTIONS.
     for (const line of ready(spawned).filter((l) => now.includes(String(l['node'])))) {
-      const argv = readFileSync(`/proc/${Number(line['pid'])}/cmdline`, 'utf8').split('\0');
-      expect(DAEMON_NODE_FLAGS.filter((flag) => !argv.includes(flag))).toEqual([]);
+      const pid = Number(line['pid']);
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      const options = (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').find((entry) => entry.startsWith('NODE_OPTIONS=')) ?? '').slice('NODE_OPTIONS='.length).split(/\s+/);
+      expect(DAEMON_NODE_FLAGS.filter((flag) => !argv.includes(flag) && !options.includes(flag))).toEqual([]);
     }
 
     const url = `ws://127.0.0.1:${port}/core`;
