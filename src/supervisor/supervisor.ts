@@ -523,6 +523,8 @@ export class Supervisor {
       const skillId = stringField(message.data, 'skill_id') ?? stringField(message.context, 'skill_id');
       this.#notify('dropped', { reason, type: message.type, message, contest: undefined, skillId, detail });
     }
+    // Heard first by another daemon of a cluster, which answers it and logs the drop at its level: here, debug.
+    const here = this.answersHere(message);
     // A refused fallback register/deregister is answered so the skill sees why (our extension, spec-dialect
     // `topics`), and logged at most once a minute per reason and sender. A malformed carrier is answered with
     // ovos.session.rejected instead.
@@ -530,18 +532,18 @@ export class Supervisor {
       const key = `${reason}\u0000${message.type}\u0000${stringField(message.data, 'skill_id') ?? ''}`;
       const { log, suppressed } = this.#refusalLog.shouldLog(key, this.clock.now());
       if (log) {
-        this.logger.warn(
+        this.logger[here ? 'warn' : 'debug'](
           { reason, type: clip(message.type), session_id: clipped(sessionIdOf(message)), connection: this.connectionOf(message), detail: clipped(detail), suppressed, payload: boundedJson(message.data) },
           'message dropped',
         );
       }
-      if (this.answersHere(message)) this.bus.publish(registrationRefused(message, reason));
+      if (here) this.bus.publish(registrationRefused(message, reason));
       return;
     }
     // Every legacy skill answers every broadcast, also one of an utterance that is over: those late pongs are expected traffic.
     const expected = (reason === 'finished_contest' && message.type === legacyTopics.fallbackPong) || reason === 'other_daemon';
     const quiet = reason === 'no_live_contest' || reason === 'finished_contest' || reason === 'not_awaited' || reason === 'duplicate';
-    const level = expected ? 'debug' : quiet ? 'info' : 'warn';
+    const level = expected || !here ? 'debug' : quiet ? 'info' : 'warn';
     // At most ten lines a minute per level, reason and sender (its connection, else its session); the others are
     // counted into the next window's first line (`suppressed`). Every drop still reaches the observers (the inspector) and the metrics.
     const connection = this.connectionOf(message);

@@ -656,11 +656,18 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
 
   it('PIPELINE-1 §10, FALLBACK-1 §3.4, SESSION-1 §2.5 across daemons: a request that names no utterance — an introspection request, a fallback registration refused (connection_quota), a message whose session carrier is malformed — is answered once, as on one bus, whichever daemon its client is on; one naming an utterance of a session the other daemon runs, once, by that daemon', async () => {
     const server = await nats();
-    const a = await daemon(server.url, 'node-a', silentLogger(), { fallback: { maxSkillsPerConnection: 2 } });
-    const b = await daemon(server.url, 'node-b', silentLogger(), { fallback: { maxSkillsPerConnection: 2 } });
+    const logs = [captureLogs('info'), captureLogs('info')];
+    const a = await daemon(server.url, 'node-a', logs[0]!.logger, { fallback: { maxSkillsPerConnection: 2 } });
+    const b = await daemon(server.url, 'node-b', logs[1]!.logger, { fallback: { maxSkillsPerConnection: 2 } });
     const onA = await probe(a.url);
     const onB = await probe(b.url);
     await expect.poll(() => a.cluster!.view().connectionsElsewhere + b.cluster!.view().connectionsElsewhere, { timeout: 5_000 }).toBe(2);
+    // Every partition settled on one of the two (a partition moving has no daemon reading its frames meanwhile).
+    const settledOwners = (): boolean => {
+      const [viewA, viewB] = [a.cluster!.view(), b.cluster!.view()];
+      return viewB.owned.length > 0 && viewA.owned.length + viewB.owned.length === PARTITIONS && viewA.owners.every((owner, p) => owner !== null && owner === viewB.owners[p]);
+    };
+    await expect.poll(settledOwners, { timeout: 10_000 }).toBe(true);
     const answers = (user: Probe, type: string): number => user.messages.filter((m) => m.type === type).length;
     // Whatever the other daemon answers to a request reaches both users before the barrier a user of that daemon
     // sends once it has seen the request (one daemon's messages keep their order on NATS).
@@ -683,6 +690,9 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
       await settled((m) => m.type === 'ovos.fallback.register' && m.data['skill_id'] === `${session}.bad`, `${session} malformed`, other, user);
       expect({ list: answers(user, 'ovos.pipeline.common_query.intents.list.response') - before.list, refused: answers(user, 'ovos.fallback.register.response') - before.refused, rejected: answers(user, 'ovos.session.rejected') - before.rejected }).toEqual({ list: 1, refused: 1, rejected: 1 });
       expect(user.messages.filter((m) => m.type === 'ovos.fallback.register.response').at(-1)!.data).toMatchObject({ skill_id: `${session}.q3`, accepted: false, reason: 'connection_quota' });
+      // One warning in the cluster's logs for each, from the daemon that answered (the other's is a debug line).
+      const warned = logs.flatMap(({ lines }) => lines.items.filter((l) => l['msg'] === 'message dropped' && (l['skill_id'] === `${session}.q3` || JSON.stringify(l['payload'] ?? '').includes(`${session}.bad`))));
+      expect(warned.map((l) => l['reason']).sort()).toEqual(['connection_quota', 'malformed_carrier']);
       // One that names an utterance of a session the other daemon runs (a skill asking from its handler): only that
       // daemon reads it, and answers it.
       const owned = new Set((user === onA ? b : a).cluster!.view().owned);

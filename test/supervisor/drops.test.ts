@@ -204,7 +204,7 @@ describe('Supervisor drops: one line each, at the level an operator expects (src
     expect(s.dropLines().map((l) => l['reason'])).toEqual(['skill_id_missing', 'malformed_carrier']);
   });
 
-  it('Bus.answeredElsewhere (a cluster: another daemon heard the message first and answers it): the same drops, logged, but no ovos.session.rejected and no refusal answer from here — one answer per request, as on one bus', async () => {
+  it('Bus.answeredElsewhere (a cluster: another daemon heard the message first and answers it): the same drops, logged at debug (the other daemon warns), and no ovos.session.rejected and no refusal answer from here — one answer and one warning per request, as on one bus', async () => {
     const s = setup();
     const seen: string[] = [];
     s.bus.subscribe((m) => seen.push(m.type));
@@ -213,12 +213,13 @@ describe('Supervisor drops: one line each, at the level an operator expects (src
     await s.bus.idle();
     await s.bus.idle();
     expect(seen).toEqual(['ovos.fallback.register', 'ovos.fallback.register']);
-    expect(s.dropLines().map((l) => l['reason'])).toEqual(['malformed_carrier', 'priority_invalid']);
+    expect(s.dropLines().map((l) => [l['reason'], l['level']])).toEqual([['malformed_carrier', DEBUG], ['priority_invalid', DEBUG]]);
     // Heard here first: answered.
     s.bus.publish(createMessage('ovos.fallback.register', { skill_id: 'fb.d', priority: 'high' }, { skill_id: 'fb.d', session: { session_id: 's1' } }), 'here/1');
     await s.bus.idle();
     await s.bus.idle();
     expect(seen.slice(2)).toEqual(['ovos.fallback.register', 'ovos.fallback.register.response']);
+    expect(s.dropLines().slice(2).map((l) => [l['reason'], l['level']])).toEqual([['priority_invalid', WARN]]);
   });
 
   it('the owner of a kind hears its refusals (the orchestrator answers a refused utterance) until it unsubscribes; other kinds\' refusals are not its', async () => {

@@ -418,14 +418,16 @@ export class FallbackPlugin {
    * unless told otherwise), and the answer.
    */
   #refuse(reason: DropReason, message: Message, skillId: string, limitBy = skillId): void {
+    // Heard first by another daemon of a cluster: that one answers it and warns; here, a debug line.
+    const here = this.#supervisor.answersHere(message);
     const { log, suppressed } = this.#refusalLog.shouldLog(`${reason}\u0000${message.type}\u0000${limitBy}`, this.#supervisor.clock.now());
     if (log) {
-      this.#supervisor.logger.warn(
+      this.#supervisor.logger[here ? 'warn' : 'debug'](
         { reason, type: message.type, skill_id: skillId, session_id: sessionIdOf(message), connection: this.#supervisor.connectionOf(message), suppressed },
         'message dropped',
       );
     }
-    if (this.#supervisor.answersHere(message)) this.#supervisor.bus.publish(registrationRefused(message, reason));
+    if (here) this.#supervisor.bus.publish(registrationRefused(message, reason));
   }
 
   /** Stop listening to the bus (the system closes): a closed plugin publishes nothing when the bus comes back. */
