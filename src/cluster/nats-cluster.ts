@@ -1152,10 +1152,13 @@ export class NatsCluster implements BusRelay {
       // The end of an utterance a client said goes to the contests whichever daemon owns its partition now: the daemon
       // that ran it may have given the partition up meanwhile (its last utterance just ended, or a leave's grace ran
       // out), and its pipeline still waits for it (an ovos-workshop skill's own handled, a handler's end).
-      // What it asks for is answered by the daemon that relayed it when that daemon read it too (`Bus.answeredElsewhere`):
-      // a frame of no partition, or one every daemon reads; else only by the partition's owner, this one.
       if (elsewhere) server.relayedToClients(frame);
-      else server.relayed(frame, message, connection, true, opened.node !== this.node && (opened.partition === undefined || READ_EVERYWHERE.has(subject)));
+      else {
+        // What it asks for is answered by the daemon that relayed it when that daemon read it too: a frame of no
+        // partition, or one every daemon reads (`Bus.answeredElsewhere`); else by the partition's owner, this one.
+        const answeredThere = opened.node !== this.node && (opened.partition === undefined || READ_EVERYWHERE.has(subject));
+        server.relayed(frame, message, connection, true, answeredThere);
+      }
       return;
     }
     const frameId = `${opened.node}.${opened.boot}.${opened.seq}`;

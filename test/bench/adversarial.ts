@@ -10,6 +10,7 @@
  * trial across two daemons of a cluster (src/cluster/): the skills of each dialect on one daemon, their users on the other.
  */
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -244,7 +245,7 @@ async function clusterTrial(): Promise<{ outcomes: Outcome[]; specReconnects: nu
   } finally {
     for (const daemon of daemons) await daemon.stop();
     // Waited for: its process and stderr pipe are closed before the report (nothing left open).
-    const exited = new Promise((resolve) => (nats.exitCode === null && nats.signalCode === null ? nats.once('exit', resolve) : resolve(undefined)));
+    const exited = nats.exitCode === null && nats.signalCode === null ? once(nats, 'exit') : Promise.resolve();
     nats.kill('SIGTERM');
     await exited;
     rmSync(dir, { recursive: true, force: true });

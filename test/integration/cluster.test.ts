@@ -654,7 +654,7 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     expect(heard.every(({ connection }) => connection.startsWith('node-a/'))).toBe(true);
   });
 
-  it('PIPELINE-1 §10, FALLBACK-1 §3.4, SESSION-1 §2.5 across daemons: a request that names no utterance — an introspection request, a fallback registration refused (connection_quota), a message whose session carrier is malformed — is answered once, as on one bus, whichever daemon its client is on; one naming an utterance of a session the other daemon runs, once, by that daemon', async () => {
+  it('PIPELINE-1 §10, FALLBACK-1 §3.4, SESSION-1 §2.5 across daemons: a request that names no utterance — an introspection request, a fallback registration refused (connection_quota), a message whose session carrier is malformed — is answered once and warned of once, as on one bus, whichever daemon its client is on; one naming an utterance of a session the other daemon runs, once, by that daemon', async () => {
     const server = await nats();
     const logs = [captureLogs('info'), captureLogs('info')];
     const a = await daemon(server.url, 'node-a', logs[0]!.logger, { fallback: { maxSkillsPerConnection: 2 } });
