@@ -152,12 +152,7 @@ export type Classified =
   | { readonly ok: false; readonly kind: InboundKind; readonly reason: DropReason; readonly detail?: string }
   | null; // not a topic we consume
 
-/** A register or deregister, whose refusal is answered (`registrationRefused`). */
-export function isFallbackRegistration(message: Message): boolean {
-  return message.type === topics.fallbackRegister || message.type === topics.fallbackDeregister;
-}
-
-/** The answer to a refused register or deregister (our extension, see `topics.fallbackRegister`). */
+/** The answer to a refused register or deregister, in either dialect (our extension, see `topics.fallbackRegister`). */
 export function registrationRefused(message: Message, reason: DropReason): Message {
   const skillId = stringField(message.data, 'skill_id');
   const data: JsonObject = skillId === undefined || skillId === '' ? { accepted: false, reason } : { skill_id: skillId, accepted: false, reason };

@@ -18,7 +18,7 @@ import { reply, stringField, utteranceIdOf, type Message } from '../bus/message.
 import { DEFAULT_SESSION_ID, sessionIdOf } from '../bus/session.js';
 import type { Clock } from '../clock/clock.js';
 import { classifyLegacy, legacyTopics } from '../dialect/legacy-dialect.js';
-import { classify, isFallbackRegistration, registrationRefused, topics, type Classified, type Defect, type DropReason, type Inbound, type InboundKind, type InboundOf } from '../dialect/spec-dialect.js';
+import { classify, registrationRefused, topics, type Classified, type Defect, type DropReason, type Inbound, type InboundKind, type InboundOf } from '../dialect/spec-dialect.js';
 import { boundedJson, clip, type Logger } from '../log/logger.js';
 import { delegate } from './delegate.js';
 import { LogRateLimiter } from '../log/rate-limit.js';
@@ -129,9 +129,11 @@ const CONTEST_KINDS: ReadonlySet<InboundKind> = new Set<InboundKind>([
 ]);
 
 /**
- * What an observer of a contest kind may say of a reply it owns (the answers to the fallback plugin's utterance
- * broadcasts): `'taken'`, it took the reply itself; `{ drop }`, the reply is dropped with that reason. Either way it is
- * not routed to a contest. Anything else: routed.
+ * What a handler may say of a message: an observer of a contest kind of a reply it owns (the answers to the fallback
+ * plugin's utterance broadcasts): `'taken'`, it took the reply itself; `{ drop }`, the reply is dropped with that
+ * reason — either way it is not routed to a contest; anything else: routed. The owner of a service kind, `{ drop }`:
+ * the message is refused with that reason, logged, counted and answered as the supervisor's own drops are (a fallback
+ * registration is answered with its refusal).
  */
 export type ServiceVerdict = 'taken' | { readonly drop: DropReason };
 type ServiceHandler<K extends InboundKind> = (inbound: InboundOf<K>, message: Message) => ServiceVerdict | void;
@@ -229,10 +231,6 @@ export class Supervisor {
   }
 
   /**
-   * Hear of every skill that speaks for itself (any message we consume that names its skill_id, but a deregistration;
-   * valid or not for its session), with the connection it arrived on (undefined without connection identity): it is on the bus.
-   */
-  /**
    * Who may speak for a skill (the fallback plugin says: not a connection while another holds the skill's
    * registration). A message of a skill over a connection that may not speak for it is routed as usual — its contest
    * drops it — but teaches nothing: the skill is not learnt on that connection, nor heard (`onSkillHeard`).
@@ -241,6 +239,10 @@ export class Supervisor {
     this.#speaksFor = check;
   }
 
+  /**
+   * Hear of every skill that speaks for itself (any message we consume that names its skill_id, but a deregistration;
+   * valid or not for its session), with the connection it arrived on (undefined without connection identity): it is on the bus.
+   */
   onSkillHeard(handler: (inbound: Extract<Inbound, { readonly skill_id: string }>, connection: string | undefined) => void): Unsubscribe {
     this.#heardHandlers = [...this.#heardHandlers, handler];
     return () => {
@@ -525,15 +527,18 @@ export class Supervisor {
     }
     // Heard first by another daemon of a cluster, which answers it and logs the drop at its level: here, debug.
     const here = this.answersHere(message);
-    // A refused fallback register/deregister is answered so the skill sees why (our extension, spec-dialect
-    // `topics`), and logged at most once a minute per reason and sender. A malformed carrier is answered with
-    // ovos.session.rejected instead.
-    if (isFallbackRegistration(message) && reason !== 'malformed_carrier') {
-      const key = `${reason}\u0000${message.type}\u0000${stringField(message.data, 'skill_id') ?? ''}`;
-      const { log, suppressed } = this.#refusalLog.shouldLog(key, this.clock.now());
+    // A refused fallback register/deregister — malformed here, or refused by the fallback plugin (its verdict) — is
+    // answered so the skill sees why (our extension, spec-dialect `topics`), and logged at most once a minute per
+    // reason, type and skill; a connection over its quota is one flood, logged once a minute whatever skills it names.
+    // A malformed carrier is answered with ovos.session.rejected instead.
+    if ((kind === 'fallback.register' || kind === 'fallback.deregister') && reason !== 'malformed_carrier') {
+      const skillId = stringField(message.data, 'skill_id') ?? stringField(message.context, 'skill_id');
+      const connection = this.connectionOf(message);
+      const by = reason === 'connection_quota' ? `connection ${connection ?? ''}` : (skillId ?? '');
+      const { log, suppressed } = this.#refusalLog.shouldLog(`${reason}\u0000${message.type}\u0000${by}`, this.clock.now());
       if (log) {
         this.logger[here ? 'warn' : 'debug'](
-          { reason, type: clip(message.type), session_id: clipped(sessionIdOf(message)), connection: this.connectionOf(message), detail: clipped(detail), suppressed, payload: boundedJson(message.data) },
+          { reason, type: clip(message.type), skill_id: clipped(skillId), session_id: clipped(sessionIdOf(message)), connection, detail: clipped(detail), suppressed, payload: boundedJson(message.data) },
           'message dropped',
         );
       }

@@ -8,9 +8,9 @@ import type { Config, PriorityRange } from '../../config/defaults.js';
 import { createMessage, reply, stringField, utteranceIdOf, withContext, type Message } from '../../bus/message.js';
 import { DEFAULT_SESSION_ID, sessionIdOf, type SessionView } from '../../bus/session.js';
 import { legacyFallbackPing, legacyFallbackRequest } from '../../dialect/legacy-dialect.js';
-import { registrationRefused, topics, type DropReason } from '../../dialect/spec-dialect.js';
+import { topics, type DropReason } from '../../dialect/spec-dialect.js';
 import type { Logger } from '../../log/logger.js';
-import type { Contest, ContestOptions, Supervisor } from '../../supervisor/supervisor.js';
+import type { Contest, ContestOptions, ServiceVerdict, Supervisor } from '../../supervisor/supervisor.js';
 import { NO_MATCH, type IntentListing, type Match, type MatchLogic, type MatchRequest, type PipelineStage } from '../../pipeline/plugin.js';
 import { awaitsPong, fallbackMachine, type FallbackContext, type FallbackEmitted, type FallbackEvent, type FallbackOutput } from '../../../machines/fallback/fallback.machine.js';
 import type { RegistryStore } from './registry-store.js';
@@ -66,7 +66,7 @@ type Ref = { readonly sessionId: string; readonly skillId: string };
 const sessionsOf = (entries: readonly Ref[]): string[] => [...new Set(entries.map((entry) => entry.sessionId))];
 const skillsOf = (entries: readonly Ref[]): string[] => [...new Set(entries.map((entry) => entry.skillId))];
 
-/** A per-skill ping timeout or a refused registration is logged at most once per key per minute. */
+/** A per-skill ping timeout or a legacy skill that could not be learned is logged at most once per key per minute. */
 const LOG_WINDOW_MS = 60_000;
 
 /** The legacy `range` when no stage has one (a single-stage deployment). */
@@ -138,7 +138,7 @@ export class FallbackPlugin {
   readonly #settings: FallbackSettings;
   readonly #machine: FallbackLogic;
   readonly #timeoutLog = new LogRateLimiter(LOG_WINDOW_MS);
-  readonly #refusalLog = new LogRateLimiter(LOG_WINDOW_MS);
+  readonly #learnRefusalLog = new LogRateLimiter(LOG_WINDOW_MS);
   /** A pool the match bound cannot cover: logged at most once a minute per (stage, pool size). */
   readonly #poolBoundLog = new LogRateLimiter(LOG_WINDOW_MS);
   readonly #matchTimeoutMs: number | undefined;
@@ -218,21 +218,20 @@ export class FallbackPlugin {
         },
       },
     });
-    // §3.1 / §3.2 (the dialect already refused a payload skill_id ≠ context.skill_id).
-    supervisor.on('fallback.register', (inbound, message) => {
+    // §3.1 / §3.2 (the dialect already refused a payload skill_id ≠ context.skill_id). A refusal is returned as the
+    // verdict: the supervisor answers it, logs it and counts it, as it does a malformed registration.
+    supervisor.on('fallback.register', (inbound, message): ServiceVerdict | void => {
       const sessionId = sessionIdOf(message)!;
       const connection = supervisor.connectionOf(message);
       // A legacy registration (no context.skill_id to check) never takes over a spec skill's from elsewhere.
       const existing = this.registry.entry(sessionId, inbound.skill_id);
       if (inbound.legacy === true && existing !== undefined && !existing.legacy && existing.connection !== connection) {
-        this.#refuse('legacy_over_spec', message, inbound.skill_id);
-        return;
+        return { drop: 'legacy_over_spec' };
       }
       // Not rebound from another connection while it answers over its own (src/plugins/README.md, "Who speaks for a
       // fallback skill").
       if (this.#heldElsewhere(sessionId, inbound.skill_id, message) !== undefined) {
-        this.#refuse('skill_bound_elsewhere', message, inbound.skill_id);
-        return;
+        return { drop: 'skill_bound_elsewhere' };
       }
       this.#registering = message;
       let registered: ReturnType<FallbackRegistry['register']>;
@@ -241,11 +240,7 @@ export class FallbackPlugin {
       } finally {
         this.#registering = undefined;
       }
-      if (registered !== 'registered') {
-        // A connection over its quota is one flood, warned once a minute whatever skills it names.
-        this.#refuse(registered, message, inbound.skill_id, registered === 'connection_quota' ? `connection ${connection}` : inbound.skill_id);
-        return;
-      }
+      if (registered !== 'registered') return { drop: registered };
       supervisor.logger.info({ skill_id: inbound.skill_id, priority: inbound.priority, session_id: sessionId, connection, dialect: inbound.legacy === true ? 'legacy' : 'spec' }, 'fallback skill registered');
       // Not heard from yet: a registration alone, never answered for, is restored dormant after a restart.
       options.store?.register(sessionId, inbound.skill_id, inbound.priority, inbound.legacy === true, false);
@@ -260,7 +255,7 @@ export class FallbackPlugin {
       this.#sendReregister();
       this.#discover = true;
     }));
-    supervisor.on('fallback.deregister', (inbound, message) => {
+    supervisor.on('fallback.deregister', (inbound, message): ServiceVerdict | void => {
       const sessionId = sessionIdOf(message)!;
       // Legacy skills deregister with only {skill_id}, and on a foreign bus there is no connection to check: as
       // ovos-core does, a legacy deregistration of a legacy registration is accepted — unless the skill answers over
@@ -270,10 +265,7 @@ export class FallbackPlugin {
       const refusal =
         (legacyOwn ? undefined : this.#deregisterRefusal(inbound.skill_id, inbound.context_skill_id, sessionId, message)) ??
         (this.#heldElsewhere(sessionId, inbound.skill_id, message) !== undefined ? 'skill_bound_elsewhere' : undefined);
-      if (refusal !== undefined) {
-        this.#refuse(refusal, message, inbound.skill_id);
-        return;
-      }
+      if (refusal !== undefined) return { drop: refusal };
       const removed = this.registry.deregister(sessionId, inbound.skill_id);
       options.store?.deregister(sessionId, inbound.skill_id);
       if (removed && !this.registry.holds(inbound.skill_id)) this.breaker.forget(inbound.skill_id);
@@ -413,23 +405,6 @@ export class FallbackPlugin {
     return holder === connection ? undefined : holder;
   }
 
-  /**
-   * A refused register/deregister: one warn line (at most once a minute per reason, type and `limitBy` — the skill
-   * unless told otherwise), and the answer.
-   */
-  #refuse(reason: DropReason, message: Message, skillId: string, limitBy = skillId): void {
-    // Heard first by another daemon of a cluster: that one answers it and warns; here, a debug line.
-    const here = this.#supervisor.answersHere(message);
-    const { log, suppressed } = this.#refusalLog.shouldLog(`${reason}\u0000${message.type}\u0000${limitBy}`, this.#supervisor.clock.now());
-    if (log) {
-      this.#supervisor.logger[here ? 'warn' : 'debug'](
-        { reason, type: message.type, skill_id: skillId, session_id: sessionIdOf(message), connection: this.#supervisor.connectionOf(message), suppressed },
-        'message dropped',
-      );
-    }
-    if (here) this.#supervisor.bus.publish(registrationRefused(message, reason));
-  }
-
   /** Stop listening to the bus (the system closes): a closed plugin publishes nothing when the bus comes back. */
   close(): void {
     for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe();
@@ -475,7 +450,7 @@ export class FallbackPlugin {
     const registered = this.registry.register(DEFAULT_SESSION_ID, skillId, priority, connection, true);
     if (registered !== 'registered') {
       const limitBy = registered === 'connection_quota' ? `connection ${connection}` : skillId;
-      const { log, suppressed } = this.#refusalLog.shouldLog(`${registered}\u0000learn\u0000${limitBy}`, this.#supervisor.clock.now());
+      const { log, suppressed } = this.#learnRefusalLog.shouldLog(`${registered}\u0000learn\u0000${limitBy}`, this.#supervisor.clock.now());
       if (log) this.#supervisor.logger.warn({ reason: registered, skill_id: skillId, connection, suppressed }, 'a legacy fallback skill answered a broadcast ping without having registered with us: not learned');
       return;
     }

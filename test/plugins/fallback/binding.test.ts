@@ -95,8 +95,10 @@ async function heldByOwner(dialect: Dialect): Promise<{ h: Harness; owner: { con
 describe.each(['spec', 'legacy'] as const)('FALLBACK-1 §3 / §6.1 only its own connection speaks for a skill that answers there (%s dialect)', (dialect) => {
   const w = wire(dialect);
 
-  it('FALLBACK-1 §3.2: a deregistration from another connection — context.skill_id copied — is refused (skill_bound_elsewhere), answered and warned once a minute; the skill keeps being asked', async () => {
+  it('FALLBACK-1 §3.2: a deregistration from another connection — context.skill_id copied — is refused (skill_bound_elsewhere), answered, counted each time and warned once a minute; the skill keeps being asked', async () => {
     const { h } = await heldByOwner(dialect);
+    const dropped: Array<[string, string | undefined]> = [];
+    h.system.supervisor.observe({ dropped: (drop) => dropped.push([drop.reason, drop.skillId]) });
     h.bus.publish(w.deregister('x'), 'intruder');
     h.bus.publish(w.deregister('x'), 'intruder');
     await h.settle();
@@ -106,6 +108,11 @@ describe.each(['spec', 'legacy'] as const)('FALLBACK-1 §3 / §6.1 only its own 
       { skill_id: 'x', accepted: false, reason: 'skill_bound_elsewhere' },
     ]);
     expect(withReason(h, 'skill_bound_elsewhere')).toEqual([expect.objectContaining({ level: 40, skill_id: 'x', connection: 'intruder' })]);
+    // What the metrics (ovos_messages_dropped_total) and the inspector hear: both refusals.
+    expect(dropped).toEqual([
+      ['skill_bound_elsewhere', 'x'],
+      ['skill_bound_elsewhere', 'x'],
+    ]);
     h.utter('do a barrel roll', { session: session('s1'), utteranceId: 'after' });
     await h.advance(1);
     expect(h.wire.filter((m) => w.isPing(m, 'x') && m.context['utterance_id'] === 'after')).toHaveLength(1);

@@ -109,6 +109,23 @@ describe('FALLBACK-1 §3.1 refused registrations are answered on the bus', () =>
     expect(registered(h, 'default')).toEqual(['fine']);
   });
 
+  it('FALLBACK-1 §3.1 (ovos-wire-today): a legacy registration the dialect refuses is answered on its own topic, ovos.skills.fallback.register.response, warned and counted like the spec\'s', async () => {
+    const h = createHarness(CONFIG);
+    const dropped: string[] = [];
+    h.system.supervisor.observe({ dropped: (drop) => dropped.push(drop.reason) });
+    h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: 'a', priority: 'high' }, { session: session('default') }), 'c1');
+    h.bus.publish(createMessage('ovos.skills.fallback.register', { priority: 10 }, { session: session('default') }), 'c1');
+    await h.settle();
+    expect(h.of('ovos.skills.fallback.register.response').map((m) => m.data)).toEqual([
+      { skill_id: 'a', accepted: false, reason: 'priority_invalid' },
+      { accepted: false, reason: 'skill_id_missing' },
+    ]);
+    expect(h.of('ovos.fallback.register.response')).toEqual([]);
+    expect(withReason(h, 'priority_invalid')).toEqual([expect.objectContaining({ level: 40, msg: 'message dropped', skill_id: 'a', connection: 'c1' })]);
+    expect(dropped).toEqual(['priority_invalid', 'skill_id_missing']);
+    expect(registered(h, 'default')).toEqual([]);
+  });
+
   it('FALLBACK-1 §3.1: a registration refused again and again is answered every time but warned once a minute, then with the count', async () => {
     const h = createHarness(CONFIG);
     const bad = (): Message => createMessage('ovos.fallback.register', { skill_id: 'a', priority: 'high' }, { skill_id: 'a', session: session('default') });
