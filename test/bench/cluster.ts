@@ -58,7 +58,7 @@ const OUTPUT_KEPT = 200_000;
 const FAILOVER = { ratePerSecond: 100, seconds: 6, killAfterMs: 2_000, sessions: 100, satellites: 10 };
 const PARTITIONS = 32;
 /** Interleaved rounds of the three setups (`BENCH_CLUSTER_ROUNDS` overrides: 1 for a quick look). */
-const ROUNDS = Math.max(1, Number(process.env['BENCH_CLUSTER_ROUNDS'] ?? 3) || 3);
+const ROUNDS = Math.max(1, Number(process.env['BENCH_CLUSTER_ROUNDS'] ?? 5) || 5);
 /** An utterance answered within this of being asked was not held up by the failover (the load's own latency). */
 const NORMAL_MS = 200;
 /** Targets from the issue: the whole cluster's CPU per utterance against one embedded daemon's, and failover. */
