@@ -21,7 +21,7 @@ const { connect } = require(workerData.client);
   let lastSeen = Date.now();
   const beat = () => {
     if (Date.now() - lastSeen > workerData.stallMs) return;
-    nc.publish(workerData.subject, JSON.stringify({ node: workerData.node, leaving, boot, seq, ends: true }));
+    nc.publish(workerData.subject, JSON.stringify({ node: workerData.node, leaving, boot, seq, ends: true, sync: true }));
   };
   const timer = setInterval(beat, workerData.heartbeatMs);
   parentPort.on('message', (message) => {

@@ -22,6 +22,7 @@ import { createMessage, decodeFrame, encodeMessage, reply, utteranceIdOf, withCo
 import { LogRateLimiter } from '../log/rate-limit.js';
 import { sessionIdOf, DEFAULT_SESSION_ID } from '../bus/session.js';
 import { systemClock, type Clock, type TimerId } from '../clock/clock.js';
+import { barrierClock } from '../clock/barrier-clock.js';
 import type { Logger } from '../log/logger.js';
 import { Admissions } from './admissions.js';
 import { startHeartbeat, type Heartbeat } from './heartbeat.js';
@@ -48,6 +49,8 @@ import {
   FORMER_STATE_STREAM,
   STATE_BUCKET,
   stateKey,
+  SYNC_SUBJECT,
+  SYNCED_SUBJECT,
 } from './subjects.js';
 
 export interface ClusterOptions {
@@ -94,6 +97,11 @@ export interface ClusterView {
   readonly connectionsElsewhere: number;
   /** Frames of this daemon's utterances no other daemon needed, kept off NATS (no other daemon had a client; their ends in digests). */
   readonly keptHere: number;
+  /**
+   * Waits of this daemon's due deadlines for the other daemons' word (src/cluster/README.md, "Deadlines"): how many,
+   * how many every daemon asked answered, and how many ran out (`cluster.deadAfterMs`) first.
+   */
+  readonly deadlineWaits: { readonly asked: number; readonly answered: number; readonly timedOut: number };
   /**
    * This daemon's traffic with its NATS server since it started, as its NATS client counts it: messages and bytes
    * published (`out`: bus frames, notes, what is published again, the KV writes) and received (`in`). The heartbeats
@@ -209,6 +217,8 @@ type Note =
   | { readonly kind: 'takenOver'; readonly partition: number; readonly node: string; readonly from: string };
 
 type ConnectionNote = { readonly connection: string; readonly closed?: boolean; readonly late?: boolean; readonly heldBack?: boolean };
+/** Deadlines fell due on daemon `by` (`SYNC_SUBJECT`), or daemon `by` answers daemon `to` (`SYNCED_SUBJECT`). */
+type SyncNote = { readonly by: string; readonly round: number; readonly to?: string };
 
 /** A daemon's circuit breaker suspended a fallback skill (`for_ms` from `at`, epoch ms) or heard it again. */
 type BreakerNote = { readonly type: 'suspended' | 'resumed'; readonly skill_id: string; readonly node: string; readonly at: number; readonly for_ms?: number };
@@ -357,6 +367,7 @@ export class NatsCluster implements BusRelay {
   #disconnectedAt: number | undefined;
   /** One `cluster_unreachable` warn a minute. */
   readonly #unreachableLog = new LogRateLimiter(60_000);
+  readonly #syncLog = new LogRateLimiter(60_000);
   #confirmedThrough = 0;
   /** The last number handed to the NATS client: what the heartbeat says this daemon published. */
   #handedThrough = 0;
@@ -378,7 +389,7 @@ export class NatsCluster implements BusRelay {
    * milliseconds: a backlog of frames on this daemon delays its own heartbeats as much as the others', so a busy
    * daemon never takes a live one for gone.
    */
-  readonly #heard = new Map<string, { round: number; leaving: boolean; boot: string | undefined; ends: boolean }>();
+  readonly #heard = new Map<string, { round: number; leaving: boolean; boot: string | undefined; ends: boolean; sync: boolean }>();
   #round = 0;
   readonly #deadRounds: number;
   readonly #table = new Map<number, { readonly owner: string | null; readonly epoch: number; readonly revision: number; readonly at: number }>();
@@ -408,6 +419,13 @@ export class NatsCluster implements BusRelay {
   readonly #open = new Set<string>();
   /** How many of `#open` are another daemon's: while none is, the frames of this daemon's utterances stay here (`#keptHere`). */
   #othersOpen = 0;
+  /** How many of `#open` each daemon has (those with none relay no replies: a deadline waits for no word of theirs). */
+  readonly #openOn = new Map<string, number>();
+  /** Deadlines waiting for the other daemons' word (`#barrier`), by round; and how many rounds ran, and ran out. */
+  readonly #syncs = new Map<number, { readonly waiting: Set<string>; readonly passed: () => void; timer: TimerId | undefined }>();
+  #syncRound = 0;
+  #syncsAnswered = 0;
+  #syncsTimedOut = 0;
   /**
    * Until when (monotonic ms) the clients of a daemon taken for gone still count as open elsewhere: it may be cut off,
    * not dead, and its clients get what it missed once it is back — within what redelivery keeps (`#resendKeepMs`).
@@ -683,6 +701,8 @@ export class NatsCluster implements BusRelay {
       for await (const status of this.#nc.status()) {
         if (status.type === 'disconnect') {
           this.#disconnectedAt ??= this.#clock.monotonic();
+          // The answers the deadlines wait for cannot come now (nor the replies they would follow).
+          for (const round of [...this.#syncs.keys()]) this.#syncPassed(round);
           this.#logger.warn({ reason: 'nats_disconnected', server: String(status.server ?? '') }, 'cluster: NATS connection lost; reconnecting');
         } else if (status.type === 'reconnect') {
           // Cut off long enough to be taken for gone: the others closed this daemon's connections and removed them
@@ -755,6 +775,7 @@ export class NatsCluster implements BusRelay {
       fenced: this.#fencedFrames,
       framesLost: this.#framesLost,
       connectionsElsewhere: this.#othersOpen,
+      deadlineWaits: { asked: this.#syncRound, answered: this.#syncsAnswered, timedOut: this.#syncsTimedOut },
       keptHere: this.#keptFrames,
       nats: this.#natsTraffic(),
       recentSessions: [...this.#recent],
@@ -921,6 +942,75 @@ export class NatsCluster implements BusRelay {
     );
   }
 
+  // --- Deadlines: a reply that reached the cluster before a deadline fell due is read before it acts ------------------
+
+  /**
+   * The clock of this daemon's contests: `base`, whose timers, once due, wait until every other daemon with a client
+   * has said it has published what its clients had sent it by then (`#barrier`). The system clock already reads what
+   * reached this daemon's own sockets first; a reply a skill sent in time to another daemon that has fallen behind
+   * would otherwise reach the contest after the deadline and count as late.
+   */
+  contestClock(base: Clock = systemClock): Clock {
+    return barrierClock(base, (passed) => this.#barrier(passed));
+  }
+
+  /**
+   * Asks the other daemons that have clients, are alive and know the question (an earlier version does not: it is not
+   * waited for), and passes once each has answered, or after `deadAfterMs` at most (a daemon that stopped answering is
+   * taken for gone within it). With none to ask, at once; and at once while this daemon's NATS connection is down
+   * (no reply from another daemon can reach it then: its contests go on as on a bus of its own, their output held).
+   */
+  #barrier(passed: () => void): void {
+    const waiting = new Set<string>();
+    if (!this.#closing && this.#disconnectedAt === undefined) {
+      for (const node of this.#openOn.keys()) if (node !== this.node && this.#heard.get(node)?.sync === true && this.#alive(node)) waiting.add(node);
+    }
+    if (waiting.size === 0) return passed();
+    const round = ++this.#syncRound;
+    const sync = { waiting, passed, timer: undefined as TimerId | undefined };
+    this.#syncs.set(round, sync);
+    this.#publish(SYNC_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify({ by: this.node, round } satisfies SyncNote)));
+    sync.timer = this.#clock.setTimeout(() => {
+      this.#syncsTimedOut++;
+      const { log, suppressed } = this.#syncLog.shouldLog('cluster_sync_timeout', this.#clock.monotonic());
+      if (log) {
+        this.#logger.warn(
+          { reason: 'cluster_sync_timeout', waited_ms: this.#options.deadAfterMs, silent: [...waiting], suppressed },
+          'cluster: deadlines acted without word from daemons that have clients (replies they hold may count as late; warned once a minute)',
+        );
+      }
+      this.#syncPassed(round);
+    }, this.#options.deadAfterMs);
+  }
+
+  /**
+   * Another daemon's deadlines fell due: answered after this turn's I/O, so the answer follows everything this
+   * daemon's clients had sent until then (published in order before it: NATS keeps one publisher's order).
+   */
+  #syncAsked(note: SyncNote): void {
+    if (typeof note.by !== 'string' || typeof note.round !== 'number' || note.by === this.node) return;
+    setImmediate(() => {
+      if (!this.#closing) this.#publish(SYNCED_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify({ to: note.by, round: note.round, by: this.node } satisfies SyncNote)));
+    });
+  }
+
+  #synced(note: SyncNote): void {
+    if (note.to !== this.node || typeof note.round !== 'number' || typeof note.by !== 'string') return;
+    const sync = this.#syncs.get(note.round);
+    if (sync === undefined || !sync.waiting.delete(note.by) || sync.waiting.size > 0) return;
+    this.#syncsAnswered++;
+    // The frames that came before the answer are delivered to the contests from a microtask: after them.
+    setImmediate(() => this.#syncPassed(note.round));
+  }
+
+  #syncPassed(round: number): void {
+    const sync = this.#syncs.get(round);
+    if (sync === undefined) return;
+    this.#syncs.delete(round);
+    this.#clock.clearTimeout(sync.timer);
+    sync.passed();
+  }
+
   /** The held contest output the server has confirmed, in order, unless the partition table is being read again. */
   #deliverHeld(): void {
     if (this.#rechecking) return;
@@ -1082,7 +1172,7 @@ export class NatsCluster implements BusRelay {
 
   #inbound(msg: Msg): void {
     try {
-      if (msg.subject === NODE_SUBJECT) this.#nodeNote(msg.json<{ node: string; leaving?: boolean; boot?: string; seq?: number; ends?: boolean }>());
+      if (msg.subject === NODE_SUBJECT) this.#nodeNote(msg.json<{ node: string; leaving?: boolean; boot?: string; seq?: number; ends?: boolean; sync?: boolean }>());
       else if (msg.subject === RESEND_SUBJECT) this.#resend(msg.json<ResendNote>());
       else if (msg.subject.startsWith(`${RESENT_PREFIX}.`)) {
         if (msg.subject === this.#resentSubject) this.#resent(msg.data);
@@ -1113,6 +1203,8 @@ export class NatsCluster implements BusRelay {
       if (subject.startsWith(`${BUS_PREFIX}.`)) this.#busFrame(subject, opened);
       else if (subject === PARTITION_SUBJECT) this.#note(JSON.parse(opened.frame.toString('utf8')) as Note);
       else if (subject === ENDS_SUBJECT) this.#endsHeard(opened, JSON.parse(opened.frame.toString('utf8')) as unknown);
+      else if (subject === SYNC_SUBJECT) this.#syncAsked(JSON.parse(opened.frame.toString('utf8')) as SyncNote);
+      else if (subject === SYNCED_SUBJECT) this.#synced(JSON.parse(opened.frame.toString('utf8')) as SyncNote);
       else this.#stateNote(subject, opened.frame.toString('utf8'));
     } catch (error) {
       this.#logger.warn({ reason: 'cluster_message_invalid', subject: subject.slice(0, 200), err: error }, 'cluster message dropped');
@@ -1408,6 +1500,10 @@ export class NatsCluster implements BusRelay {
     if (closed ? !this.#open.delete(note.connection) : this.#open.has(note.connection)) return;
     if (!closed) this.#open.add(note.connection);
     if (!note.connection.startsWith(`${this.node}/`)) this.#othersOpen += closed ? -1 : 1;
+    const node = note.connection.slice(0, Math.max(0, note.connection.indexOf('/')));
+    const open = (this.#openOn.get(node) ?? 0) + (closed ? -1 : 1);
+    if (open > 0) this.#openOn.set(node, open);
+    else this.#openOn.delete(node);
     this.#server?.relayedConnection(note.connection, closed ? { late: note.late === true, heldBack: note.heldBack === true } : false);
   }
 
@@ -1424,7 +1520,7 @@ export class NatsCluster implements BusRelay {
     }
   }
 
-  #nodeNote(note: { node: string; leaving?: boolean; boot?: string; seq?: number; ends?: boolean }): void {
+  #nodeNote(note: { node: string; leaving?: boolean; boot?: string; seq?: number; ends?: boolean; sync?: boolean }): void {
     if (typeof note.node !== 'string') return;
     // This daemon's own messages never come back (noEcho): its heartbeat only counts a round.
     if (note.node !== this.node && typeof note.boot === 'string' && typeof note.seq === 'number' && note.seq > 0) this.#order.sentThrough(note.node, note.boot, note.seq);
@@ -1436,7 +1532,7 @@ export class NatsCluster implements BusRelay {
     const leaving = note.leaving === true;
     const boot = typeof note.boot === 'string' ? note.boot : undefined;
     // A leaving daemon is no one's preferred owner any more, but it still owns what it has not given up yet.
-    this.#heard.set(note.node, { round: this.#round, leaving, boot, ends: note.ends === true });
+    this.#heard.set(note.node, { round: this.#round, leaving, boot, ends: note.ends === true, sync: note.sync === true });
     // Started again under the same name before it was missed: its earlier run is gone, and what that run had taken
     // and not ended is handed to the partitions' owners (`#handOrphans`).
     const again = known !== undefined && known.boot !== undefined && boot !== undefined && known.boot !== boot;
@@ -1861,6 +1957,8 @@ export class NatsCluster implements BusRelay {
       if (bound !== undefined) this.#clock.clearTimeout(bound);
     }
     this.#closing = true;
+    // Deadlines waiting for word that can no longer come act now.
+    for (const round of [...this.#syncs.keys()]) this.#syncPassed(round);
     if (this.#markerSweep !== undefined) this.#clock.clearTimeout(this.#markerSweep);
     if (this.#refresh !== undefined) this.#clock.clearTimeout(this.#refresh);
     if (this.#writeRetry !== undefined) {

@@ -31,6 +31,13 @@ export const RESEND_SUBJECT = 'ovos.contests.resend';
  * original subject as the payload's first line. A daemon that joined since never takes old messages for new ones.
  */
 export const RESENT_PREFIX = 'ovos.contests.resent';
+/**
+ * Deadlines fell due on a daemon (`{by, round}`): every daemon answers on `SYNCED_SUBJECT` (`{to, round, by}`) once it
+ * has published what its clients had sent it until then — the replies that reached the cluster before the deadlines
+ * (src/cluster/README.md, "Deadlines").
+ */
+export const SYNC_SUBJECT = 'ovos.contests.sync';
+export const SYNCED_SUBJECT = 'ovos.contests.synced';
 /** A daemon's circuit breaker suspended a fallback skill, or heard it again (every daemon does the same). */
 export const BREAKER_SUBJECT = 'ovos.contests.breaker';
 /**

@@ -6,7 +6,7 @@ import { BusClient } from '../bus/ws-client.js';
 import { BusServer } from '../bus/ws-server.js';
 import { DEFAULT_CONFIG, type Config } from '../config/defaults.js';
 import type { Bus } from '../bus/bus.js';
-import { systemClock } from '../clock/clock.js';
+import { systemClock, type Clock } from '../clock/clock.js';
 import { createRecordedSystem, InspectorRecorder } from '../inspect/recorder.js';
 import { InspectorServer } from '../inspect/server.js';
 import { createMetrics, serveMetrics } from '../metrics/metrics.js';
@@ -181,8 +181,8 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   const recorder = config.inspector.enabled
     ? new InspectorRecorder({ clock: systemClock, maxUtterances: config.inspector.recentUtterances, maxBytes: config.inspector.maxBytes })
     : undefined;
-  const systemOn = (bus: Bus): ContestSystem => {
-    const options = { bus, config, logger, ...(store === undefined ? {} : { registryStore: store }) };
+  const systemOn = (bus: Bus, clock: Clock = systemClock): ContestSystem => {
+    const options = { bus, config, logger, clock, ...(store === undefined ? {} : { registryStore: store }) };
     if (recorder === undefined) return createContestSystem(options);
     const recorded = createRecordedSystem(recorder, options);
     closers.push(async () => recorded.detach());
@@ -228,7 +228,8 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     });
     url = server.url;
     openStore(server.port);
-    system = systemOn(joined.busOf(server));
+    // Its contests' deadlines wait for the replies other daemons' clients sent before they fell due (contestClock).
+    system = systemOn(joined.busOf(server), joined.contestClock(systemClock));
     clients = () => server.clientCount;
     // Closed after the bus: the last handled messages still travel on NATS.
     closers.push(() => server.close(), () => joined.close());

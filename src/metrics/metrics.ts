@@ -168,6 +168,18 @@ export function createMetrics(system: ContestSystem, options: { readonly clients
     );
     traffic('ovos_cluster_nats_bytes_total', 'Bytes of those messages, published (direction out) and received (in).', (nats) => ({ out: nats.bytesOut, in: nats.bytesIn }));
     new Counter({
+      name: 'ovos_cluster_deadline_waits_total',
+      help: "Waits of this daemon's due deadlines for the word of the other daemons with clients (outcome: answered, or timed_out after cluster.deadAfterMs).",
+      labelNames: ['outcome'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        const waits = cluster().deadlineWaits;
+        this.inc({ outcome: 'answered' }, waits.answered);
+        this.inc({ outcome: 'timed_out' }, waits.timedOut);
+      },
+    });
+    new Counter({
       name: 'ovos_cluster_frames_kept_here_total',
       help: "Frames of this daemon's utterances kept off NATS: no other daemon had a client to hand them to.",
       registers: [registry],

@@ -72,11 +72,11 @@ async function daemon(url: string, nodeId: string, logger: Logger = silentLogger
  * Daemon "node-b" in a process of its own (`npm start --config`), on its own port: `start` starts it (again, with the
  * same config) and resolves once it is on the cluster; every process started is killed after the test.
  */
-async function spawnedNodeB(natsUrl: string): Promise<{ readonly port: number; start(): Promise<Spawned> }> {
+async function spawnedNodeB(natsUrl: string, fallback: Record<string, unknown> = FALLBACK): Promise<{ readonly port: number; start(): Promise<Spawned> }> {
   const dir = mkdtempSync(join(tmpdir(), 'ovos-contests-cluster-'));
   const file = join(dir, 'b.json');
   const port = await freePort();
-  writeFileSync(file, JSON.stringify({ bus: { port }, exampleSkills: false, inspector: { enabled: false }, cluster: { ...CLUSTER, nats: natsUrl, nodeId: 'node-b' }, fallback: FALLBACK }));
+  writeFileSync(file, JSON.stringify({ bus: { port }, exampleSkills: false, inspector: { enabled: false }, cluster: { ...CLUSTER, nats: natsUrl, nodeId: 'node-b' }, fallback }));
   return {
     port,
     start: async () => {
@@ -573,6 +573,52 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     expect(user.of('q1').filter((m) => m.type === 'ovos.utterance.speak').map((m) => m.data['utterance'])).toEqual(['cq.x knows']);
     expect(a.system.commonQuery.roster().map((entry) => entry.skill_id)).toEqual(['cq.x']);
     await expect.poll(() => b.system.commonQuery.roster().map((entry) => entry.skill_id), { timeout: 5_000 }).toEqual(['cq.x']);
+  }, 60_000);
+
+  it('FALLBACK-1 §6.1 across daemons: a pong sent in time to a daemon that has then fallen behind is read by the contest on the other daemon before its ping times out — the deadline waits for that daemon\'s word (src/cluster/README.md, "Deadlines")', async () => {
+    const server = await nats();
+    const fallback = { pingTimeoutMs: 300 };
+    const a = await daemon(server.url, 'node-a', silentLogger(), { fallback });
+    // On A: "slow.spec" (10) pongs at once, then keeps this process — daemon A's — busy for a second, as a daemon
+    // overloaded past the deadline; "z.catch" (90), willing, answers whatever the first leaves.
+    const slow = await probe(a.url);
+    slow.frames.subscribe(({ message }) => {
+      if (message?.type === 'slow.spec.fallback.ping') {
+        slow.send(reply(message, 'slow.spec.fallback.pong', { skill_id: 'slow.spec', can_handle: true }));
+        if (utterance(message).includes('busy')) {
+          const until = Date.now() + 1_000;
+          while (Date.now() < until) {
+            // daemon A reads nothing meanwhile
+          }
+        }
+      }
+      if (message?.type === 'slow.spec:fallback') {
+        slow.send(reply(message, 'ovos.utterance.speak', { utterance: 'slow.spec here' }));
+        slow.send(reply(message, 'mycroft.skill.handler.complete', {}));
+      }
+    });
+    slow.send(createMessage('ovos.fallback.register', { skill_id: 'slow.spec', priority: 10 }, { skill_id: 'slow.spec' }));
+    await slow.barrier();
+    await specSkill(a.url, 'z.catch', 90, '');
+    await expect.poll(() => [...a.system.fallback.registry.availableFor('default').keys()].sort(), { timeout: 5_000 }).toEqual(['slow.spec', 'z.catch']);
+    // B, in a process of its own, replays both registrations as it joins, and runs the sessions it is given.
+    const { start } = await spawnedNodeB(server.url, fallback);
+    await start();
+    const spread = [...Array(PARTITIONS).keys()].map((partition) => preferredOwner(partition, ['node-a', 'node-b']));
+    await expect.poll(() => a.cluster!.view().owners, { timeout: 10_000 }).toEqual(spread);
+    const session = [...Array(200).keys()].map((i) => `lag-s${i}`).find((id) => spread[partitionOf(id, PARTITIONS)] === 'node-b')!;
+    const user = await probe(a.url);
+    // Without the delay: the first skill wins on B.
+    user.utter('first', { utteranceId: 'u0', session: { session_id: session } });
+    await user.handled('u0');
+    expect(user.of('u0').filter((m) => m.type === 'ovos.utterance.speak').map((m) => m.data['utterance'])).toEqual(['slow.spec here']);
+    // With it: B's ping times out 300 ms after it asked, while the pong sent at once waits unread on A for a second.
+    user.utter('busy now', { utteranceId: 'u1', session: { session_id: session } });
+    await user.handled('u1');
+    const u1 = user.of('u1');
+    expect(u1.filter((m) => m.type === 'ovos.utterance.speak').map((m) => m.data['utterance'])).toEqual(['slow.spec here']);
+    expect(u1.filter((m) => m.type === 'ovos.utterance.handled')).toHaveLength(1);
+    expect(u1.filter((m) => m.type === 'z.catch.fallback.ping')).toEqual([]);
   }, 60_000);
 
   it('FALLBACK-1 §6.1 across daemons: a skill one daemon\'s breaker suspends (its pings time out) is left out of every daemon\'s pools at once, and out of a daemon that joins later; heard again, it is back on all', async () => {
