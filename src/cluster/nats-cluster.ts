@@ -367,6 +367,7 @@ export class NatsCluster implements BusRelay {
   #disconnectedAt: number | undefined;
   /** One `cluster_unreachable` warn a minute. */
   readonly #unreachableLog = new LogRateLimiter(60_000);
+  /** One `cluster_sync_timeout` warn a minute. */
   readonly #syncLog = new LogRateLimiter(60_000);
   #confirmedThrough = 0;
   /** The last number handed to the NATS client: what the heartbeat says this daemon published. */
