@@ -621,6 +621,53 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     expect(u1.filter((m) => m.type === 'z.catch.fallback.ping')).toEqual([]);
   }, 60_000);
 
+  it('FALLBACK-1 §6.1, src/cluster/README.md "Deadlines": a deadline waits for no daemon of an earlier version (no `sync` in its heartbeat), and for one that says it answers and does not, cluster.deadAfterMs at most — then it acts, warned once (cluster_sync_timeout) and counted (timed_out)', async () => {
+    const server = await nats();
+    const logs = captureLogs('info');
+    const a = await daemon(server.url, 'node-a', logs.logger, { fallback: { pingTimeoutMs: 300 } });
+    await expect.poll(() => a.cluster!.view().owned.length, { timeout: 5_000 }).toBe(PARTITIONS);
+    // On A: a skill that never answers its pings (priority 10) and a willing catch-all (90).
+    const silent = await probe(a.url);
+    silent.send(createMessage('ovos.fallback.register', { skill_id: 's.silent', priority: 10 }, { skill_id: 's.silent' }));
+    await silent.barrier();
+    await specSkill(a.url, 'z.catch', 90, '');
+    const user = await probe(a.url);
+    // "node-x", a daemon played by hand: its heartbeats, and a client connection open on it (its first message).
+    const nc = await connect({ servers: server.url });
+    cleanups.push(() => nc.close());
+    let sync = false;
+    const beat = (): void => nc.publish(NODE_SUBJECT, JSON.stringify({ node: 'node-x', leaving: false, boot: 'x', seq: 1, ends: true, ...(sync ? { sync } : {}) }));
+    const beating = setInterval(beat, CLUSTER.heartbeatMs);
+    cleanups.push(async () => clearInterval(beating));
+    beat();
+    nc.publish('ovos.contests.connection', envelope('node-x', 'x', 1, undefined, undefined, Buffer.from(JSON.stringify({ connection: 'node-x/c1' }))));
+    await expect.poll(() => a.cluster!.view().connectionsElsewhere, { timeout: 5_000 }).toBe(1);
+    // node-x claims no partition: the sessions A runs are those A is the preferred owner of beside it.
+    const withX = [...Array(PARTITIONS).keys()].map((partition) => preferredOwner(partition, ['node-a', 'node-x']));
+    await expect.poll(() => a.cluster!.view().owned, { timeout: 10_000 }).toEqual([...Array(PARTITIONS).keys()].filter((partition) => withX[partition] === 'node-a'));
+    const session = [...Array(200).keys()].map((i) => `wait-s${i}`).find((id) => withX[partitionOf(id, PARTITIONS)] === 'node-a')!;
+    const spoken = (id: string): unknown[] => user.of(id).filter((m) => m.type === 'ovos.utterance.speak').map((m) => m.data['utterance']);
+
+    // An earlier version: not asked.
+    user.utter('first', { utteranceId: 'w1', session: { session_id: session } });
+    await user.handled('w1');
+    expect(spoken('w1')).toEqual(['z.catch here']);
+    expect(a.cluster!.view().deadlineWaits).toEqual({ asked: 0, answered: 0, timedOut: 0 });
+
+    // One that says it answers, and does not: the ping's timeout waits for it, runs out, and the catch-all still wins.
+    // (Its heartbeat reaches A long before the ping's 300 ms are up.)
+    sync = true;
+    beat();
+    user.utter('second', { utteranceId: 'w2', session: { session_id: session } });
+    await user.handled('w2');
+    expect(spoken('w2')).toEqual(['z.catch here']);
+    // (Every deadline of the utterance that falls due meanwhile waits as well: there may be more than the ping's.)
+    const waits = a.cluster!.view().deadlineWaits;
+    expect(waits.asked).toBeGreaterThan(0);
+    expect(waits).toEqual({ asked: waits.asked, answered: 0, timedOut: waits.asked });
+    expect(logs.lines.items.filter((line) => line['reason'] === 'cluster_sync_timeout')).toEqual([expect.objectContaining({ level: 40, silent: ['node-x'], waited_ms: CLUSTER.deadAfterMs })]);
+  }, 60_000);
+
   it('FALLBACK-1 §6.1 across daemons: a skill one daemon\'s breaker suspends (its pings time out) is left out of every daemon\'s pools at once, and out of a daemon that joins later; heard again, it is back on all', async () => {
     const server = await nats();
     const fallback = { pingTimeoutMs: 300, suspendAfterTimeouts: 1, suspendMs: 60_000 };
