@@ -217,8 +217,11 @@ type Note =
   | { readonly kind: 'takenOver'; readonly partition: number; readonly node: string; readonly from: string };
 
 type ConnectionNote = { readonly connection: string; readonly closed?: boolean; readonly late?: boolean; readonly heldBack?: boolean };
-/** Deadlines fell due on daemon `by` (`SYNC_SUBJECT`), or daemon `by` answers daemon `to` (`SYNCED_SUBJECT`). */
-type SyncNote = { readonly by: string; readonly round: number; readonly to?: string };
+/**
+ * Deadlines fell due on daemon `by`, in its run `boot`, which asks the daemons in `ask` (`SYNC_SUBJECT`); or daemon
+ * `by` answers daemon `to` (`SYNCED_SUBJECT`), echoing its `boot` and `round`.
+ */
+type SyncNote = { readonly by: string; readonly boot: string; readonly round: number; readonly ask?: readonly string[]; readonly to?: string };
 
 /** A daemon's circuit breaker suspended a fallback skill (`for_ms` from `at`, epoch ms) or heard it again. */
 type BreakerNote = { readonly type: 'suspended' | 'resumed'; readonly skill_id: string; readonly node: string; readonly at: number; readonly for_ms?: number };
@@ -424,6 +427,11 @@ export class NatsCluster implements BusRelay {
   readonly #openOn = new Map<string, number>();
   /** Deadlines waiting for the other daemons' word (`#barrier`), by round; and how many rounds ran, and ran out. */
   readonly #syncs = new Map<number, { readonly waiting: Set<string>; readonly passed: () => void; timer: TimerId | undefined }>();
+  /**
+   * Daemons that let a wait run out: asked still (their answer to any question ends it), no longer waited for — one
+   * silent daemon holds the deadlines up once, not at every round.
+   */
+  readonly #silent = new Set<string>();
   #syncRound = 0;
   #syncsAnswered = 0;
   #syncsTimedOut = 0;
@@ -957,27 +965,32 @@ export class NatsCluster implements BusRelay {
 
   /**
    * Asks the other daemons that have clients, are alive and know the question (an earlier version does not: it is not
-   * waited for), and passes once each has answered, or after `deadAfterMs` at most (a daemon that stopped answering is
-   * taken for gone within it). With none to ask, at once; and at once while this daemon's NATS connection is down
-   * (no reply from another daemon can reach it then: its contests go on as on a bus of its own, their output held).
+   * asked), and passes once each has answered, or after `deadAfterMs` at most: those that did not answer are then
+   * silent (`#silent`), asked but not waited for until they answer again. With none to ask, at once; and at once while
+   * this daemon's NATS connection is down (no reply from another daemon can reach it then: its contests go on as on a
+   * bus of its own, their output held). A daemon whose last client leaves, or that is missed, is waited for no more.
    */
   #barrier(passed: () => void): void {
-    const waiting = new Set<string>();
+    const ask: string[] = [];
     if (!this.#closing && this.#disconnectedAt === undefined) {
-      for (const node of this.#openOn.keys()) if (node !== this.node && this.#heard.get(node)?.sync === true && this.#alive(node)) waiting.add(node);
+      for (const node of this.#openOn.keys()) if (node !== this.node && this.#heard.get(node)?.sync === true && this.#alive(node)) ask.push(node);
     }
-    if (waiting.size === 0) return passed();
+    if (ask.length === 0) return passed();
     const round = ++this.#syncRound;
+    this.#publish(SYNC_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify({ by: this.node, boot: this.#boot, round, ask } satisfies SyncNote)));
+    const waiting = new Set(ask.filter((node) => !this.#silent.has(node)));
+    if (waiting.size === 0) return passed();
     const sync = { waiting, passed, timer: undefined as TimerId | undefined };
     this.#syncs.set(round, sync);
-    this.#publish(SYNC_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify({ by: this.node, round } satisfies SyncNote)));
     sync.timer = this.#clock.setTimeout(() => {
+      sync.timer = undefined;
       this.#syncsTimedOut++;
+      for (const node of waiting) this.#silent.add(node);
       const { log, suppressed } = this.#syncLog.shouldLog('cluster_sync_timeout', this.#clock.monotonic());
       if (log) {
         this.#logger.warn(
           { reason: 'cluster_sync_timeout', waited_ms: this.#options.deadAfterMs, silent: [...waiting], suppressed },
-          'cluster: deadlines acted without word from daemons that have clients (replies they hold may count as late; warned once a minute)',
+          'cluster: deadlines acted without word from daemons that have clients (replies they hold may count as late; not waited for until they answer again; warned once a minute)',
         );
       }
       this.#syncPassed(round);
@@ -989,26 +1002,42 @@ export class NatsCluster implements BusRelay {
    * daemon's clients had sent until then (published in order before it: NATS keeps one publisher's order).
    */
   #syncAsked(note: SyncNote): void {
-    if (typeof note.by !== 'string' || typeof note.round !== 'number' || note.by === this.node) return;
+    if (typeof note.by !== 'string' || typeof note.boot !== 'string' || typeof note.round !== 'number' || note.by === this.node) return;
+    if (Array.isArray(note.ask) && !note.ask.includes(this.node)) return;
     setImmediate(() => {
-      if (!this.#closing) this.#publish(SYNCED_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify({ to: note.by, round: note.round, by: this.node } satisfies SyncNote)));
+      if (!this.#closing) this.#publish(SYNCED_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify({ to: note.by, boot: note.boot, round: note.round, by: this.node } satisfies SyncNote)));
     });
   }
 
   #synced(note: SyncNote): void {
-    if (note.to !== this.node || typeof note.round !== 'number' || typeof note.by !== 'string') return;
-    const sync = this.#syncs.get(note.round);
-    if (sync === undefined || !sync.waiting.delete(note.by) || sync.waiting.size > 0) return;
+    // An answer to an earlier run of this daemon's (started again under its name) answers nothing now.
+    if (note.to !== this.node || note.boot !== this.#boot || typeof note.round !== 'number' || typeof note.by !== 'string') return;
+    this.#silent.delete(note.by);
+    this.#syncAnswered(note.round, note.by);
+  }
+
+  /** `node` said it has published what its clients had sent (or has none left to send): the round passes when all have. */
+  #syncAnswered(round: number, node: string): void {
+    const sync = this.#syncs.get(round);
+    if (sync === undefined || sync.timer === undefined || !sync.waiting.delete(node) || sync.waiting.size > 0) return;
     this.#syncsAnswered++;
+    this.#clock.clearTimeout(sync.timer);
+    sync.timer = undefined;
     // The frames that came before the answer are delivered to the contests from a microtask: after them.
-    setImmediate(() => this.#syncPassed(note.round));
+    setImmediate(() => this.#syncPassed(round));
+  }
+
+  /** `node` has no client left (its last closed, or it was missed): no reply of a skill can come through it. */
+  #noLongerRelays(node: string): void {
+    this.#silent.delete(node);
+    for (const round of [...this.#syncs.keys()]) this.#syncAnswered(round, node);
   }
 
   #syncPassed(round: number): void {
     const sync = this.#syncs.get(round);
     if (sync === undefined) return;
     this.#syncs.delete(round);
-    this.#clock.clearTimeout(sync.timer);
+    if (sync.timer !== undefined) this.#clock.clearTimeout(sync.timer);
     sync.passed();
   }
 
@@ -1504,7 +1533,11 @@ export class NatsCluster implements BusRelay {
     const node = note.connection.slice(0, Math.max(0, note.connection.indexOf('/')));
     const open = (this.#openOn.get(node) ?? 0) + (closed ? -1 : 1);
     if (open > 0) this.#openOn.set(node, open);
-    else this.#openOn.delete(node);
+    else {
+      this.#openOn.delete(node);
+      // Its closed notes come after everything its clients sent (its own numbering): nothing more to wait for.
+      this.#noLongerRelays(node);
+    }
     this.#server?.relayedConnection(note.connection, closed ? { late: note.late === true, heldBack: note.heldBack === true } : false);
   }
 

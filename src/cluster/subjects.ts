@@ -32,9 +32,9 @@ export const RESEND_SUBJECT = 'ovos.contests.resend';
  */
 export const RESENT_PREFIX = 'ovos.contests.resent';
 /**
- * Deadlines fell due on a daemon (`{by, round}`): every daemon answers on `SYNCED_SUBJECT` (`{to, round, by}`) once it
- * has published what its clients had sent it until then — the replies that reached the cluster before the deadlines
- * (src/cluster/README.md, "Deadlines").
+ * Deadlines fell due on a daemon (`{by, boot, round, ask}`): each daemon in `ask` answers on `SYNCED_SUBJECT`
+ * (`{to, boot, round, by}`) once it has published what its clients had sent it until then — the replies that reached
+ * the cluster before the deadlines (src/cluster/README.md, "Deadlines").
  */
 export const SYNC_SUBJECT = 'ovos.contests.sync';
 export const SYNCED_SUBJECT = 'ovos.contests.synced';
