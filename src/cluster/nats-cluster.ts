@@ -421,9 +421,10 @@ export class NatsCluster implements BusRelay {
   readonly #handlerEnds = new Map<string, { readonly handler: 'complete' | 'error'; readonly at: number }>();
   /** Client connections open on the cluster's daemons (ids start with their daemon's name and "/"). */
   readonly #open = new Set<string>();
-  /** How many of `#open` are another daemon's: while none is, the frames of this daemon's utterances stay here (`#keptHere`). */
-  #othersOpen = 0;
-  /** How many of `#open` each daemon has (those with none relay no replies: a deadline waits for no word of theirs). */
+  /**
+   * How many of `#open` each daemon has: those with none relay no replies (a deadline waits for no word of theirs),
+   * and while no other daemon has one, the frames of this daemon's utterances stay here (`#keptHere`).
+   */
   readonly #openOn = new Map<string, number>();
   /** Deadlines waiting for the other daemons' word (`#barrier`), by round; and how many rounds ran, and ran out. */
   readonly #syncs = new Map<number, { readonly waiting: Set<string>; readonly passed: () => void; timer: TimerId | undefined }>();
@@ -783,7 +784,7 @@ export class NatsCluster implements BusRelay {
       failovers: this.#failovers,
       fenced: this.#fencedFrames,
       framesLost: this.#framesLost,
-      connectionsElsewhere: this.#othersOpen,
+      connectionsElsewhere: this.#othersOpen(),
       deadlineWaits: { asked: this.#syncRound, answered: this.#syncsAnswered, timedOut: this.#syncsTimedOut },
       keptHere: this.#keptFrames,
       nats: this.#natsTraffic(),
@@ -1027,6 +1028,11 @@ export class NatsCluster implements BusRelay {
     setImmediate(() => this.#syncPassed(round));
   }
 
+  /** How many of `#open` are another daemon's. */
+  #othersOpen(): number {
+    return this.#open.size - (this.#openOn.get(this.node) ?? 0);
+  }
+
   /** `node` has no client left (its last closed, or it was missed): no reply of a skill can come through it. */
   #noLongerRelays(node: string): void {
     this.#silent.delete(node);
@@ -1155,7 +1161,7 @@ export class NatsCluster implements BusRelay {
    * which utterance ended how — travels in this turn's digest (`'end'`).
    */
   #keptHere(subject: string, partition: number, message: Message): 'frame' | 'end' | false {
-    if (this.#othersOpen > 0 || this.#clock.monotonic() < this.#othersGoneUntil) return false;
+    if (this.#othersOpen() > 0 || this.#clock.monotonic() < this.#othersGoneUntil) return false;
     const kept = !READ_EVERYWHERE.has(subject) ? 'frame' : ENDS.has(message.type) && this.#endsReadEverywhere() ? 'end' : false;
     if (kept === false) return false;
     const utteranceId = utteranceIdOf(message);
@@ -1529,7 +1535,6 @@ export class NatsCluster implements BusRelay {
     // Once each way, whether heard live or replayed (a change can be both while a daemon joins).
     if (closed ? !this.#open.delete(note.connection) : this.#open.has(note.connection)) return;
     if (!closed) this.#open.add(note.connection);
-    if (!note.connection.startsWith(`${this.node}/`)) this.#othersOpen += closed ? -1 : 1;
     const node = note.connection.slice(0, Math.max(0, note.connection.indexOf('/')));
     const open = (this.#openOn.get(node) ?? 0) + (closed ? -1 : 1);
     if (open > 0) this.#openOn.set(node, open);

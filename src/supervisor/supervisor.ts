@@ -128,6 +128,9 @@ const CONTEST_KINDS: ReadonlySet<InboundKind> = new Set<InboundKind>([
   'skill.handler.done',
 ]);
 
+/** The skill a message names (its payload's `skill_id`, else its context's), if any. */
+const namedSkill = (message: Message): string | undefined => stringField(message.data, 'skill_id') ?? stringField(message.context, 'skill_id');
+
 /**
  * What a handler may say of a message: an observer of a contest kind of a reply it owns (the answers to the fallback
  * plugin's utterance broadcasts): `'taken'`, it took the reply itself; `{ drop }`, the reply is dropped with that
@@ -522,8 +525,7 @@ export class Supervisor {
 
   #drop(reason: DropReason, message: Message, detail?: string, kind?: InboundKind): void {
     if (this.#observers.length > 0) {
-      const skillId = stringField(message.data, 'skill_id') ?? stringField(message.context, 'skill_id');
-      this.#notify('dropped', { reason, type: message.type, message, contest: undefined, skillId, detail });
+      this.#notify('dropped', { reason, type: message.type, message, contest: undefined, skillId: namedSkill(message), detail });
     }
     // Heard first by another daemon of a cluster, which answers it and logs the drop at its level: here, debug.
     const here = this.answersHere(message);
@@ -532,7 +534,7 @@ export class Supervisor {
     // reason, type and skill; a connection over its quota is one flood, logged once a minute whatever skills it names.
     // A malformed carrier is answered with ovos.session.rejected instead.
     if ((kind === 'fallback.register' || kind === 'fallback.deregister') && reason !== 'malformed_carrier') {
-      const skillId = stringField(message.data, 'skill_id') ?? stringField(message.context, 'skill_id');
+      const skillId = namedSkill(message);
       const connection = this.connectionOf(message);
       const by = reason === 'connection_quota' ? `connection ${connection ?? ''}` : (skillId ?? '');
       const { log, suppressed } = this.#refusalLog.shouldLog(`${reason}\u0000${message.type}\u0000${by}`, this.clock.now());

@@ -16,7 +16,7 @@ function rig() {
   return { base, asked, clock, fired, timer };
 }
 
-describe('a deadline waits for the barrier (a reply that reached the cluster before it fell due is read first)', () => {
+describe('FALLBACK-1 §6.1, COMMON-QUERY-1 §6.3 / §7.2 deadlines in a cluster: a deadline waits for the barrier (a reply that reached the cluster before it fell due is read first)', () => {
   it('a timer that falls due fires only once the barrier has passed; the barrier is not asked before', () => {
     const { base, asked, fired, timer } = rig();
     timer('poll', 125);
