@@ -9,12 +9,23 @@
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import type { NatsAccess } from './nats-auth.js';
 
 const THREAD = `
 const { parentPort, workerData } = require('node:worker_threads');
-const { connect } = require(workerData.client);
+const { connect, nkeyAuthenticator, credsAuthenticator } = require(workerData.client);
 (async () => {
-  const nc = await connect({ servers: workerData.servers, name: 'ovos-contests-heartbeat', maxReconnectAttempts: -1, reconnectTimeWait: 250, ...workerData.pings });
+  // The same access as the daemon's own connection (nats-auth.ts connectOptions), rebuilt from plain data.
+  const a = workerData.access;
+  const encoder = new TextEncoder();
+  const auth = {
+    ...(a.user === undefined ? {} : { user: a.user, pass: a.pass }),
+    ...(a.token === undefined ? {} : { token: a.token }),
+    ...(a.nkeySeed === undefined ? {} : { authenticator: nkeyAuthenticator(encoder.encode(a.nkeySeed)) }),
+    ...(a.creds === undefined ? {} : { authenticator: credsAuthenticator(encoder.encode(a.creds)) }),
+    ...(a.tls === undefined ? {} : { tls: { ...a.tls } }),
+  };
+  const nc = await connect({ servers: a.servers, ...auth, name: 'ovos-contests-heartbeat', maxReconnectAttempts: -1, reconnectTimeWait: 250, ...workerData.pings });
   let leaving = false;
   let boot = workerData.boot;
   let seq = 0;
@@ -51,9 +62,9 @@ export interface Heartbeat {
   stop(): Promise<void>;
 }
 
-export async function startHeartbeat(options: { readonly servers: readonly string[]; readonly pings: { readonly pingInterval: number; readonly maxPingOut: number }; readonly node: string; readonly boot: string; readonly subject: string; readonly heartbeatMs: number; readonly stallMs: number }): Promise<Heartbeat> {
+export async function startHeartbeat(options: { readonly access: NatsAccess; readonly pings: { readonly pingInterval: number; readonly maxPingOut: number }; readonly node: string; readonly boot: string; readonly subject: string; readonly heartbeatMs: number; readonly stallMs: number }): Promise<Heartbeat> {
   const client = createRequire(import.meta.url).resolve('@nats-io/transport-node');
-  const worker = new Worker(THREAD, { eval: true, workerData: { ...options, servers: [...options.servers], client } });
+  const worker = new Worker(THREAD, { eval: true, workerData: { ...options, access: { ...options.access, servers: [...options.access.servers], notes: [] }, client } });
   worker.unref();
   await new Promise<void>((resolve, reject) => {
     worker.once('message', (message: unknown) => (message === 'ready' ? resolve() : reject(new Error(`heartbeat thread: ${JSON.stringify(message)}`))));

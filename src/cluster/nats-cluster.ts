@@ -13,7 +13,7 @@
  * it have ended; entries arriving meanwhile wait, on every daemon, for the next owner, which takes them in order.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { connect, nanos, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { connect, credsAuthenticator, nanos, nkeyAuthenticator, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { jetstreamManager, StorageType, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm, KvWatchInclude, type KV, type KvEntry, type KvWatchEntry } from '@nats-io/kv';
 import type { BusRelay, BusServer } from '../bus/ws-server.js';
@@ -26,6 +26,7 @@ import { barrierClock } from '../clock/barrier-clock.js';
 import type { Logger } from '../log/logger.js';
 import { Admissions } from './admissions.js';
 import { startHeartbeat, type Heartbeat } from './heartbeat.js';
+import { connectOptions, demandTls, encrypted, NatsAccessError, natsExposure, natsRefusal, type NatsAccess } from './nats-auth.js';
 import { InOrder, SentRing } from './redelivery.js';
 import { topics, utteranceRefused } from '../dialect/spec-dialect.js';
 import { legacyTopics } from '../dialect/legacy-dialect.js';
@@ -54,8 +55,8 @@ import {
 } from './subjects.js';
 
 export interface ClusterOptions {
-  /** NATS servers (`nats://host:4222`), any of one cluster. */
-  readonly servers: readonly string[];
+  /** The NATS servers (any of one NATS cluster) and how to authenticate to them (`natsAccess`). */
+  readonly access: NatsAccess;
   /** How many partitions the sessions are spread over; every daemon of a cluster must agree. */
   readonly partitions: number;
   /** How often a daemon says it is alive (and checks its partitions). */
@@ -485,8 +486,16 @@ export class NatsCluster implements BusRelay {
 
   /** Connects to NATS and opens (or creates) the partition table. Rejects when no server answers. */
   static async connect(options: ClusterOptions): Promise<NatsCluster> {
-    const nc = await connect({ servers: [...options.servers], name: 'ovos-contests', maxReconnectAttempts: -1, reconnectTimeWait: 250, noEcho: true, ...pingsFor(options.deadAfterMs) });
+    const { access } = options;
+    // No credential is sent to a server that would take it in clear when TLS is demanded.
+    await demandTls(access);
+    const nc = await connect({ ...connectOptions(access, { nkeyAuthenticator, credsAuthenticator }), name: 'ovos-contests', maxReconnectAttempts: -1, reconnectTimeWait: 250, noEcho: true, ...pingsFor(options.deadAfterMs) }).catch((error: unknown) => {
+      throw natsRefusal(error, access);
+    });
     try {
+      if (access.tls !== undefined && !encrypted(nc)) throw new NatsAccessError('nats_tls_unavailable', `the connection to ${access.shown} is not encrypted, and this daemon demands TLS`);
+      for (const note of access.notes) options.logger.warn({ reason: note.reason }, note.message);
+      for (const exposure of natsExposure(access, nc)) options.logger.warn({ reason: exposure.reason, nats: access.shown }, exposure.message);
       const replicas = options.replicas ?? 1;
       const kvm = new Kvm(nc);
       const forming: Forming = { logger: options.logger, deadline: Date.now() + PLACEMENT_WAIT_MS, said: false };
@@ -738,7 +747,7 @@ export class NatsCluster implements BusRelay {
     await this.#nc.flush();
     // Beats from a thread of its own (heartbeat.ts): a busy event loop here is not a dead daemon.
     this.#beat = await startHeartbeat({
-      servers: this.#options.servers,
+      access: this.#options.access,
       pings: pingsFor(this.#options.deadAfterMs),
       node: this.node,
       boot: this.#boot,

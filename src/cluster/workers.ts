@@ -10,7 +10,7 @@
  */
 import cluster, { type Worker } from 'node:cluster';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, rmSync, writeSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -19,9 +19,16 @@ import type { Config } from '../config/defaults.js';
 import type { Logger } from '../log/logger.js';
 import { stateDir } from '../daemon/daemon.js';
 import { withDaemonFlags } from '../daemon/node-flags.js';
+import { redactNatsUrls } from './nats-auth.js';
 
 /** The environment a worker is started with: its index. */
 export const WORKER_INDEX_ENV = 'OVOS_CONTESTS_WORKER_INDEX';
+/** Set by the primary that started its own nats-server: the file (0600) holding this start's password for it. */
+const WORKER_NATS_AUTH_ENV = 'OVOS_CONTESTS_WORKERS_NATS_AUTH';
+/** The user the workers authenticate as on the primary's own nats-server. */
+export const WORKERS_NATS_USER = 'ovos-contests';
+/** The file in `$XDG_STATE_HOME/ovos-contests/nats` that holds that user's password for this start. */
+const PASSWORD_FILE = 'workers-password';
 /** The nats-server binary (default: `nats-server` on the PATH). */
 const NATS_SERVER_ENV = 'OVOS_CONTESTS_NATS_SERVER';
 /** A worker that died is started again after this long (not in a tight loop when it dies at start). */
@@ -38,7 +45,8 @@ export function workerIndex(): number | undefined {
  * A worker's own configuration: the cluster's NATS (set by the primary), a name of its own for this incarnation, the
  * example skills in worker 0 only, the inspector and metrics on their port + index.
  */
-export function workerConfig(config: Config, index: number): Config {
+export function workerConfig(config: Config, index: number, env: Readonly<Record<string, string | undefined>> = process.env): Config {
+  const ownServer = env[WORKER_NATS_AUTH_ENV] === undefined || env[WORKER_NATS_AUTH_ENV] === '' ? undefined : env[WORKER_NATS_AUTH_ENV];
   const plus = (port: number | null): number | null => (port === null || port === 0 ? port : port + index);
   return validateConfig(
     mergeConfig(
@@ -47,7 +55,11 @@ export function workerConfig(config: Config, index: number): Config {
         exampleSkills: config.exampleSkills && index === 0,
         inspector: { port: plus(config.inspector.port) },
         metrics: { port: plus(config.metrics.port) },
-        cluster: { nodeId: `${config.cluster.nodeId ?? 'w'}${index}-${randomBytes(3).toString('hex')}`, workers: null },
+        cluster: {
+          nodeId: `${config.cluster.nodeId ?? 'w'}${index}-${randomBytes(3).toString('hex')}`,
+          workers: null,
+          ...(ownServer === undefined ? {} : { user: WORKERS_NATS_USER, passwordFile: ownServer, tokenFile: null, nkeyFile: null, credsFile: null, tlsCaFile: null, tlsCertFile: null, tlsKeyFile: null }),
+        },
       },
       `worker ${index}`,
     ),
@@ -68,7 +80,13 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
     const port = await freePort();
     const dir = join(stateDir(), 'nats');
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    nats = spawn(binary, ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+    chmodSync(dir, 0o700);
+    // Credentials of this start alone: only the workers (and whoever can read this user's files) can join.
+    const password = randomBytes(32).toString('base64url');
+    const conf = join(dir, 'server.conf');
+    writePrivate(conf, [`listen: "127.0.0.1:${port}"`, `jetstream { store_dir: ${JSON.stringify(dir)} }`, `authorization { user: "${WORKERS_NATS_USER}", password: "${password}" }`, ''].join('\n'));
+    writePrivate(join(dir, PASSWORD_FILE), `${password}\n`);
+    nats = spawn(binary, ['-c', conf], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
     await new Promise<void>((resolve, reject) => {
       let output = '';
       nats!.stderr!.on('data', (chunk: Buffer) => {
@@ -87,7 +105,12 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   let stopping = false;
   const live = new Map<number, Worker>();
   const fork = (index: number): void => {
-    const worker = cluster.fork({ OVOS_CONTESTS_NATS: natsUrl ?? '', [WORKER_INDEX_ENV]: String(index) });
+    const worker = cluster.fork({
+      OVOS_CONTESTS_NATS: natsUrl ?? '',
+      [WORKER_INDEX_ENV]: String(index),
+      // The primary's own nats-server: its credentials of this start, whatever else the environment names.
+      ...(nats === undefined ? {} : { [WORKER_NATS_AUTH_ENV]: join(stateDir(), 'nats', PASSWORD_FILE), OVOS_CONTESTS_NATS_PASSWORD: '', OVOS_CONTESTS_NATS_TOKEN: '' }),
+    });
     live.set(index, worker);
     worker.once('exit', (code, signal) => {
       live.delete(index);
@@ -101,7 +124,7 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   // Every worker runs with the daemon's V8 flags, however the primary was started (`npx ovos-contests` passes none).
   cluster.setupPrimary({ execArgv: withDaemonFlags(process.execArgv) });
   for (let index = 0; index < workers; index++) fork(index);
-  logger.info({ workers, nats: natsUrl, port: config.bus.port }, `${workers} workers started behind one bus port`);
+  logger.info({ workers, nats: redactNatsUrls(natsUrl ?? ''), port: config.bus.port }, `${workers} workers started behind one bus port`);
 
   const stop = (signal: string): void => {
     if (stopping) {
@@ -126,6 +149,17 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
   await new Promise<never>(() => {});
+}
+
+/** `text` in a new file only this user can read (an old file, or a link put in its place, is removed first). */
+function writePrivate(file: string, text: string): void {
+  rmSync(file, { force: true });
+  const fd = openSync(file, 'wx', 0o600);
+  try {
+    writeSync(fd, text);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 async function freePort(): Promise<number> {

@@ -75,6 +75,17 @@ function ms(from: 0 | 1) {
   return intIn(from, MAX_MS, `an integer number of milliseconds in [${from}, ${MAX_MS}]`);
 }
 
+/** A file path, or null. */
+function filePath() {
+  return matching(/^\S.*$/, 'a file path, or null').nullable().default(null);
+}
+
+/** `cluster.nats`: its error never repeats a secret the URL may carry (`nats://user:***@host`). */
+const natsExpecting = {
+  error: (issue: { readonly input?: unknown }) =>
+    `expected null or nats:// or tls:// URLs, separated by commas, got ${describeValue(typeof issue.input === 'string' ? issue.input.replace(/:\/\/[^@,\s/]*@/g, '://***@') : issue.input)}`,
+};
+
 function unitInterval() {
   const expected = expecting('a number in [0, 1]');
   return z.number(expected).min(0, expected).max(1, expected);
@@ -362,12 +373,12 @@ const metrics = section({
 
 const cluster = section({
   nats: z
-    .string(expecting('null or nats:// URLs, separated by commas'))
-    .regex(/^nats:\/\/[^\s,]+(,nats:\/\/[^\s,]+)*$/i, expecting('null or nats:// URLs, separated by commas'))
+    .string(natsExpecting)
+    .regex(/^(nats|tls):\/\/[^\s,]+(,(nats|tls):\/\/[^\s,]+)*$/i, natsExpecting)
     .nullable()
     .default(null)
     .describe(
-      'join a cluster of daemons on these NATS servers (JetStream on; e.g. "nats://127.0.0.1:4222"): every daemon serves the bus, and each session\'s contests run on one of them (src/cluster/README.md); null: one daemon alone',
+      'join a cluster of daemons on these NATS servers (JetStream on; e.g. "nats://127.0.0.1:4222", "tls://nats.example:4222" to demand TLS): every daemon serves the bus, and each session\'s contests run on one of them (src/cluster/README.md); null: one daemon alone',
     )
     .register(CONFIG_KEY_META, { flag: { name: '--nats', arg: 'URLS', env: 'OVOS_CONTESTS_NATS' } }),
   partitions: intIn(1)
@@ -387,6 +398,28 @@ const cluster = section({
       'run this many daemon processes behind the one bus port, as a cluster on an embedded nats-server (Debian: nats-server) or on cluster.nats; worker i serves the inspector and metrics on their port + i, worker 0 the example skills; null: one process',
     )
     .register(CONFIG_KEY_META, { flag: { name: '--workers', arg: 'N', env: 'OVOS_CONTESTS_WORKERS' } }),
+  user: matching(/^\S+$/, 'a NATS user name')
+    .nullable()
+    .default(null)
+    .describe(`the NATS user the daemon authenticates as, with its password from cluster.passwordFile or ${'OVOS_CONTESTS_NATS_PASSWORD'}; null: none`)
+    .register(CONFIG_KEY_META, { flag: { name: '--nats-user', arg: 'USER', env: 'OVOS_CONTESTS_NATS_USER' } }),
+  passwordFile: filePath()
+    .describe('a file (mode 600) holding the NATS password of cluster.user; or set the password itself in OVOS_CONTESTS_NATS_PASSWORD; null: none')
+    .register(CONFIG_KEY_META, { flag: { name: '--nats-password-file', arg: 'FILE', env: 'OVOS_CONTESTS_NATS_PASSWORD_FILE' } }),
+  tokenFile: filePath()
+    .describe('a file (mode 600) holding a NATS token to authenticate with; or set the token itself in OVOS_CONTESTS_NATS_TOKEN; null: none')
+    .register(CONFIG_KEY_META, { flag: { name: '--nats-token-file', arg: 'FILE', env: 'OVOS_CONTESTS_NATS_TOKEN_FILE' } }),
+  nkeyFile: filePath()
+    .describe('a file (mode 600) holding the NKey seed (SU…) the daemon authenticates with; null: none')
+    .register(CONFIG_KEY_META, { flag: { name: '--nats-nkey-file', arg: 'FILE', env: 'OVOS_CONTESTS_NATS_NKEY_FILE' } }),
+  credsFile: filePath()
+    .describe('a NATS credentials file (user JWT and NKey seed, as nsc writes it; mode 600) the daemon authenticates with; null: none')
+    .register(CONFIG_KEY_META, { flag: { name: '--nats-creds', arg: 'FILE', env: 'OVOS_CONTESTS_NATS_CREDS' } }),
+  tlsCaFile: filePath()
+    .describe("the CA (PEM) that signed the NATS servers' certificates; set (or a tls:// server), TLS is demanded of every server; null: the system's CAs")
+    .register(CONFIG_KEY_META, { flag: { name: '--nats-ca', arg: 'FILE', env: 'OVOS_CONTESTS_NATS_CA' } }),
+  tlsCertFile: filePath().describe('a client certificate (PEM) for NATS servers that verify clients, with cluster.tlsKeyFile; null: none'),
+  tlsKeyFile: filePath().describe("the client certificate's key (PEM, mode 600); null: none"),
   nodeId: matching(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, "_" or "-" (at most 64)')
     .nullable()
     .default(null)

@@ -13,7 +13,7 @@ import { createMetrics, serveMetrics } from '../metrics/metrics.js';
 import { startMemoryReclaimer } from './memory-reclaim.js';
 import { RegistryStore } from '../plugins/fallback/registry-store.js';
 import { lstatSync, renameSync } from 'node:fs';
-import { BlockList, isIP } from 'node:net';
+import { isLoopbackHost } from '../bus/loopback.js';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Logger } from '../log/logger.js';
@@ -22,6 +22,8 @@ import { dontKnowSkill, localKnowledgeSkill, meaningOfLifeSkill } from '../skill
 import { createContestSystem, type ContestSystem } from '../system.js';
 import { startStageEndpoint } from '../stage-service/endpoint.js';
 import type { NatsCluster } from '../cluster/nats-cluster.js';
+
+export { isLoopbackHost };
 
 export interface Daemon {
   /** The bus URL skills connect to. */
@@ -87,26 +89,6 @@ export function registryPath(file: string, bus: string, env: NodeJS.ProcessEnv =
 export function stateDir(env: NodeJS.ProcessEnv = process.env): string {
   const base = env['XDG_STATE_HOME'] !== undefined && env['XDG_STATE_HOME'] !== '' ? env['XDG_STATE_HOME'] : join(homedir(), '.local', 'state');
   return join(base, 'ovos-contests');
-}
-
-const LOOPBACK = new BlockList();
-LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
-LOOPBACK.addAddress('::1', 'ipv6');
-
-/**
- * Whether `host` (an address, `[v6]` as in a URL, or a name) stays on this machine: 127.0.0.0/8, ::1 (also
- * IPv4-mapped) and `localhost`. Any other name counts as beyond it: where it resolves is not ours to know.
- */
-export function isLoopbackHost(host: string): boolean {
-  const bare = host.replace(/^\[(.*)\]$/, '$1');
-  if (bare.toLowerCase() === 'localhost') return true;
-  const family = isIP(bare);
-  if (family === 0) return false;
-  try {
-    return LOOPBACK.check(bare, family === 4 ? 'ipv4' : 'ipv6');
-  } catch {
-    return false; // a zone index (fe80::1%eth0) is no loopback address
-  }
 }
 
 /**
@@ -203,11 +185,18 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     await client.waitUntilUp(5_000).catch(() => logger.warn({ url, reason: 'bus_unreachable' }, 'bus not reachable yet; still retrying'));
   } else if (config.cluster.nats !== null) {
     // One daemon of a cluster: its clients' traffic and its contests' travel on NATS (src/cluster/README.md).
-    const servers = config.cluster.nats.split(',');
     // Loaded only here: a daemon alone never loads the NATS client.
     const { NatsCluster } = await import('../cluster/nats-cluster.js');
+    const { natsAccess } = await import('../cluster/nats-auth.js');
+    const access = (() => {
+      try {
+        return natsAccess({ ...config.cluster, nats: config.cluster.nats }, process.env);
+      } catch (error) {
+        throw Object.assign(error instanceof Error ? error : new Error(String(error)), { service: 'nats' });
+      }
+    })();
     const joined = await NatsCluster.connect({
-      servers,
+      access,
       partitions: config.cluster.partitions,
       heartbeatMs: config.cluster.heartbeatMs,
       deadAfterMs: config.cluster.deadAfterMs,
@@ -219,7 +208,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
       logger: logger.child({ component: 'cluster' }),
       ...(config.cluster.nodeId === null ? {} : { nodeId: config.cluster.nodeId }),
     }).catch((error: unknown) => {
-      throw Object.assign(error instanceof Error ? error : new Error(String(error)), { service: 'nats', servers });
+      throw Object.assign(error instanceof Error ? error : new Error(String(error)), { service: 'nats' });
     });
     cluster = joined;
     const server = await BusServer.start({ ...config.bus, relay: joined, connectionPrefix: `${joined.node}/`, logger: logger.child({ component: 'bus' }) }).catch(async (error: unknown) => {
@@ -235,7 +224,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     closers.push(() => server.close(), () => joined.close());
     joined.shareFallback(system.fallback);
     await joined.attach(server);
-    logger.info({ url, nats: servers, node: joined.node, partitions: config.cluster.partitions }, 'OVOS bus listening, one daemon of a cluster on NATS');
+    logger.info({ url, nats: access.shown, node: joined.node, partitions: config.cluster.partitions }, 'OVOS bus listening, one daemon of a cluster on NATS');
   } else {
     const server = await BusServer.start({ ...config.bus, logger: logger.child({ component: 'bus' }) }); // heartbeatMs included
     url = server.url;

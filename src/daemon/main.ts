@@ -88,7 +88,7 @@ export async function runDaemon(argv: readonly string[], helpPrefix = ''): Promi
   }
   process.on('SIGTERM', () => stop('SIGTERM'));
 
-  daemon = await startDaemon(config, logger).catch((error: unknown) => {
+  daemon = await startDaemon(config, logger).catch(async (error: unknown) => {
     const code = (error as { code?: unknown }).code;
     const { host, port } = config.bus;
     if ((error as { service?: unknown }).service === 'metrics' && (code === 'EADDRINUSE' || code === 'EACCES')) {
@@ -96,9 +96,14 @@ export async function runDaemon(argv: readonly string[], helpPrefix = ''): Promi
       process.exit(1);
     }
     if ((error as { service?: unknown }).service === 'nats') {
-      const detail = error instanceof Error ? error.message : String(error);
-      process.stderr.write(`cannot join the cluster: no NATS server with JetStream answered at ${config.cluster.nats ?? ''} (${detail}). Start one (nats-server -js; Debian: apt install nats-server), or drop --nats to run one daemon alone\n`);
-      process.exit(1);
+      // A NatsAccessError's message names the servers and files, never a secret (src/cluster/nats-auth.ts). Loaded
+      // only here: a daemon alone never loads the NATS client.
+      const { NatsAccessError, redactNatsUrls } = await import('../cluster/nats-auth.js');
+      const access = error instanceof NatsAccessError ? error : undefined;
+      const detail = access?.message ?? `no NATS server with JetStream answered at ${redactNatsUrls(config.cluster.nats ?? '')} (${redactNatsUrls(error instanceof Error ? error.message : String(error))})`;
+      const hint = access === undefined || access.code === 'nats_unreachable' ? '. Start one (nats-server -js; Debian: apt install nats-server), or drop --nats to run one daemon alone' : '';
+      process.stderr.write(`cannot join the cluster (${access?.code ?? 'nats_unreachable'}): ${detail}${hint}\n`);
+      process.exit(access === undefined || access.code === 'nats_unreachable' || access.code === 'nats_auth_refused' ? 1 : 2);
     }
     if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
       // One line a person can act on, no stack trace. 8181 is also ovos-messagebus's default port.

@@ -3,7 +3,7 @@
  * own: Debian's `nats-server` (`.ci/run` installs it). Without it the cluster suites skip and say so.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { watchOutput } from '../integration/spawn-daemon.js';
@@ -36,13 +36,30 @@ export async function startNatsServer(dir = mkdtempSync(join(tmpdir(), 'ovos-con
   return server;
 }
 
-/** One `nats-server -js` on loopback at `port`, with `extra` arguments; its output watched from the start. */
-function spawnServer(port: number, extra: readonly string[]): NatsServer & { readonly watched: ReturnType<typeof watchOutput> } {
-  const child = spawn(BINARY, ['-js', '-a', '127.0.0.1', '-p', String(port), ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * `nats-server -c` with the configuration `conf` gives for a free loopback port and a folder of its own (JetStream's
+ * store is in the folder: `conf` says so with `jetstream { store_dir: … }`); `scheme` is what its URL starts with.
+ */
+export async function startNatsServerWith(conf: (port: number, dir: string) => string, scheme: 'nats' | 'tls' = 'nats'): Promise<NatsServer> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'ovos-contests-nats-'));
+  const file = join(dir, 'server.conf');
+  writeFileSync(file, conf(port, dir));
+  const server = spawnServer(port, ['-c', file], scheme);
+  const exited = new Promise<boolean>((resolve) => server.child.once('exit', () => resolve(false)));
+  const ready = await Promise.race([server.watched.printed('Server is ready').then(() => true), exited]);
+  if (!ready) throw new Error(`nats-server did not start: ${server.output()}`);
+  return server;
+}
+
+/** One `nats-server -js` on loopback at `port`, with `extra` arguments (or `-c FILE` alone); its output watched from the start. */
+function spawnServer(port: number, extra: readonly string[], scheme: 'nats' | 'tls' = 'nats'): NatsServer & { readonly watched: ReturnType<typeof watchOutput> } {
+  const args = extra[0] === '-c' ? extra : ['-js', '-a', '127.0.0.1', '-p', String(port), ...extra];
+  const child = spawn(BINARY, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const watched = watchOutput(child);
   return {
-    url: `nats://127.0.0.1:${port}`,
+    url: `${scheme}://127.0.0.1:${port}`,
     port,
     child,
     output: watched.output,
