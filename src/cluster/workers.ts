@@ -1,6 +1,8 @@
 /**
  * `npm start -- --workers N`: the cores of one machine without running a cluster by hand. The primary process starts
- * a nats-server with JetStream of its own (unless `--nats` names one), then N daemon processes (node:cluster) that
+ * a nats-server with JetStream of its own (unless `--nats` names one) on loopback, with a password made at this start
+ * that only the workers are given (files 0600 in the state directory: no other user or process of the machine can
+ * join it), then N daemon processes (node:cluster) that
  * share the one bus port — the primary hands each new websocket connection to the next worker — and form a cluster on
  * that server (src/cluster/README.md). A worker that dies is replaced; its utterances fail over to the others.
  *

@@ -5,7 +5,9 @@
  * (OVOS-FALLBACK-1 §6.2).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { connect as natsConnect } from '@nats-io/transport-node';
+import { WORKERS_NATS_USER } from '../../src/cluster/workers.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -50,7 +52,7 @@ async function connect(url: string): Promise<Probe> {
 }
 
 describe.skipIf(absent !== undefined)('npm start -- --workers N (src/cluster/README.md)', () => {
-  it('PIPELINE-1 §6, FALLBACK-1 §6.2: two workers behind one port on their own nats-server; a worker SIGKILLed is replaced and takes its share again; every utterance after ends once, with the right winner; SIGTERM stops the workers and nats-server', async () => {
+  it('PIPELINE-1 §6, FALLBACK-1 §6.2: two workers behind one port on their own nats-server, which admits them alone; a worker SIGKILLed is replaced and takes its share again; every utterance after ends once, with the right winner; SIGTERM stops the workers and nats-server', async () => {
     const port = await freePort();
     const stateHome = mkdtempSync(join(tmpdir(), 'ovos-contests-workers-'));
     // The workers, the skills, this test and its users share two cores: a burst of 160 utterances holds a pong longer
@@ -77,6 +79,23 @@ describe.skipIf(absent !== undefined)('npm start -- --workers N (src/cluster/REA
       const options = (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').find((entry) => entry.startsWith('NODE_OPTIONS=')) ?? '').slice('NODE_OPTIONS='.length).split(/\s+/);
       expect(DAEMON_NODE_FLAGS.filter((flag) => !argv.includes(flag) && !options.includes(flag))).toEqual([]);
     }
+
+    // Its nats-server admits the workers alone (src/cluster/README.md "Who can join"): credentials of this start, in
+    // files only this user reads; a NATS client without them is refused, and no secret is on a command line.
+    const started = lines(spawned, 'nats-server started for the workers')[0]!;
+    const natsUrl = String(started['nats']);
+    const natsDir = join(stateHome, 'ovos-contests', 'nats');
+    expect(statSync(natsDir).mode & 0o777).toBe(0o700);
+    for (const name of ['server.conf', 'workers-password']) expect(statSync(join(natsDir, name)).mode & 0o777).toBe(0o600);
+    await expect(natsConnect({ servers: natsUrl, reconnect: false })).rejects.toThrow(/authorization/i);
+    await expect(natsConnect({ servers: natsUrl, reconnect: false, user: WORKERS_NATS_USER, pass: 'guessed' })).rejects.toThrow(/authorization/i);
+    const password = readFileSync(join(natsDir, 'workers-password'), 'utf8').trim();
+    const admitted = await natsConnect({ servers: natsUrl, reconnect: false, user: WORKERS_NATS_USER, pass: password });
+    await admitted.close();
+    for (const pid of spawnSync('pgrep', ['-f', natsDir], { encoding: 'utf8' }).stdout.trim().split('\n').concat(ready(spawned).filter((line) => now.includes(String(line['node']))).map((line) => String(line['pid'])))) {
+      expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8')).not.toContain(password);
+    }
+    expect(spawned.output()).not.toContain(password);
 
     const url = `ws://127.0.0.1:${port}/core`;
     await specWordSkill(await connect(url), 'a.spec', 10, 'alpha');
