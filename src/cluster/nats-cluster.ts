@@ -420,8 +420,11 @@ export class NatsCluster implements BusRelay {
    * utterance of a gone run handed here (`#adoptOrphans`) by a daemon that had not heard its end yet.
    */
   readonly #handlerEnds = new Map<string, { readonly handler: 'complete' | 'error'; readonly at: number }>();
-  /** Client connections open on the cluster's daemons (ids start with their daemon's name and "/"). */
-  readonly #open = new Set<string>();
+  /**
+   * Client connections open on the cluster's daemons (ids start with their daemon's name and "/"), each with when its
+   * opening was heard here (monotonic): what its daemon said within `deadAfterMs` shows that daemon was alive then.
+   */
+  readonly #open = new Map<string, number>();
   /**
    * How many of `#open` each daemon has: those with none relay no replies (a deadline waits for no word of theirs),
    * and while no other daemon has one, the frames of this daemon's utterances stay here (`#keptHere`).
@@ -1432,8 +1435,9 @@ export class NatsCluster implements BusRelay {
     for (const entry of suspensions) this.#replayed(server, entry, referenced);
     // Connections this daemon's name had in an earlier run (it crashed, or stopped before NATS took their removal):
     // closed, here and on every daemon (started again before they missed it, they still count them open), and removed.
-    for (const connection of [...this.#open]) {
-      if (!connection.startsWith(`${this.node}/`)) continue;
+    // Not this run's own: a client that connected as the bus began to answer is in the bucket already.
+    for (const connection of [...this.#open.keys()]) {
+      if (!connection.startsWith(`${this.node}/`) || this.#ownConnections.has(connection)) continue;
       const note: ConnectionNote = { connection, closed: true, late: true };
       this.#publish(CONNECTION_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify(note)));
       this.#connection(note);
@@ -1543,7 +1547,7 @@ export class NatsCluster implements BusRelay {
     const closed = note.closed === true;
     // Once each way, whether heard live or replayed (a change can be both while a daemon joins).
     if (closed ? !this.#open.delete(note.connection) : this.#open.has(note.connection)) return;
-    if (!closed) this.#open.add(note.connection);
+    if (!closed) this.#open.set(note.connection, this.#clock.monotonic());
     const node = note.connection.slice(0, Math.max(0, note.connection.indexOf('/')));
     const open = (this.#openOn.get(node) ?? 0) + (closed ? -1 : 1);
     if (open > 0) this.#openOn.set(node, open);
@@ -1555,12 +1559,18 @@ export class NatsCluster implements BusRelay {
     this.#server?.relayedConnection(note.connection, closed ? { late: note.late === true, heldBack: note.heldBack === true } : false);
   }
 
-  /** The connections of daemons that are gone closed with them (late: their skills may be back on another daemon). */
+  /**
+   * The connections of daemons that are gone closed with them (late: their skills may be back on another daemon). A
+   * connection whose opening was heard within `deadAfterMs` is not: its daemon said it then, so it was alive — a
+   * daemon that is joining (its clients connect as its bus answers, before its first heartbeat is heard here) or that
+   * started again after it was missed keeps its connections, and their records in the state.
+   */
   #closeConnectionsOfGone(): void {
     if (!this.#settled()) return;
-    for (const connection of [...this.#open]) {
+    const now = this.#clock.monotonic();
+    for (const [connection, heardAt] of [...this.#open]) {
       const node = connection.slice(0, connection.indexOf('/'));
-      if (this.#alive(node)) continue;
+      if (this.#alive(node) || now - heardAt <= this.#options.deadAfterMs) continue;
       this.#othersGoneUntil = this.#clock.monotonic() + this.#resendKeepMs;
       this.#connection({ connection, closed: true, late: true });
       // Every daemon that sees it gone removes it (the same removal, in any order).
