@@ -25,6 +25,27 @@ import { systemClock, type Clock, type TimerId } from '../clock/clock.js';
 import { barrierClock } from '../clock/barrier-clock.js';
 import type { Logger } from '../log/logger.js';
 import { Admissions } from './admissions.js';
+import {
+  parseJson,
+  readBreakerNote,
+  readConnectionNote,
+  readNodeNote,
+  readNote,
+  readOrphan,
+  readRegistrationValue,
+  readResendNote,
+  readSyncNote,
+  readTableValue,
+  type BreakerNote,
+  type ConnectionNote,
+  type NodeNote,
+  type Note,
+  type Orphan,
+  type Read,
+  type RegistrationValue,
+  type ResendNote,
+  type SyncNote,
+} from './notes.js';
 import { startHeartbeat, type Heartbeat } from './heartbeat.js';
 import { connectOptions, demandTls, encrypted, NatsAccessError, natsExposure, natsRefusal, type NatsAccess } from './nats-auth.js';
 import { InOrder, SentRing } from './redelivery.js';
@@ -94,6 +115,8 @@ export interface ClusterView {
   readonly fenced: number;
   /** Messages of other daemons missed and not to be had again (redelivery gave up). */
   readonly framesLost: number;
+  /** Messages and bucket entries read from NATS and dropped as not a daemon's (`cluster_message_invalid`, …). */
+  readonly invalid: number;
   /** Client connections open on the other daemons (while there are none, `keptHere` grows). */
   readonly connectionsElsewhere: number;
   /** Frames of this daemon's utterances no other daemon needed, kept off NATS (no other daemon had a client; their ends in digests). */
@@ -185,19 +208,6 @@ interface Taker {
   readonly utteranceId: string;
 }
 
-/** An utterance taken by a daemon's run that is gone, as a daemon that heard it hands it to the partition's new owner. */
-interface Orphan {
-  readonly frame: string;
-  /** The entry as it arrived (encoded), the client connection it came over. */
-  readonly message: string;
-  readonly connection?: string;
-  readonly node: string;
-  readonly boot?: string;
-  readonly utterance_id: string;
-  readonly decided?: 'matched' | 'unmatched';
-  readonly handler?: 'complete' | 'error';
-}
-
 interface Owned {
   revision: number;
   readonly epoch: number;
@@ -205,30 +215,6 @@ interface Owned {
   drainingSince: number | undefined;
   inFlight: number;
 }
-
-type Note =
-  | { readonly kind: 'taken'; readonly partition: number; readonly node: string; readonly boot?: string; readonly frame: string; readonly utterance_id: string }
-  /**
-   * `node` hands `to`, the partition's owner now, the utterances of it it heard taken by a daemon's run that is gone
-   * and not ended (the owner may have joined after they were taken, or be that daemon started again).
-   */
-  | { readonly kind: 'orphans'; readonly partition: number; readonly node: string; readonly to: string; readonly entries: readonly Orphan[] }
-  | { readonly kind: 'released'; readonly partition: number; readonly node: string }
-  /** `node` took the partition over from `from`, which it took for gone (every daemon fences `from`'s output of it). */
-  | { readonly kind: 'takenOver'; readonly partition: number; readonly node: string; readonly from: string };
-
-type ConnectionNote = { readonly connection: string; readonly closed?: boolean; readonly late?: boolean; readonly heldBack?: boolean };
-/**
- * Deadlines fell due on daemon `by`, in its run `boot`, which asks the daemons in `ask` (`SYNC_SUBJECT`); or daemon
- * `by` answers daemon `to` (`SYNCED_SUBJECT`), echoing its `boot` and `round`.
- */
-type SyncNote = { readonly by: string; readonly boot: string; readonly round: number; readonly ask?: readonly string[]; readonly to?: string };
-
-/** A daemon's circuit breaker suspended a fallback skill (`for_ms` from `at`, epoch ms) or heard it again. */
-type BreakerNote = { readonly type: 'suspended' | 'resumed'; readonly skill_id: string; readonly node: string; readonly at: number; readonly for_ms?: number };
-
-/** A registration in the state bucket: the register message as its skill sent it, and the connection it came over. */
-type RegistrationValue = { readonly frame: string; readonly connection?: string };
 
 /** How often a daemon removes the state bucket's delete markers (the bucket's age limit does not), and how old they must be. */
 const MARKER_SWEEP_MS = 3_600_000;
@@ -264,9 +250,6 @@ const REPLAY_QUIET_MS = 5_000;
  * frame reached NATS before the daemon subscribed is written a moment later, or once NATS takes writes again.
  */
 const CATCH_UP_MS = 10_000;
-
-/** A receiver missed `from`..`through` of `to`'s run `boot` (redelivery.ts). */
-type ResendNote = { readonly to: string; readonly boot: string; readonly from: number; readonly through: number; readonly by?: string };
 
 /**
  * How much a daemon keeps of what it published, to publish again (redelivery.ts): long enough for a receiver to see
@@ -373,6 +356,9 @@ export class NatsCluster implements BusRelay {
   readonly #unreachableLog = new LogRateLimiter(60_000);
   /** One `cluster_sync_timeout` warn a minute. */
   readonly #syncLog = new LogRateLimiter(60_000);
+  /** What was read from NATS and dropped as not a daemon's (`#invalid`), and its log lines' limiter. */
+  #invalidCount = 0;
+  readonly #invalidLog = new LogRateLimiter(60_000);
   #confirmedThrough = 0;
   /** The last number handed to the NATS client: what the heartbeat says this daemon published. */
   #handedThrough = 0;
@@ -670,10 +656,33 @@ export class NatsCluster implements BusRelay {
     for (const marker of markers) await this.#jsm.streams.purge(`KV_${STATE_BUCKET}`, { filter: `$KV.${STATE_BUCKET}.${marker.key}`, seq: marker.revision + 1 });
   }
 
-  /** What the state keeps besides registrations, heard live or replayed: a connection opened or closed, a suspension. */
-  #stateNote(subject: string, json: string): void {
-    if (subject === CONNECTION_SUBJECT) this.#connection(JSON.parse(json) as ConnectionNote);
-    else if (subject === BREAKER_SUBJECT) this.#breakerNote(JSON.parse(json) as BreakerNote);
+  /**
+   * What the state keeps besides registrations, heard live (from daemon `by`) or replayed: a connection opened or
+   * closed, a suspension.
+   */
+  #stateNote(subject: string, json: string, by?: string): void {
+    if (subject === CONNECTION_SUBJECT) this.#read(subject, readConnectionNote(parseJson(json), by), (note) => this.#connection(note), by);
+    else if (subject === BREAKER_SUBJECT) this.#read(subject, readBreakerNote(parseJson(json)), (note) => this.#breakerNote(note), by);
+    else this.#invalid(subject, 'no subject a daemon publishes on', 'cluster_message_invalid', by);
+  }
+
+  /** A note that reads as one is acted on; one that does not is dropped, counted and logged with why. */
+  #read<T>(subject: string, read: Read<T>, act: (note: T) => void, by?: string): void {
+    if (read.ok) act(read.note);
+    else this.#invalid(subject, read.why, 'cluster_message_invalid', by);
+  }
+
+  /**
+   * Something read from NATS that does not read as what a daemon publishes (a faulty or foreign publisher): dropped,
+   * counted (`invalid` in the view, `ovos_cluster_messages_invalid_total`), and logged with why — at most once a
+   * minute per subject and publisher, with how many were dropped meanwhile.
+   */
+  #invalid(where: string, why: string, reason: 'cluster_message_invalid' | 'cluster_frame_invalid' | 'cluster_ends_invalid' = 'cluster_message_invalid', by?: string): void {
+    this.#invalidCount++;
+    const key = `${reason} ${where.slice(0, 200)} ${by ?? ''}`;
+    const { log, suppressed } = this.#invalidLog.shouldLog(key, this.#clock.monotonic());
+    if (!log) return;
+    this.#logger.warn({ reason, subject: where.slice(0, 200), ...(by === undefined ? {} : { node: by }), why: why.slice(0, 300), ...(suppressed > 0 ? { suppressed } : {}) }, 'cluster message dropped');
   }
 
   /** Another daemon's suspension or resumption of a skill (heard, or replayed from the state): the same here. */
@@ -796,6 +805,7 @@ export class NatsCluster implements BusRelay {
       failovers: this.#failovers,
       fenced: this.#fencedFrames,
       framesLost: this.#framesLost,
+      invalid: this.#invalidCount,
       connectionsElsewhere: this.#othersOpen(),
       deadlineWaits: { asked: this.#syncRound, answered: this.#syncsAnswered, timedOut: this.#syncsTimedOut },
       keptHere: this.#keptFrames,
@@ -1104,7 +1114,7 @@ export class NatsCluster implements BusRelay {
       try {
         this.#busFrame(subject, opened, message);
       } catch (error) {
-        this.#logger.warn({ reason: 'cluster_message_invalid', subject: subject.slice(0, 200), err: error }, 'cluster message dropped');
+        this.#invalid(subject, String(error));
       }
     });
   }
@@ -1220,13 +1230,13 @@ export class NatsCluster implements BusRelay {
 
   #inbound(msg: Msg): void {
     try {
-      if (msg.subject === NODE_SUBJECT) this.#nodeNote(msg.json<{ node: string; leaving?: boolean; boot?: string; seq?: number; ends?: boolean; sync?: boolean }>());
-      else if (msg.subject === RESEND_SUBJECT) this.#resend(msg.json<ResendNote>());
+      if (msg.subject === NODE_SUBJECT) this.#read(msg.subject, readNodeNote(parseJson(msg.string())), (note) => this.#nodeNote(note));
+      else if (msg.subject === RESEND_SUBJECT) this.#read(msg.subject, readResendNote(parseJson(msg.string())), (note) => this.#resend(note));
       else if (msg.subject.startsWith(`${RESENT_PREFIX}.`)) {
         if (msg.subject === this.#resentSubject) this.#resent(msg.data);
       } else this.#numbered(msg.subject, msg.data);
     } catch (error) {
-      this.#logger.warn({ reason: 'cluster_message_invalid', subject: msg.subject.slice(0, 200), err: error }, 'cluster message dropped');
+      this.#invalid(msg.subject, String(error));
     }
   }
 
@@ -1241,7 +1251,7 @@ export class NatsCluster implements BusRelay {
   #numbered(subject: string, data: Uint8Array): void {
     const opened = openEnvelope(data);
     // Only a foreign publisher on our subjects gets here.
-    if (opened === undefined) this.#logger.warn({ reason: 'cluster_frame_invalid', subject: subject.slice(0, 200) }, 'cluster frame dropped');
+    if (opened === undefined) this.#invalid(subject, 'no envelope a daemon writes', 'cluster_frame_invalid');
     else this.#order.accept(opened.node, opened.boot, opened.seq, { subject, opened });
   }
 
@@ -1249,13 +1259,13 @@ export class NatsCluster implements BusRelay {
   #delivered(subject: string, opened: Opened): void {
     try {
       if (subject.startsWith(`${BUS_PREFIX}.`)) this.#busFrame(subject, opened);
-      else if (subject === PARTITION_SUBJECT) this.#note(JSON.parse(opened.frame.toString('utf8')) as Note);
-      else if (subject === ENDS_SUBJECT) this.#endsHeard(opened, JSON.parse(opened.frame.toString('utf8')) as unknown);
-      else if (subject === SYNC_SUBJECT) this.#syncAsked(JSON.parse(opened.frame.toString('utf8')) as SyncNote);
-      else if (subject === SYNCED_SUBJECT) this.#synced(JSON.parse(opened.frame.toString('utf8')) as SyncNote);
-      else this.#stateNote(subject, opened.frame.toString('utf8'));
+      else if (subject === PARTITION_SUBJECT) this.#read(subject, readNote(parseJson(opened.frame.toString('utf8')), this.#options.partitions), (note) => this.#note(note), opened.node);
+      else if (subject === ENDS_SUBJECT) this.#endsHeard(opened, parseJson(opened.frame.toString('utf8')));
+      else if (subject === SYNC_SUBJECT) this.#read(subject, readSyncNote(parseJson(opened.frame.toString('utf8'))), (note) => this.#syncAsked(note), opened.node);
+      else if (subject === SYNCED_SUBJECT) this.#read(subject, readSyncNote(parseJson(opened.frame.toString('utf8'))), (note) => this.#synced(note), opened.node);
+      else this.#stateNote(subject, opened.frame.toString('utf8'), opened.node);
     } catch (error) {
-      this.#logger.warn({ reason: 'cluster_message_invalid', subject: subject.slice(0, 200), err: error }, 'cluster message dropped');
+      this.#invalid(subject, String(error), 'cluster_message_invalid', opened.node);
     }
   }
 
@@ -1367,7 +1377,7 @@ export class NatsCluster implements BusRelay {
       Array.isArray(ends) &&
       ends.every((end) => Array.isArray(end) && END_TOPICS.has(end[0] as string) && typeof end[1] === 'string' && Number.isInteger(end[2]) && (end.length === 3 || (end.length === 4 && typeof end[3] === 'string')));
     if (!valid) {
-      this.#logger.warn({ reason: 'cluster_ends_invalid', node: opened.node }, 'cluster: an ends digest dropped (not [end, utterance_id, partition, connection?] each)');
+      this.#invalid(ENDS_SUBJECT, 'an ends digest is [end, utterance_id, partition, connection?] each', 'cluster_ends_invalid', opened.node);
       return;
     }
     for (const [end, utteranceId, partition, connection] of ends as DigestedEnd[]) {
@@ -1488,15 +1498,18 @@ export class NatsCluster implements BusRelay {
       if (entry.key.startsWith('c.')) this.#stateNote(CONNECTION_SUBJECT, text);
       else if (entry.key.startsWith('s.')) this.#stateNote(BREAKER_SUBJECT, text);
       else if (entry.key.startsWith('r.')) {
-        const value = JSON.parse(text) as RegistrationValue;
-        const decoded = typeof value.frame === 'string' ? decodeFrame(value.frame) : undefined;
-        const connection = typeof value.connection === 'string' ? value.connection : undefined;
-        if (decoded?.ok !== true || !REGISTRY_TOPICS.has(decoded.message.type)) throw new Error('not a registration');
-        if (connection !== undefined) referenced.add(connection);
-        server.admit(decoded.message, connection, true);
-      }
+        this.#read(`${STATE_BUCKET}.${entry.key}`, readRegistrationValue(parseJson(text)), (value: RegistrationValue) => {
+          const decoded = decodeFrame(value.frame);
+          if (!decoded.ok || !REGISTRY_TOPICS.has(decoded.message.type)) {
+            this.#invalid(`${STATE_BUCKET}.${entry.key}`, 'a registration holds a register or deregister frame');
+            return;
+          }
+          if (value.connection !== undefined) referenced.add(value.connection);
+          server.admit(decoded.message, value.connection, true);
+        });
+      } else this.#invalid(`${STATE_BUCKET}.${entry.key}`, 'no key a daemon writes');
     } catch (error) {
-      this.#logger.warn({ reason: 'cluster_message_invalid', key: entry.key.slice(0, 200), err: error }, 'cluster state entry dropped');
+      this.#invalid(`${STATE_BUCKET}.${entry.key}`, String(error));
     }
   }
 
@@ -1578,8 +1591,7 @@ export class NatsCluster implements BusRelay {
     }
   }
 
-  #nodeNote(note: { node: string; leaving?: boolean; boot?: string; seq?: number; ends?: boolean; sync?: boolean }): void {
-    if (typeof note.node !== 'string') return;
+  #nodeNote(note: NodeNote): void {
     // This daemon's own messages never come back (noEcho): its heartbeat only counts a round.
     if (note.node !== this.node && typeof note.boot === 'string' && typeof note.seq === 'number' && note.seq > 0) this.#order.sentThrough(note.node, note.boot, note.seq);
     if (note.node === this.node) {
@@ -1634,7 +1646,12 @@ export class NatsCluster implements BusRelay {
       this.#table.delete(partition);
       return;
     }
-    const value = entry.json<{ owner: string | null; epoch: number }>();
+    const read = readTableValue(parseJson(entry.string()));
+    if (!read.ok) {
+      this.#invalid(`${PARTITION_BUCKET}.${entry.key}`, read.why);
+      return;
+    }
+    const value = read.note;
     const before = this.#table.get(partition)?.owner ?? null;
     this.#table.set(partition, { owner: value.owner, epoch: value.epoch, revision: entry.revision, at: this.#clock.monotonic() });
     if (value.owner !== null && before !== null && before !== value.owner) this.#takenOver(partition, before);
@@ -1773,7 +1790,10 @@ export class NatsCluster implements BusRelay {
         this.#own(partition, revision, epoch, undefined);
         return;
       }
-      previous = current.json<{ owner: string | null; epoch: number }>();
+      const read = readTableValue(parseJson(current.string()));
+      // A row no daemon wrote is taken as free (and overwritten by compare-and-set like any other).
+      if (!read.ok) this.#invalid(`${PARTITION_BUCKET}.${key}`, read.why);
+      previous = read.ok ? read.note : { owner: null, epoch: 0 };
       const settled = this.#settled();
       const ownerGone = previous.owner !== null && previous.owner !== this.node && settled && !this.#alive(previous.owner);
       if (previous.owner !== null && previous.owner !== this.node && !ownerGone) return;
@@ -1882,12 +1902,14 @@ export class NatsCluster implements BusRelay {
   #adoptOrphans(partition: number, orphans: readonly Orphan[]): void {
     let adopted = 0;
     let invalid = 0;
-    for (const orphan of orphans) {
-      const decoded = typeof orphan === 'object' && orphan !== null && typeof orphan.message === 'string' ? decodeFrame(orphan.message) : undefined;
-      if (decoded?.ok !== true || !Number.isInteger(partition) || partition < 0 || partition >= this.#options.partitions || typeof orphan.frame !== 'string' || typeof orphan.utterance_id !== 'string' || typeof orphan.node !== 'string') {
+    for (const entry of orphans) {
+      const read = readOrphan(entry);
+      const decoded = read.ok ? decodeFrame(read.note.message) : undefined;
+      if (!read.ok || decoded?.ok !== true) {
         invalid++;
         continue;
       }
+      const orphan = read.note;
       if (this.#entries.has(orphan.frame) || this.#ended.has(orphan.utterance_id)) continue;
       const waiting: Waiting = {
         partition,
@@ -1904,7 +1926,7 @@ export class NatsCluster implements BusRelay {
       this.#frameOf.set(orphan.utterance_id, orphan.frame);
       adopted++;
     }
-    if (invalid > 0) this.#logger.warn({ reason: 'cluster_message_invalid', partition, invalid }, 'cluster: utterances handed here that do not read as such dropped');
+    if (invalid > 0) this.#invalid(PARTITION_SUBJECT, `${invalid} utterances handed here do not read as such`);
     if (adopted === 0) return;
     this.#logger.info({ partition, adopted }, 'cluster: utterances of a daemon gone handed here by another that heard them');
     const owned = this.#owned.get(partition);

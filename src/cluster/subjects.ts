@@ -144,6 +144,8 @@ export interface Opened {
   readonly frame: Buffer;
 }
 
+const ENVELOPE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
 /** The parts of an `envelope`; undefined for anything else (a foreign publisher on our subjects). */
 export function openEnvelope(data: Uint8Array): Opened | undefined {
   const bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
@@ -151,8 +153,9 @@ export function openEnvelope(data: Uint8Array): Opened | undefined {
   if (end < 0 || end > 1024) return undefined;
   const fields = bytes.subarray(0, end).toString('utf8').split(' ');
   const [node, boot, seq, connection, partition, extra] = fields;
-  if (node === undefined || node === '' || boot === undefined || boot === '' || seq === undefined || !/^\d+$/.test(seq) || connection === undefined || connection === '' || extra !== undefined) return undefined;
-  if (partition === undefined || (partition !== '-' && !/^\d+$/.test(partition))) return undefined;
+  // A daemon's name and run are what `cluster.nodeId` allows (a random name and run are hex); numbers are safe integers.
+  if (node === undefined || !ENVELOPE_NAME.test(node) || boot === undefined || !ENVELOPE_NAME.test(boot) || seq === undefined || !/^\d{1,15}$/.test(seq) || connection === undefined || connection === '' || extra !== undefined) return undefined;
+  if (partition === undefined || (partition !== '-' && !/^\d{1,9}$/.test(partition))) return undefined;
   return { node, boot, seq: Number(seq), connection: connection === '-' ? undefined : connection, partition: partition === '-' ? undefined : Number(partition), frame: bytes.subarray(end + 1) };
 }
 

@@ -146,6 +146,15 @@ export function createMetrics(system: ContestSystem, options: { readonly clients
         this.inc(cluster().framesLost);
       },
     });
+    new Counter({
+      name: 'ovos_cluster_messages_invalid_total',
+      help: 'Messages and bucket entries read from NATS that do not read as a daemon\'s (cluster_message_invalid, cluster_frame_invalid, cluster_ends_invalid): dropped.',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(cluster().invalid);
+      },
+    });
     // The NATS client's own counts of this daemon's traffic, by direction.
     const traffic = (name: string, help: string, of: (nats: ClusterView['nats']) => { readonly out: number; readonly in: number }): void => {
       new Counter({

@@ -187,7 +187,7 @@ function renderCluster(cluster) {
   if (cluster === undefined) return;
   $('cluster-summary').textContent =
     `this daemon: ${cluster.node}, owns ${cluster.owned.length} of ${cluster.partitions} partitions · daemons: ${cluster.members.join(', ')}` +
-    ` · waiting for an owner: ${cluster.waiting} · failovers: ${cluster.failovers} · fenced: ${cluster.fenced} · frames lost: ${cluster.framesLost} · kept off NATS: ${cluster.keptHere}`;
+    ` · waiting for an owner: ${cluster.waiting} · failovers: ${cluster.failovers} · fenced: ${cluster.fenced} · frames lost: ${cluster.framesLost} · invalid dropped: ${cluster.invalid} · kept off NATS: ${cluster.keptHere}`;
   const byOwner = new Map();
   cluster.owners.forEach((owner, partition) => byOwner.set(owner ?? 'none', [...(byOwner.get(owner ?? 'none') ?? []), partition]));
   $('cluster-owners').tBodies[0].replaceChildren(
