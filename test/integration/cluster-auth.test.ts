@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect, nkeys } from '@nats-io/transport-node';
+import { createAccount, createOperator, createUser, encodeAccount, encodeOperator, encodeUser, fmtCreds } from '@nats-io/jwt';
 import { partitionOf } from '../../src/cluster/subjects.js';
 import { NatsAccessError } from '../../src/cluster/nats-auth.js';
 import { startDaemon, type Daemon } from '../../src/daemon/daemon.js';
@@ -151,6 +152,25 @@ describe.skipIf(absent !== undefined)('a cluster only its own daemons can join (
     const a = await daemon(server.url, 'node-a', { nkeyFile: secretFile(seed) });
     await skillOn(a.url, [a]);
     expect(await asked(await probe(a.url), 'nkey-s', 'nkey-1')).toEqual({ handled: 1, winner: 'a.spec' });
+  }, 30_000);
+
+  it('PIPELINE-1 §6: a daemon with a credentials file (cluster.credsFile: a user JWT and its seed) joins a server in operator mode; a client without them is refused', async () => {
+    const operator = createOperator();
+    const system = createAccount();
+    const account = createAccount();
+    const user = createUser();
+    const operatorJwt = await encodeOperator('ovos-contests-test', operator, { system_account: system.getPublicKey() });
+    const systemJwt = await encodeAccount('SYS', system, {}, { signer: operator });
+    const unlimited = { subs: -1, conn: -1, leaf: -1, imports: -1, exports: -1, data: -1, payload: -1, wildcards: true, mem_storage: -1, disk_storage: -1, streams: -1, consumer: -1 };
+    const accountJwt = await encodeAccount('daemons', account, { limits: unlimited }, { signer: operator });
+    const creds = new TextDecoder().decode(fmtCreds(await encodeUser('daemon', user, account), user));
+    const server = await natsWith((port, store) =>
+      jetstream(port, store, `operator: "${operatorJwt}"\nsystem_account: ${system.getPublicKey()}\nresolver: MEMORY\nresolver_preload: {\n  ${account.getPublicKey()}: "${accountJwt}"\n  ${system.getPublicKey()}: "${systemJwt}"\n}`),
+    );
+    await expect(connect({ servers: server.url, reconnect: false })).rejects.toThrow(/authorization/i);
+    const a = await daemon(server.url, 'node-a', { credsFile: secretFile(creds) });
+    await skillOn(a.url, [a]);
+    expect(await asked(await probe(a.url), 'creds-s', 'creds-1')).toEqual({ handled: 1, winner: 'a.spec' });
   }, 30_000);
 
   it.skipIf(noOpenssl)('PIPELINE-1 §6: over TLS (tls://, a CA the test makes) with a password; a daemon that demands TLS of a server without it sends nothing and says so', async () => {
