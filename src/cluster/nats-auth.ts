@@ -7,10 +7,10 @@
  * JWT with its NKey seed) — and TLS beneath any of them; a daemon uses exactly one (or none) and demands TLS when a
  * server URL says `tls://` or a CA, certificate or key file is configured.
  */
-import { lstatSync, readFileSync } from 'node:fs';
-import { connect as tcpConnect } from 'node:net';
+import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
 import type { Authenticator, ConnectionOptions, NatsConnection } from '@nats-io/transport-node';
 import { isLoopbackHost } from '../bus/loopback.js';
+import { redactUserinfo } from '../config/errors.js';
 
 /** The environment variables that carry a secret itself (a file names it otherwise: `cluster.passwordFile`, …). */
 export const NATS_PASSWORD_ENV = 'OVOS_CONTESTS_NATS_PASSWORD';
@@ -87,30 +87,33 @@ function parseServer(text: string): { readonly tls: boolean; readonly userinfo?:
   return { tls: scheme[1]!.toLowerCase() === 'tls', ...(userinfo === undefined || userinfo === '' ? {} : { userinfo }), hostPort, host };
 }
 
-/** `cluster.nats` as logs and errors show it: a URL's user info becomes `***` (a user name alone is kept). */
-export function redactNatsUrls(list: string): string {
-  return list.replace(/(^|,|\s)([a-z]+:\/\/)([^@,\s/]*)@/gi, (_, lead: string, scheme: string, userinfo: string) => {
-    const colon = userinfo.indexOf(':');
-    return `${lead}${scheme}${colon >= 0 ? `${userinfo.slice(0, colon)}:***` : '***'}@`;
-  });
-}
+/** `cluster.nats` (or any text naming its servers) as logs and errors show it: every URL's user info is `***`. */
+export const redactNatsUrls = redactUserinfo;
 
-/** A secret read from a file: a regular file (not followed if a link), at most 64 KiB, trailing newline trimmed. */
+/**
+ * A secret read from a file: a regular file, opened without following a link (O_NOFOLLOW, checked on the descriptor
+ * itself), non-blocking (a FIFO never hangs the start), at most 64 KiB, trailing newline trimmed.
+ */
 function readSecret(file: string, key: string, notes: Array<{ reason: string; message: string }>): string {
-  let stat;
+  let fd: number;
   try {
-    stat = lstatSync(file);
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (error) {
-    throw new NatsAccessError('nats_secret_unreadable', `cluster.${key}: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    const code = (error as NodeJS.ErrnoException).code ?? 'error';
+    throw new NatsAccessError('nats_secret_unreadable', code === 'ELOOP' ? `cluster.${key}: ${file} is a symbolic link (not followed)` : `cluster.${key}: cannot read ${file} (${code})`);
   }
-  if (!stat.isFile()) throw new NatsAccessError('nats_secret_unreadable', `cluster.${key}: ${file} is not a regular file`);
-  if (stat.size > MAX_SECRET_BYTES) throw new NatsAccessError('nats_secret_unreadable', `cluster.${key}: ${file} is larger than ${MAX_SECRET_BYTES} bytes`);
-  if ((stat.mode & 0o077) !== 0) notes.push({ reason: 'nats_secret_file_open', message: `cluster.${key}: ${file} can be read by other users of this machine (chmod 600 it)` });
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    const stat = fstatSync(fd);
+    if (!stat.isFile()) throw new NatsAccessError('nats_secret_unreadable', `cluster.${key}: ${file} is not a regular file`);
+    if (stat.size > MAX_SECRET_BYTES) throw new NatsAccessError('nats_secret_unreadable', `cluster.${key}: ${file} is larger than ${MAX_SECRET_BYTES} bytes`);
+    if ((stat.mode & 0o077) !== 0) notes.push({ reason: 'nats_secret_file_open', message: `cluster.${key}: ${file} can be read by other users of this machine (chmod 600 it)` });
+    text = readFileSync(fd, 'utf8');
   } catch (error) {
+    if (error instanceof NatsAccessError) throw error;
     throw new NatsAccessError('nats_secret_unreadable', `cluster.${key}: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+  } finally {
+    closeSync(fd);
   }
   const secret = text.replace(/\r?\n$/, '');
   if (secret === '') throw new NatsAccessError('nats_secret_unreadable', `cluster.${key}: ${file} is empty`);
@@ -126,7 +129,9 @@ export function natsAccess(config: NatsAuthConfig, env: Readonly<Record<string, 
   const parsed = config.nats.split(',').map((text) => parseServer(text.trim()));
   const servers = parsed.map((server) => `${server.tls ? 'tls' : 'nats'}://${server.hostPort}`);
   const shown = redactNatsUrls(config.nats);
-  const inUrl = parsed.find((server) => server.userinfo !== undefined)?.userinfo;
+  const infos = new Set(parsed.flatMap((server) => (server.userinfo === undefined ? [] : [server.userinfo])));
+  if (infos.size > 1) throw new NatsAccessError('nats_auth_ambiguous', 'the servers of cluster.nats carry different user info: give the credentials once (cluster.user and cluster.passwordFile)');
+  const inUrl = [...infos][0];
 
   let user = config.user ?? undefined;
   let pass: string | undefined;
@@ -209,59 +214,10 @@ export function connectOptions(
     ...(access.token === undefined ? {} : { token: access.token }),
     ...(access.nkeySeed === undefined ? {} : { authenticator: nkeyAuthenticator(encoder.encode(access.nkeySeed)) }),
     ...(access.creds === undefined ? {} : { authenticator: credsAuthenticator(encoder.encode(access.creds)) }),
+    // TLS demanded: the client refuses, at every connect and reconnect, a server that offers none, before it sends a
+    // credential (`server does not support 'tls'`).
     ...(access.tls === undefined ? {} : { tls: { ...access.tls } }),
   };
-}
-
-/** The first line a NATS server sends (`INFO {…}`), read over plain TCP: what it offers before anything is sent to it. */
-async function serverInfo(hostPort: string, timeoutMs: number): Promise<Record<string, unknown>> {
-  const url = new URL(`http://${hostPort}`);
-  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
-  const port = url.port === '' ? 4222 : Number(url.port);
-  return new Promise((resolve, reject) => {
-    const socket = tcpConnect({ host, port });
-    let text = '';
-    const done = (error?: Error, info?: Record<string, unknown>): void => {
-      clearTimeout(timer);
-      socket.destroy();
-      if (error !== undefined) reject(error);
-      else resolve(info ?? {});
-    };
-    const timer = setTimeout(() => done(new Error('no INFO in time')), timeoutMs);
-    socket.on('error', (error) => done(error));
-    socket.on('data', (chunk: Buffer) => {
-      text += chunk.toString('utf8');
-      const end = text.indexOf('\n');
-      if (end < 0) {
-        if (text.length > 64 * 1024) done(new Error('no INFO line'));
-        return;
-      }
-      const line = text.slice(0, end).trim();
-      if (!line.startsWith('INFO ')) return done(new Error('not a NATS server'));
-      try {
-        const info = JSON.parse(line.slice(5)) as unknown;
-        done(undefined, typeof info === 'object' && info !== null ? (info as Record<string, unknown>) : {});
-      } catch {
-        done(new Error('INFO not JSON'));
-      }
-    });
-  });
-}
-
-/**
- * Before any credential is sent: when TLS is demanded, every server that answers must offer it (the NATS client would
- * otherwise go on in clear with a server that offers none). A server that does not answer is left to the client.
- */
-export async function demandTls(access: NatsAccess, timeoutMs = 5_000): Promise<void> {
-  if (access.tls === undefined) return;
-  for (const server of access.servers) {
-    const hostPort = server.replace(SCHEME, '');
-    const info = await serverInfo(hostPort, timeoutMs).catch(() => undefined);
-    if (info === undefined) continue;
-    if (info['tls_required'] !== true && info['tls_available'] !== true) {
-      throw new NatsAccessError('nats_tls_unavailable', `the NATS server at ${redactNatsUrls(server)} offers no TLS, which this daemon demands (tls:// or cluster.tlsCaFile): nothing was sent to it`);
-    }
-  }
 }
 
 /** Whether `nc`'s connection to its current server is encrypted (TLS). */
@@ -283,7 +239,7 @@ export function natsExposure(access: NatsAccess, nc: NatsConnection): Array<{ re
         'the NATS server admits clients without credentials: anyone who reaches it reads every utterance and answer, speaks as a daemon, takes partitions and writes the registrations (give the daemons an account: src/cluster/README.md, "Who can join")',
     });
   }
-  const beyond = access.servers.some((server) => !isLoopbackHost(new URL(`http://${server.replace(SCHEME, '')}`).hostname));
+  const beyond = access.servers.some((server) => !isLoopbackHost(hostOf(server)));
   if (beyond && !encrypted(nc)) {
     warnings.push({
       reason: 'nats_unencrypted',
@@ -307,9 +263,21 @@ export function natsRefusal(error: unknown, access: NatsAccess): NatsAccessError
   if (error instanceof NatsAccessError) return error;
   const detail = scrub(error instanceof Error ? error.message : String(error), access);
   const name = error instanceof Error ? error.name : '';
+  if (access.tls !== undefined && /does not support 'tls'|tls.*not available/i.test(detail)) {
+    return new NatsAccessError('nats_tls_unavailable', `the NATS server at ${access.shown} offers no TLS, which this daemon demands (tls:// or cluster.tlsCaFile): nothing was sent to it`);
+  }
   if (/authori[sz]ation|authentication/i.test(`${name} ${detail}`)) {
     const how = access.method === 'none' ? 'without credentials (it requires some: cluster.user and cluster.passwordFile, cluster.tokenFile, cluster.nkeyFile or cluster.credsFile)' : `with its ${access.method === 'password' ? `user "${access.user ?? ''}" and password` : access.method === 'creds' ? 'credentials file' : access.method === 'nkey' ? 'NKey' : 'token'}`;
     return new NatsAccessError('nats_auth_refused', `the NATS server at ${access.shown} refused this daemon ${how}: ${detail}`);
   }
   return new NatsAccessError('nats_unreachable', `no NATS server with JetStream answered at ${access.shown} (${detail})`);
+}
+
+/** The host of a server as the NATS client names it (`host:port`, with or without a scheme). */
+export function hostOf(server: string): string {
+  try {
+    return new URL(`http://${server.replace(SCHEME, '')}`).hostname;
+  } catch {
+    return '';
+  }
 }

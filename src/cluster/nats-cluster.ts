@@ -23,6 +23,7 @@ import { LogRateLimiter } from '../log/rate-limit.js';
 import { sessionIdOf, DEFAULT_SESSION_ID } from '../bus/session.js';
 import { systemClock, type Clock, type TimerId } from '../clock/clock.js';
 import { barrierClock } from '../clock/barrier-clock.js';
+import { isLoopbackHost } from '../bus/loopback.js';
 import type { Logger } from '../log/logger.js';
 import { Admissions } from './admissions.js';
 import {
@@ -47,7 +48,7 @@ import {
   type SyncNote,
 } from './notes.js';
 import { startHeartbeat, type Heartbeat } from './heartbeat.js';
-import { connectOptions, demandTls, encrypted, NatsAccessError, natsExposure, natsRefusal, type NatsAccess } from './nats-auth.js';
+import { connectOptions, encrypted, hostOf, NatsAccessError, natsExposure, natsRefusal, type NatsAccess } from './nats-auth.js';
 import { InOrder, SentRing } from './redelivery.js';
 import { topics, utteranceRefused } from '../dialect/spec-dialect.js';
 import { legacyTopics } from '../dialect/legacy-dialect.js';
@@ -135,6 +136,17 @@ export interface ClusterView {
   /** The sessions of the latest utterance entries heard (any daemon's), newest last, at most `RECENT_SESSIONS`. */
   readonly recentSessions: readonly string[];
 }
+
+/**
+ * The family of a subject or bucket key a dropped message came on, for its log line's limit: the bus's frames are one
+ * family whatever their topic, what is published again one whatever it names, a bucket one whatever its key.
+ */
+function subjectFamily(where: string): string {
+  for (const family of [`${BUS_PREFIX}.`, `${RESENT_PREFIX}.`, `${STATE_BUCKET}.`, `${PARTITION_BUCKET}.`]) if (where.startsWith(family)) return family;
+  return NOTE_SUBJECTS.has(where) ? where : 'other';
+}
+
+const NOTE_SUBJECTS: ReadonlySet<string> = new Set([NODE_SUBJECT, RESEND_SUBJECT, PARTITION_SUBJECT, CONNECTION_SUBJECT, BREAKER_SUBJECT, SYNC_SUBJECT, SYNCED_SUBJECT, ENDS_SUBJECT]);
 
 /** How many recent sessions a daemon lists in its view (the inspector shows which daemon runs each). */
 const RECENT_SESSIONS = 100;
@@ -359,6 +371,8 @@ export class NatsCluster implements BusRelay {
   /** What was read from NATS and dropped as not a daemon's (`#invalid`), and its log lines' limiter. */
   #invalidCount = 0;
   readonly #invalidLog = new LogRateLimiter(60_000);
+  /** Servers beyond loopback reconnected to in clear, warned of once (`#warnInClear`). */
+  readonly #inClear = new Set<string>();
   #confirmedThrough = 0;
   /** The last number handed to the NATS client: what the heartbeat says this daemon published. */
   #handedThrough = 0;
@@ -476,8 +490,6 @@ export class NatsCluster implements BusRelay {
   /** Connects to NATS and opens (or creates) the partition table. Rejects when no server answers. */
   static async connect(options: ClusterOptions): Promise<NatsCluster> {
     const { access } = options;
-    // No credential is sent to a server that would take it in clear when TLS is demanded.
-    await demandTls(access);
     const nc = await connect({ ...connectOptions(access, { nkeyAuthenticator, credsAuthenticator }), name: 'ovos-contests', maxReconnectAttempts: -1, reconnectTimeWait: 250, noEcho: true, ...pingsFor(options.deadAfterMs) }).catch((error: unknown) => {
       throw natsRefusal(error, access);
     });
@@ -501,6 +513,16 @@ export class NatsCluster implements BusRelay {
       await nc.close().catch(() => {});
       throw error;
     }
+  }
+
+  /**
+   * A server reconnected to — possibly one a NATS cluster announced, not one given — beyond this machine without TLS:
+   * warned once per server (what crosses the network is readable on its path).
+   */
+  #warnInClear(server: string): void {
+    if (server === '' || this.#options.access.tls !== undefined || isLoopbackHost(hostOf(server)) || encrypted(this.#nc) || this.#inClear.has(server)) return;
+    this.#inClear.add(server);
+    this.#logger.warn({ reason: 'nats_unencrypted', server }, 'NATS is joined beyond this machine without TLS: anyone on the network path reads every utterance and the credentials, and can forge messages (use tls:// and cluster.tlsCaFile)');
   }
 
   /** Largest frame the NATS servers take (their `max_payload`). */
@@ -662,7 +684,7 @@ export class NatsCluster implements BusRelay {
    */
   #stateNote(subject: string, json: string, by?: string): void {
     if (subject === CONNECTION_SUBJECT) this.#read(subject, readConnectionNote(parseJson(json), by), (note) => this.#connection(note), by);
-    else if (subject === BREAKER_SUBJECT) this.#read(subject, readBreakerNote(parseJson(json)), (note) => this.#breakerNote(note), by);
+    else if (subject === BREAKER_SUBJECT) this.#read(subject, readBreakerNote(parseJson(json), by), (note) => this.#breakerNote(note), by);
     else this.#invalid(subject, 'no subject a daemon publishes on', 'cluster_message_invalid', by);
   }
 
@@ -675,11 +697,13 @@ export class NatsCluster implements BusRelay {
   /**
    * Something read from NATS that does not read as what a daemon publishes (a faulty or foreign publisher): dropped,
    * counted (`invalid` in the view, `ovos_cluster_messages_invalid_total`), and logged with why — at most once a
-   * minute per subject and publisher, with how many were dropped meanwhile.
+   * minute per reason and subject family, with how many were dropped meanwhile.
    */
   #invalid(where: string, why: string, reason: 'cluster_message_invalid' | 'cluster_frame_invalid' | 'cluster_ends_invalid' = 'cluster_message_invalid', by?: string): void {
     this.#invalidCount++;
-    const key = `${reason} ${where.slice(0, 200)} ${by ?? ''}`;
+    // Keyed by what the publisher cannot vary at will (a bus topic, a bucket key and a daemon's name are its choice):
+    // the reason and the subject's family, a bounded set.
+    const key = `${reason} ${subjectFamily(where)}`;
     const { log, suppressed } = this.#invalidLog.shouldLog(key, this.#clock.monotonic());
     if (!log) return;
     this.#logger.warn({ reason, subject: where.slice(0, 200), ...(by === undefined ? {} : { node: by }), why: why.slice(0, 300), ...(suppressed > 0 ? { suppressed } : {}) }, 'cluster message dropped');
@@ -748,6 +772,7 @@ export class NatsCluster implements BusRelay {
           }
           this.#disconnectedAt = undefined;
           this.#logger.info({ server: String(status.server ?? '') }, 'cluster: NATS connection back');
+          this.#warnInClear(String(status.server ?? ''));
           if (this.#held.length > 0) void this.#recheck();
         }
       }
@@ -1259,10 +1284,10 @@ export class NatsCluster implements BusRelay {
   #delivered(subject: string, opened: Opened): void {
     try {
       if (subject.startsWith(`${BUS_PREFIX}.`)) this.#busFrame(subject, opened);
-      else if (subject === PARTITION_SUBJECT) this.#read(subject, readNote(parseJson(opened.frame.toString('utf8')), this.#options.partitions), (note) => this.#note(note), opened.node);
+      else if (subject === PARTITION_SUBJECT) this.#read(subject, readNote(parseJson(opened.frame.toString('utf8')), this.#options.partitions, opened.node), (note) => this.#note(note), opened.node);
       else if (subject === ENDS_SUBJECT) this.#endsHeard(opened, parseJson(opened.frame.toString('utf8')));
-      else if (subject === SYNC_SUBJECT) this.#read(subject, readSyncNote(parseJson(opened.frame.toString('utf8'))), (note) => this.#syncAsked(note), opened.node);
-      else if (subject === SYNCED_SUBJECT) this.#read(subject, readSyncNote(parseJson(opened.frame.toString('utf8'))), (note) => this.#synced(note), opened.node);
+      else if (subject === SYNC_SUBJECT) this.#read(subject, readSyncNote(parseJson(opened.frame.toString('utf8')), opened.node), (note) => this.#syncAsked(note), opened.node);
+      else if (subject === SYNCED_SUBJECT) this.#read(subject, readSyncNote(parseJson(opened.frame.toString('utf8')), opened.node), (note) => this.#synced(note), opened.node);
       else this.#stateNote(subject, opened.frame.toString('utf8'), opened.node);
     } catch (error) {
       this.#invalid(subject, String(error), 'cluster_message_invalid', opened.node);

@@ -10,8 +10,11 @@
 
 /** A daemon's name (`cluster.nodeId`, or random hex) and a run's `boot` (random hex at each start). */
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
-/** The longest id a note carries (a connection, an utterance, a skill): what the bus would carry, bounded. */
-const MAX_ID = 4_096;
+/**
+ * The longest id a note carries (a connection, an utterance, a skill): no note is larger than a NATS message (1 MiB
+ * unless the servers say otherwise), and a daemon relays ids as its clients sent them.
+ */
+const MAX_ID = 1_048_576;
 
 /** A daemon's heartbeat (`NODE_SUBJECT`): its run, the last number it published, what it can do. */
 export interface NodeNote {
@@ -94,12 +97,13 @@ export function readNodeNote(value: unknown): Read<NodeNote> {
   return { ok: true, note: value as unknown as NodeNote };
 }
 
-/** A partition note of a cluster of `partitions` partitions. */
-export function readNote(value: unknown, partitions: number): Read<Note> {
+/** A partition note of a cluster of `partitions` partitions, heard from daemon `by` (a daemon speaks for itself). */
+export function readNote(value: unknown, partitions: number, by?: string): Read<Note> {
   if (!isObject(value)) return fail('a partition note is an object');
   const { kind, partition, node } = value;
   if (!Number.isInteger(partition) || (partition as number) < 0 || (partition as number) >= partitions) return fail(`a partition note names a partition in [0, ${partitions})`);
   if (!isName(node)) return fail('a partition note names its daemon');
+  if (by !== undefined && node !== by) return fail('a daemon speaks for itself only: a partition note names the daemon that published it');
   switch (kind) {
     case 'taken':
       if (!isId(value['frame']) || !isId(value['utterance_id']) || !optional(value['boot'], isName)) return fail('a taken note names the frame, the utterance and the run');
@@ -140,19 +144,21 @@ export function readConnectionNote(value: unknown, by?: string): Read<Connection
   return { ok: true, note: value as unknown as ConnectionNote };
 }
 
-/** A deadline sync question or answer. */
-export function readSyncNote(value: unknown): Read<SyncNote> {
+/** A deadline sync question or answer, heard from daemon `by`. */
+export function readSyncNote(value: unknown, by?: string): Read<SyncNote> {
   if (!isObject(value)) return fail('a sync note is an object');
   if (!isName(value['by']) || !isName(value['boot']) || !isCount(value['round'])) return fail('a sync note names its daemon, run and round');
+  if (by !== undefined && value['by'] !== by) return fail('a daemon speaks for itself only: a sync note names the daemon that published it');
   if (!optional(value['to'], isName) || !optional(value['ask'], (ask) => Array.isArray(ask) && ask.length <= 10_000 && ask.every(isName))) return fail("a sync note's to and ask name daemons");
   return { ok: true, note: value as unknown as SyncNote };
 }
 
-/** A suspension or resumption of a fallback skill. */
-export function readBreakerNote(value: unknown): Read<BreakerNote> {
+/** A suspension or resumption of a fallback skill, heard from daemon `by` (or replayed from the state). */
+export function readBreakerNote(value: unknown, by?: string): Read<BreakerNote> {
   if (!isObject(value)) return fail('a breaker note is an object');
   if (value['type'] !== 'suspended' && value['type'] !== 'resumed') return fail('a breaker note is suspended or resumed');
   if (!isId(value['skill_id']) || !isName(value['node'])) return fail('a breaker note names the skill and the daemon');
+  if (by !== undefined && value['node'] !== by) return fail('a daemon speaks for itself only: a breaker note names the daemon that decided it');
   if (typeof value['at'] !== 'number' || !Number.isFinite(value['at'])) return fail('a breaker note says when (epoch ms)');
   if (value['type'] === 'suspended' && !(typeof value['for_ms'] === 'number' && Number.isFinite(value['for_ms']) && value['for_ms'] > 0)) return fail('a suspension says for how long (ms > 0)');
   return { ok: true, note: value as unknown as BreakerNote };

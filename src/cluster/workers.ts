@@ -12,7 +12,7 @@
  */
 import cluster, { type Worker } from 'node:cluster';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, closeSync, mkdirSync, openSync, rmSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, lstatSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -29,7 +29,7 @@ export const WORKER_INDEX_ENV = 'OVOS_CONTESTS_WORKER_INDEX';
 const WORKER_NATS_AUTH_ENV = 'OVOS_CONTESTS_WORKERS_NATS_AUTH';
 /** The user the workers authenticate as on the primary's own nats-server. */
 export const WORKERS_NATS_USER = 'ovos-contests';
-/** The file in `$XDG_STATE_HOME/ovos-contests/nats` that holds that user's password for this start. */
+/** The file in this start's folder (`$XDG_STATE_HOME/ovos-contests/nats/run-*`) that holds that user's password. */
 const PASSWORD_FILE = 'workers-password';
 /** The nats-server binary (default: `nats-server` on the PATH). */
 const NATS_SERVER_ENV = 'OVOS_CONTESTS_NATS_SERVER';
@@ -72,6 +72,7 @@ export function workerConfig(config: Config, index: number, env: Readonly<Record
 export async function runPrimary(config: Config, logger: Logger): Promise<void> {
   const workers = config.cluster.workers ?? 1;
   let nats: ChildProcess | undefined;
+  let credentials: string | undefined;
   let natsUrl = config.cluster.nats;
   if (natsUrl === null) {
     const binary = process.env[NATS_SERVER_ENV] ?? 'nats-server';
@@ -81,13 +82,14 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
     }
     const port = await freePort();
     const dir = join(stateDir(), 'nats');
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    chmodSync(dir, 0o700);
-    // Credentials of this start alone: only the workers (and whoever can read this user's files) can join.
+    privateDir(dir);
+    // Credentials of this start alone, in a folder of its own (0700, removed at exit): only the workers (and whoever
+    // can read this user's files) can join.
+    credentials = mkdtempSync(join(dir, 'run-'));
     const password = randomBytes(32).toString('base64url');
-    const conf = join(dir, 'server.conf');
+    const conf = join(credentials, 'server.conf');
     writePrivate(conf, [`listen: "127.0.0.1:${port}"`, `jetstream { store_dir: ${JSON.stringify(dir)} }`, `authorization { user: "${WORKERS_NATS_USER}", password: "${password}" }`, ''].join('\n'));
-    writePrivate(join(dir, PASSWORD_FILE), `${password}\n`);
+    writePrivate(join(credentials, PASSWORD_FILE), `${password}\n`);
     nats = spawn(binary, ['-c', conf], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
     await new Promise<void>((resolve, reject) => {
       let output = '';
@@ -99,9 +101,13 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
     });
     nats.stderr!.resume();
     natsUrl = `nats://127.0.0.1:${port}`;
-    // Never left behind by a primary that exits.
-    process.once('exit', () => nats?.kill('SIGTERM'));
-    logger.info({ nats: natsUrl, dir }, 'nats-server started for the workers');
+    // Never left behind by a primary that exits, nor its credentials.
+    const ran = credentials;
+    process.once('exit', () => {
+      nats?.kill('SIGTERM');
+      rmSync(ran, { recursive: true, force: true });
+    });
+    logger.info({ nats: natsUrl, dir, credentials }, 'nats-server started for the workers');
   }
 
   let stopping = false;
@@ -111,7 +117,7 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
       OVOS_CONTESTS_NATS: natsUrl ?? '',
       [WORKER_INDEX_ENV]: String(index),
       // The primary's own nats-server: its credentials of this start, whatever else the environment names.
-      ...(nats === undefined ? {} : { [WORKER_NATS_AUTH_ENV]: join(stateDir(), 'nats', PASSWORD_FILE), OVOS_CONTESTS_NATS_PASSWORD: '', OVOS_CONTESTS_NATS_TOKEN: '' }),
+      ...(credentials === undefined ? {} : { [WORKER_NATS_AUTH_ENV]: join(credentials, PASSWORD_FILE), OVOS_CONTESTS_NATS_PASSWORD: '', OVOS_CONTESTS_NATS_TOKEN: '' }),
     });
     live.set(index, worker);
     worker.once('exit', (code, signal) => {
@@ -153,9 +159,22 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   await new Promise<never>(() => {});
 }
 
-/** `text` in a new file only this user can read (an old file, or a link put in its place, is removed first). */
+/**
+ * `dir` made if missing, and checked: a folder (not a link to one) of this user's, mode 0700 — another user who could
+ * put a link or a folder of theirs there would read or replace the credentials.
+ */
+function privateDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const stat = lstatSync(dir);
+  if (!stat.isDirectory() || (process.getuid !== undefined && stat.uid !== process.getuid())) {
+    process.stderr.write(`--workers: ${dir} is not a folder of this user's (a link, or another user's): not used for the nats-server's credentials\n`);
+    process.exit(1);
+  }
+  if ((stat.mode & 0o077) !== 0) chmodSync(dir, 0o700);
+}
+
+/** `text` in a new file only this user can read (never through a link: the file must not exist). */
 function writePrivate(file: string, text: string): void {
-  rmSync(file, { force: true });
   const fd = openSync(file, 'wx', 0o600);
   try {
     writeSync(fd, text);

@@ -84,3 +84,25 @@ export function didYouMean(word: string, candidates: readonly string[]): string 
   }
   return bestDistance <= Math.max(2, Math.floor(word.length / 4)) ? best : undefined;
 }
+
+/**
+ * URLs (comma-separated) as logs and errors show them: in each entry, what stands between `://` (or the start) and
+ * the entry's last `@` — a URL's user info, whatever characters a password holds — becomes `***`; a user name before
+ * a `:` is kept when it is a plain name.
+ */
+export function redactUserinfo(list: string): string {
+  return list
+    .split(',')
+    .map((entry) => {
+      const at = entry.lastIndexOf('@');
+      if (at < 0) return entry;
+      const scheme = entry.indexOf('://');
+      // No scheme before it (`user:pass@host`): everything before the `@` may be a secret.
+      const start = scheme >= 0 && scheme < at ? scheme + 3 : 0;
+      const userinfo = entry.slice(start, at);
+      const colon = userinfo.indexOf(':');
+      const user = colon > 0 && /^[A-Za-z0-9._-]+$/.test(userinfo.slice(0, colon)) ? `${userinfo.slice(0, colon)}:` : '';
+      return `${entry.slice(0, start)}${user}***${entry.slice(at)}`;
+    })
+    .join(',');
+}

@@ -10,7 +10,7 @@
 import { z } from 'zod';
 
 import { DEFAULT_GATE_VOCABULARY } from './gate-vocabulary.js';
-import { childKey, describeValue, didYouMean, keyOf } from './errors.js';
+import { childKey, describeValue, didYouMean, keyOf, redactUserinfo } from './errors.js';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Command-line metadata
@@ -83,7 +83,7 @@ function filePath() {
 /** `cluster.nats`: its error never repeats a secret the URL may carry (`nats://user:***@host`). */
 const natsExpecting = {
   error: (issue: { readonly input?: unknown }) =>
-    `expected null or nats:// or tls:// URLs, separated by commas, got ${describeValue(typeof issue.input === 'string' ? issue.input.replace(/:\/\/[^@,\s/]*@/g, '://***@') : issue.input)}`,
+    `expected null or nats:// or tls:// URLs, separated by commas, got ${describeValue(typeof issue.input === 'string' ? redactUserinfo(issue.input) : issue.input)}`,
 };
 
 function unitInterval() {

@@ -3,6 +3,7 @@
  * can join"): one way to authenticate, secrets from files or the environment, TLS demanded where asked, and no secret
  * in anything that is shown.
  */
+import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,6 +43,16 @@ describe('NATS access (src/cluster/nats-auth.ts)', () => {
     expect(natsAccess({ ...NONE, nats: `tls://${SECRET}@127.0.0.1:4222` }, {})).toMatchObject({ method: 'token', token: SECRET, servers: ['tls://127.0.0.1:4222'], tls: {} });
   });
 
+  it('a password with any characters is hidden whole: "/", "@", "%", "#", spaces; user info without a scheme too', () => {
+    for (const password of ['pa/ss', 'p@ss@word', 'p%41ss', 'pa#ss', 'pa ss', `${SECRET}/x@y`]) {
+      const shown = redactNatsUrls(`nats://daemon:${password}@127.0.0.1:4222,tls://${password}@10.0.0.2:4222`);
+      expect(shown).toBe('nats://daemon:***@127.0.0.1:4222,tls://***@10.0.0.2:4222');
+    }
+    expect(redactNatsUrls(`daemon:${SECRET}@127.0.0.1:4222`)).toBe('daemon:***@127.0.0.1:4222');
+    expect(natsAccess({ ...NONE, nats: `nats://daemon:${encodeURIComponent('p@ss/word')}@127.0.0.1:4222` }, {})).toMatchObject({ pass: 'p@ss/word', shown: 'nats://daemon:***@127.0.0.1:4222' });
+    expect(refusal({ nats: `nats://daemon:${SECRET}@127.0.0.1:4222,nats://other:${SECRET}@127.0.0.1:4223` }).code).toBe('nats_auth_ambiguous');
+  });
+
   it('no credentials: method none, no TLS unless asked, nothing to warn of in how secrets were given', () => {
     expect(natsAccess(NONE, {})).toEqual({ servers: ['nats://127.0.0.1:4222'], shown: 'nats://127.0.0.1:4222', method: 'none', notes: [] });
   });
@@ -66,7 +77,12 @@ describe('NATS access (src/cluster/nats-auth.ts)', () => {
     const real = file(SECRET);
     const link = join(mkdtempSync(join(tmpdir(), 'ovos-contests-nats-auth-')), 'link');
     symlinkSync(real, link);
-    expect(refusal({ user: 'daemon', passwordFile: link }).message).toMatch(/not a regular file/);
+    expect(refusal({ user: 'daemon', passwordFile: link }).message).toMatch(/is a symbolic link \(not followed\)/);
+    // A FIFO (or any file that is not a regular one) never hangs the start.
+    const fifo = join(mkdtempSync(join(tmpdir(), 'ovos-contests-nats-auth-')), 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    expect(refusal({ user: 'daemon', passwordFile: fifo }).message).toMatch(/not a regular file/);
+    expect(refusal({ user: 'daemon', passwordFile: tmpdir() }).message).toMatch(/not a regular file/);
     expect(refusal({ user: 'daemon', passwordFile: '/nonexistent/secret' }).message).toMatch(/cannot read \/nonexistent\/secret \(ENOENT\)/);
     expect(refusal({ user: 'daemon', passwordFile: file('\n') }).message).toMatch(/is empty/);
     const open = natsAccess({ ...NONE, user: 'daemon', passwordFile: file(SECRET, 0o644) }, {});
@@ -92,12 +108,17 @@ describe('NATS access (src/cluster/nats-auth.ts)', () => {
     expect(refused.code).toBe('nats_auth_refused');
     expect(refused.message).toBe('the NATS server at nats://127.0.0.1:4222 refused this daemon with its user "daemon" and password: Authorization Violation ***');
     expect(natsRefusal(new Error('CONNECTION_REFUSED'), access).code).toBe('nats_unreachable');
+    // The client's own refusal of a server without TLS, when TLS is demanded: said as such.
+    const tls = natsAccess({ ...NONE, nats: 'tls://127.0.0.1:4222' }, {});
+    expect(natsRefusal(new Error("server does not support 'tls'"), tls).code).toBe('nats_tls_unavailable');
   });
 
   it('a bad cluster.nats is a config error that never repeats the password in it', () => {
-    const error = configErrorOf(() => loadConfig({ argv: ['--nats', `nats://daemon:${SECRET}@127.0.0.1:4222 extra`], env: {} }));
-    expect(formatConfigError(error)).toContain('cluster.nats');
-    expect(formatConfigError(error)).not.toContain(SECRET);
+    for (const bad of [`nats://daemon:${SECRET}@127.0.0.1:4222 extra`, `nats://daemon:pa ss${SECRET}@h:1`, `nats://u:pa/ss${SECRET}@h:1,foo`, `daemon:${SECRET}@127.0.0.1:4222`]) {
+      const error = configErrorOf(() => loadConfig({ argv: ['--nats', bad], env: {} }));
+      expect(formatConfigError(error)).toContain('cluster.nats');
+      expect(formatConfigError(error)).not.toContain(SECRET.slice(0, 8));
+    }
     expect(loadConfig({ argv: ['--nats', 'tls://127.0.0.1:4222', '--nats-user', 'daemon', '--nats-password-file', '/run/secrets/nats'], env: {} }).config.cluster).toMatchObject({ nats: 'tls://127.0.0.1:4222', user: 'daemon', passwordFile: '/run/secrets/nats' });
   });
 });

@@ -5,7 +5,7 @@
  * (OVOS-FALLBACK-1 §6.2).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { connect as natsConnect } from '@nats-io/transport-node';
 import { WORKERS_NATS_USER } from '../../src/cluster/workers.js';
 import { tmpdir } from 'node:os';
@@ -85,11 +85,13 @@ describe.skipIf(absent !== undefined)('npm start -- --workers N (src/cluster/REA
     const started = lines(spawned, 'nats-server started for the workers')[0]!;
     const natsUrl = String(started['nats']);
     const natsDir = join(stateHome, 'ovos-contests', 'nats');
-    expect(statSync(natsDir).mode & 0o777).toBe(0o700);
-    for (const name of ['server.conf', 'workers-password']) expect(statSync(join(natsDir, name)).mode & 0o777).toBe(0o600);
+    const credentials = String(started['credentials']);
+    expect(credentials.startsWith(join(natsDir, 'run-'))).toBe(true);
+    for (const folder of [natsDir, credentials]) expect(statSync(folder).mode & 0o777).toBe(0o700);
+    for (const name of ['server.conf', 'workers-password']) expect(statSync(join(credentials, name)).mode & 0o777).toBe(0o600);
     await expect(natsConnect({ servers: natsUrl, reconnect: false })).rejects.toThrow(/authorization/i);
     await expect(natsConnect({ servers: natsUrl, reconnect: false, user: WORKERS_NATS_USER, pass: 'guessed' })).rejects.toThrow(/authorization/i);
-    const password = readFileSync(join(natsDir, 'workers-password'), 'utf8').trim();
+    const password = readFileSync(join(credentials, 'workers-password'), 'utf8').trim();
     const admitted = await natsConnect({ servers: natsUrl, reconnect: false, user: WORKERS_NATS_USER, pass: password });
     await admitted.close();
     for (const pid of spawnSync('pgrep', ['-f', natsDir], { encoding: 'utf8' }).stdout.trim().split('\n').concat(ready(spawned).filter((line) => now.includes(String(line['node']))).map((line) => String(line['pid'])))) {
@@ -126,6 +128,8 @@ describe.skipIf(absent !== undefined)('npm start -- --workers N (src/cluster/REA
     spawned.child.kill('SIGTERM');
     expect(await spawned.exited).toBe(0);
     expect(spawnSync('pgrep', ['-f', join(stateHome, 'ovos-contests', 'nats')]).status).toBe(1);
+    // This start's credentials are gone with it.
+    expect(existsSync(credentials)).toBe(false);
   }, 120_000);
 
   it('without nats-server, --workers says in one line how to get it', async () => {
