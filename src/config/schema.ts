@@ -292,7 +292,7 @@ const fallback = section({
       flag: { name: '--registry-file', arg: 'FILE', env: 'OVOS_CONTESTS_REGISTRY_FILE' },
       switches: [{ flag: '--no-registry-file', value: null, help: 'keep no registrations on disk (a restart forgets skills that do not register again)' }],
     }),
-  forgetAfterMs: intIn(60_000)
+  forgetAfterMs: intIn(10_000)
     .default(30 * 24 * 3_600_000)
     .describe('a registration not heard from for this long is forgotten (a skill uninstalled without deregistering), at start and while running'),
 }).describe('the fallback pipeline plugin (OVOS-FALLBACK-1)');
