@@ -1,3 +1,8 @@
+/**
+ * What stays on this machine: loopback addresses and names, and the check every HTTP endpoint of the daemon makes
+ * (the inspector, the metrics) so that a web page the user visits — DNS rebinding included — cannot read them.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
 import { BlockList, isIP } from 'node:net';
 
 const LOOPBACK = new BlockList();
@@ -18,4 +23,22 @@ export function isLoopbackHost(host: string): boolean {
   } catch {
     return false; // a zone index (fe80::1%eth0) is no loopback address
   }
+}
+
+/** A `Host` header naming this machine by a loopback name (a rebinding page's request carries its own name). */
+const LOOPBACK_HOST_HEADER = /^(127\.0\.0\.1|localhost|\[::1\])(:\d{1,5})?$/i;
+/** An `Origin` of a page served from this machine's loopback names. */
+const LOOPBACK_ORIGIN = /^https?:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d{1,5})?$/i;
+
+/**
+ * Why an HTTP request to a loopback-only endpoint is refused, or undefined: its `Host` is not a loopback name (a
+ * DNS-rebinding page), it carries the `Origin` of a page elsewhere, or the browser says it comes from another site
+ * (`Sec-Fetch-Site: cross-site`). A client that is not a browser (curl, Prometheus) sends neither of the last two.
+ */
+export function nonLocalRequest(headers: IncomingHttpHeaders): 'host_not_loopback' | 'origin_not_loopback' | 'cross_site' | undefined {
+  if (!LOOPBACK_HOST_HEADER.test(headers.host ?? '')) return 'host_not_loopback';
+  const origin = headers.origin;
+  if (origin !== undefined && !LOOPBACK_ORIGIN.test(origin)) return 'origin_not_loopback';
+  if (headers['sec-fetch-site'] === 'cross-site') return 'cross_site';
+  return undefined;
 }

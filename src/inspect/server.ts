@@ -16,6 +16,7 @@
  * (`inspector_request_failed`), a feed frame that cannot be built is logged (`inspector_feed_failed`) and its page
  * closed to reconnect; the daemon runs on either way.
  */
+import { nonLocalRequest } from '../bus/loopback.js';
 import type { ClusterView } from '../cluster/nats-cluster.js';
 import { partitionOf } from '../cluster/subjects.js';
 import { existsSync, readFileSync } from 'node:fs';
@@ -276,6 +277,13 @@ export class InspectorServer {
       return;
     }
     if (url.pathname === '/api/state') {
+      // Every session's utterances and answers: never for a page of another site (a navigation typed by the user,
+      // curl and the inspector's own page pass).
+      const refused = nonLocalRequest(request.headers);
+      if (refused !== undefined) {
+        send(403, 'text/plain', `refused (${refused}): the inspector's state is for this machine's programs and its own page only\n`);
+        return;
+      }
       send(200, 'application/json', JSON.stringify(this.state()));
       return;
     }

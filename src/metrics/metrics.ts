@@ -5,6 +5,7 @@
  * breaker). Label values come from bounded sets only: contest kinds and stage ids from the config, reason codes from
  * the code, and skill_ids of registered skills (the registry is bounded).
  */
+import { nonLocalRequest } from '../bus/loopback.js';
 import type { ClusterView } from '../cluster/nats-cluster.js';
 import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
@@ -260,6 +261,12 @@ export function createMetrics(system: ContestSystem, options: { readonly clients
 /** GET /metrics on 127.0.0.1:`port` (0: any free port; read `url`). */
 export async function serveMetrics(metrics: Metrics, port: number): Promise<{ readonly url: string; close(): Promise<void> }> {
   const server: Server = createServer((request, response) => {
+    // Process details and skill ids: for this machine's programs, never a page the user visits (src/bus/loopback.ts).
+    const refused = nonLocalRequest(request.headers);
+    if (refused !== undefined) {
+      response.writeHead(403, { 'content-type': 'text/plain' }).end(`refused (${refused}): the metrics answer this machine's programs only\n`);
+      return;
+    }
     if (request.method !== 'GET' || new URL(request.url ?? '/', 'http://127.0.0.1').pathname !== '/metrics') {
       response.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics\n');
       return;

@@ -40,9 +40,9 @@ async function ask(d: Daemon, utterance: string, session: string): Promise<strin
   return utteranceId;
 }
 
-function get(url: string, host?: string): Promise<{ status: number; type: string; disposition: string; body: string }> {
+function get(url: string, host?: string, headers: Record<string, string> = {}): Promise<{ status: number; type: string; disposition: string; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request(url, host === undefined ? {} : { headers: { host } }, (res) => {
+    const req = request(url, { headers: { ...headers, ...(host === undefined ? {} : { host }) } }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => (body += chunk));
@@ -102,6 +102,16 @@ describe('inspector server', () => {
     expect(d.inspector!.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
     expect((await get(`${d.inspector!.url}api/state`, 'attacker.example:80')).status).toBe(403);
     expect((await get(`${d.inspector!.url}api/state`, `localhost:${new URL(d.inspector!.url).port}`)).status).toBe(200);
+  });
+
+  it('GET /api/state is refused to a page of another site (Sec-Fetch-Site: cross-site, or its Origin), answered to the inspector\'s own page and to programs', async () => {
+    const d = await daemon();
+    const state = `${d.inspector!.url}api/state`;
+    expect((await get(state, undefined, { 'sec-fetch-site': 'cross-site' })).status).toBe(403);
+    expect((await get(state, undefined, { origin: 'https://evil.example' })).status).toBe(403);
+    expect((await get(state, undefined, { 'sec-fetch-site': 'same-origin', origin: d.inspector!.url.slice(0, -1) })).status).toBe(200);
+    expect((await get(state, undefined, { 'sec-fetch-site': 'none' })).status).toBe(200);
+    expect((await get(state)).status).toBe(200);
   });
 
   it('the feed opens for the inspector\'s own page (or a client that sends no Origin), never for a page of another origin', async () => {

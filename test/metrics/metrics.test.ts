@@ -2,6 +2,7 @@
  * Prometheus metrics: counted from the supervisor's observer, the bus and the fallback plugin — on the deterministic
  * clock for the numbers that depend on time, and scraped over HTTP from the daemon the way Prometheus does.
  */
+import { request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMessage } from '../../src/bus/message.js';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.js';
@@ -87,6 +88,26 @@ describe('metrics', () => {
     expect(sample(text, 'ovos_decision_seconds_count', { stage: 'common_query' })).toBe(1);
     expect(sample(text, 'process_resident_memory_bytes')).toBeGreaterThan(0);
     expect((await fetch(daemon.metricsUrl!.replace('/metrics', '/other'))).status).toBe(404);
+  });
+
+  it('GET /metrics answers this machine\'s programs only: a request naming another host (DNS rebinding), a page\'s Origin elsewhere or a cross-site fetch is refused', async () => {
+    const daemon = await startDaemon(configWith({ bus: { port: 0 }, exampleSkills: false, log: { level: 'silent' }, metrics: { port: 0 } }), silentLogger());
+    cleanups.push(() => daemon.close());
+    const status = (headers: Record<string, string>): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const req = httpRequest(daemon.metricsUrl!, { headers }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    const port = new URL(daemon.metricsUrl!).port;
+    expect(await status({ host: `attacker.example:${port}` })).toBe(403);
+    expect(await status({ origin: 'https://attacker.example' })).toBe(403);
+    expect(await status({ 'sec-fetch-site': 'cross-site' })).toBe(403);
+    expect(await status({ host: `localhost:${port}` })).toBe(200);
+    expect(await status({})).toBe(200);
   });
 
   it('metrics are off by default', async () => {
