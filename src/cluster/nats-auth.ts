@@ -7,10 +7,10 @@
  * JWT with its NKey seed) — and TLS beneath any of them; a daemon uses exactly one (or none) and demands TLS when a
  * server URL says `tls://` or a CA, certificate or key file is configured.
  */
-import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
 import type { Authenticator, ConnectionOptions, NatsConnection } from '@nats-io/transport-node';
 import { isLoopbackHost } from '../bus/loopback.js';
 import { redactUserinfo } from '../config/errors.js';
+import { readSecretFile } from '../config/secret-file.js';
 
 /** The environment variables that carry a secret itself (a file names it otherwise: `cluster.passwordFile`, …). */
 export const NATS_PASSWORD_ENV = 'OVOS_CONTESTS_NATS_PASSWORD';
@@ -90,34 +90,16 @@ function parseServer(text: string): { readonly tls: boolean; readonly userinfo?:
 /** `cluster.nats` (or any text naming its servers) as logs and errors show it: every URL's user info is `***`. */
 export const redactNatsUrls = redactUserinfo;
 
-/**
- * A secret read from a file: a regular file, opened without following a link (O_NOFOLLOW, checked on the descriptor
- * itself), non-blocking (a FIFO never hangs the start), at most 64 KiB, trailing newline trimmed.
- */
+/** A secret read from a file (src/config/secret-file.ts); one other users can read is noted. */
 function readSecret(file: string, key: string, notes: Array<{ reason: string; message: string }>): string {
-  let fd: number;
+  let read;
   try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    read = readSecretFile(file, `cluster.${key}`, MAX_SECRET_BYTES);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? 'error';
-    throw new NatsAccessError('nats_secret_unreadable', code === 'ELOOP' ? `cluster.${key}: ${file} is a symbolic link (not followed)` : `cluster.${key}: cannot read ${file} (${code})`);
+    throw new NatsAccessError('nats_secret_unreadable', error instanceof Error ? error.message : String(error));
   }
-  let text: string;
-  try {
-    const stat = fstatSync(fd);
-    if (!stat.isFile()) throw new NatsAccessError('nats_secret_unreadable', `cluster.${key}: ${file} is not a regular file`);
-    if (stat.size > MAX_SECRET_BYTES) throw new NatsAccessError('nats_secret_unreadable', `cluster.${key}: ${file} is larger than ${MAX_SECRET_BYTES} bytes`);
-    if ((stat.mode & 0o077) !== 0) notes.push({ reason: 'nats_secret_file_open', message: `cluster.${key}: ${file} can be read by other users of this machine (chmod 600 it)` });
-    text = readFileSync(fd, 'utf8');
-  } catch (error) {
-    if (error instanceof NatsAccessError) throw error;
-    throw new NatsAccessError('nats_secret_unreadable', `cluster.${key}: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
-  } finally {
-    closeSync(fd);
-  }
-  const secret = text.replace(/\r?\n$/, '');
-  if (secret === '') throw new NatsAccessError('nats_secret_unreadable', `cluster.${key}: ${file} is empty`);
-  return secret;
+  if ((read.mode & 0o077) !== 0) notes.push({ reason: 'nats_secret_file_open', message: `cluster.${key}: ${file} can be read by other users of this machine (chmod 600 it)` });
+  return read.text;
 }
 
 /**

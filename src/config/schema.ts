@@ -231,6 +231,11 @@ const orchestrator = section({
       "port on 127.0.0.1 where the daemon also answers the ovos-core plugin's stage requests, a link past the bus (its daemon_url); served only while takesUtterances is false; null: the bus only, 0: any free port (logged at start)",
     )
     .register(CONFIG_KEY_META, { flag: { name: '--stage-port', arg: 'PORT', env: 'OVOS_CONTESTS_STAGE_PORT' } }),
+  stageTokenFile: matching(/^\S.*$/, 'a file path')
+    .default('$STATE/stage-link-token')
+    .describe(
+      "the stage link's credential: a token the daemon makes there at its first start (0600) and the ovos-core plugin reads (its token_file; the same default when both run as one user); another path — group-readable by ovos-core's user — when they do not ($STATE: $XDG_STATE_HOME/ovos-contests)",
+    ),
   maxInFlightPerConnection: intIn(1)
     .default(256)
     .describe(

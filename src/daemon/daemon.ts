@@ -20,7 +20,8 @@ import type { Logger } from '../log/logger.js';
 import { connectSkill, runCommonQuerySkill, runFallbackSkill } from '../skills/index.js';
 import { dontKnowSkill, localKnowledgeSkill, meaningOfLifeSkill } from '../skills/example-skills.js';
 import { createContestSystem, type ContestSystem } from '../system.js';
-import { startStageEndpoint } from '../stage-service/endpoint.js';
+import { startStageEndpoint, type StageEndpoint } from '../stage-service/endpoint.js';
+import { linkToken } from '../stage-service/link-token.js';
 import type { NatsCluster } from '../cluster/nats-cluster.js';
 
 export { isLoopbackHost };
@@ -237,9 +238,15 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     logger.info({ url }, 'OVOS bus listening');
   }
   let metricsUrl: string | undefined;
+  let stageLink: StageEndpoint | undefined;
   if (config.metrics.port !== null) {
     const joined = cluster;
-    const metrics = createMetrics(system, { ...(clients === undefined ? {} : { clients }), ...(joined === undefined ? {} : { cluster: () => joined.view() }) });
+    const metrics = createMetrics(system, {
+      ...(clients === undefined ? {} : { clients }),
+      ...(joined === undefined ? {} : { cluster: () => joined.view() }),
+      // The stage link starts after the metrics: read when scraped.
+      ...(config.orchestrator.takesUtterances ? {} : { stageLinkRefused: () => stageLink?.refused() ?? {} }),
+    });
     // Unlike the inspector, metrics were asked for: a port in use stops the start (main.ts says which and why).
     const served = await serveMetrics(metrics, config.metrics.port).catch(async (error: unknown) => {
       metrics.close();
@@ -272,7 +279,11 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   let stageLinkUrl: string | undefined;
   if (!config.orchestrator.takesUtterances && config.orchestrator.stagePort !== null) {
     try {
-      const endpoint = await startStageEndpoint({ service: system.stageService, port: config.orchestrator.stagePort, logger: logger.child({ component: 'stage-link' }) });
+      const named = config.orchestrator.stageTokenFile;
+      const token = linkToken(named.startsWith('$STATE/') ? join(stateDir(), named.slice('$STATE/'.length)) : named, named.startsWith('$STATE/'));
+      if (token.openToAll) logger.warn({ reason: 'stage_token_open', file: token.file }, 'the stage link\'s token file can be read by every user of this machine: any of them can ask our stages (chmod 600, or 640 with ovos-core\'s group)');
+      const endpoint = await startStageEndpoint({ service: system.stageService, port: config.orchestrator.stagePort, token, logger: logger.child({ component: 'stage-link' }) });
+      stageLink = endpoint;
       stageLinkUrl = endpoint.url;
       closers.unshift(() => endpoint.close());
       logger.info({ url: endpoint.url }, 'stage requests also answered at this address (the ovos-core plugin\'s daemon_url)');

@@ -32,10 +32,26 @@ function outcomeOf(info: ContestInfo, result: ContestResult<unknown>): string {
   return typeof outcome === 'string' ? outcome : 'done';
 }
 
-export function createMetrics(system: ContestSystem, options: { readonly clients?: () => number; readonly cluster?: () => ClusterView } = {}): Metrics {
+export function createMetrics(
+  system: ContestSystem,
+  options: { readonly clients?: () => number; readonly cluster?: () => ClusterView; readonly stageLinkRefused?: () => Readonly<Record<string, number | undefined>> } = {},
+): Metrics {
   const registry = new Registry();
   registry.setDefaultLabels({ service: 'ovos-contests' });
   collectDefaultMetrics({ register: registry });
+  const { stageLinkRefused } = options;
+  if (stageLinkRefused !== undefined) {
+    new Counter({
+      name: 'ovos_stage_link_refused_total',
+      help: "What the stage link (the ovos-core plugin's connection) refused, by reason: connections (unauthorized, not_local, too_many_links) and requests (too_many_in_flight, slow_reader, malformed, …).",
+      labelNames: ['reason'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [reason, count] of Object.entries(stageLinkRefused())) if (count !== undefined) this.inc({ reason }, count);
+      },
+    });
+  }
   const { supervisor, fallback, orchestrator } = system;
   const now = (): number => supervisor.clock.now();
 

@@ -202,18 +202,20 @@ async function run(setup: Setup, sitePackages: string): Promise<{ outcomes: Outc
     const ours = setup.stages === 'ours';
     const stagePort = await freePort();
     const daemonUrl = setup.link ? `ws://127.0.0.1:${stagePort}/contests` : null;
+    // The stage link's token: made by the daemon there, read by the plugin (Protocol §8).
+    const stageTokenFile = join(mkdtempSync(join(tmpdir(), 'ovos-contests-bench-token-')), 'stage-link-token');
     const { home, file } = mycroftHome({
       websocket: { host: '127.0.0.1', port },
       intents: {
         pipeline: ours ? CONTESTS_PIPELINE : OVOS_CORE_PIPELINE,
-        'ovos-contests-fallback-pipeline-plugin': { daemon_url: daemonUrl },
-        'ovos-contests-common-query-pipeline-plugin': { daemon_url: daemonUrl },
+        'ovos-contests-fallback-pipeline-plugin': { daemon_url: daemonUrl, token_file: stageTokenFile },
+        'ovos-contests-common-query-pipeline-plugin': { daemon_url: daemonUrl, token_file: stageTokenFile },
       },
     });
     let daemon: DaemonProcess | undefined;
     if (setup.bus === 'ours') {
       // The daemon is the bus; for ovos-core's own stages it is only the bus.
-      daemon = keep(startDaemon(['--port', String(port), '--no-mycroft-conf'], { orchestrator: { takesUtterances: false, stagePort }, ...(ours ? {} : { commonQuery: { earlyStart: false } }) }));
+      daemon = keep(startDaemon(['--port', String(port), '--no-mycroft-conf'], { orchestrator: { takesUtterances: false, stagePort, stageTokenFile }, ...(ours ? {} : { commonQuery: { earlyStart: false } }) }));
       const started = daemon;
       await until(() => started.lines.some((l) => l['msg'] === 'OVOS bus listening'), 'our bus listening');
     } else {
@@ -221,7 +223,7 @@ async function run(setup: Setup, sitePackages: string): Promise<{ outcomes: Outc
     }
     const core = keep(await startCore(port, home, ours ? sitePackages : null, true));
     if (ours && setup.bus === 'ovos-messagebus') {
-      daemon = keep(startDaemon(['--mycroft-conf', file], { orchestrator: { stagePort } }));
+      daemon = keep(startDaemon(['--mycroft-conf', file], { orchestrator: { stagePort, stageTokenFile } }));
       const started = daemon;
       await until(() => started.lines.some((l) => l['msg'] === 'bus connected'), 'the daemon joined ovos-messagebus');
     }

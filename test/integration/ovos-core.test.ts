@@ -96,8 +96,9 @@ describe.skipIf(!available).each(['bus', 'link'] as const)('inside a real ovos-c
       websocket: { host: '127.0.0.1', port },
       intents: {
         pipeline: CONTESTS_PIPELINE,
-        'ovos-contests-fallback-pipeline-plugin': { daemon_url: daemonUrl },
-        'ovos-contests-common-query-pipeline-plugin': { daemon_url: daemonUrl },
+        // The daemon makes the stage link's token in its state folder (this test's own); the plugin reads it there.
+        'ovos-contests-fallback-pipeline-plugin': { daemon_url: daemonUrl, token_file: join(stateHome, 'ovos-contests', 'stage-link-token') },
+        'ovos-contests-common-query-pipeline-plugin': { daemon_url: daemonUrl, token_file: join(stateHome, 'ovos-contests', 'stage-link-token') },
       },
     });
     const keep = (p: PyProcess): PyProcess => (stops.push(p.stop), p);

@@ -5,6 +5,10 @@
  * embedded bus; every wait is on an event, with a guard timeout only.
  */
 import { once } from 'node:events';
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { createMessage, decodeFrame, encodeMessage, reply, type JsonObject, type Message } from '../../src/bus/message.js';
@@ -18,16 +22,20 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function daemon(orchestrator: Record<string, unknown>, port = 0) {
+/** The stage link's token file of the daemons of this suite (made by the first, read by every test's plugin end). */
+const TOKEN_FILE = join(mkdtempSync(join(tmpdir(), 'ovos-contests-stage-link-')), 'stage-link-token');
+const bearer = (): string => `Bearer ${readFileSync(TOKEN_FILE, 'utf8').trim()}`;
+
+async function daemon(orchestrator: Record<string, unknown>, port = 0, metrics?: { port: number }) {
   const { logger, lines } = captureLogs('info');
-  const started: Daemon = await startDaemon(configWith({ bus: { port }, exampleSkills: false, inspector: { enabled: false }, orchestrator }), logger);
+  const started: Daemon = await startDaemon(configWith({ bus: { port }, exampleSkills: false, inspector: { enabled: false }, orchestrator: { stageTokenFile: TOKEN_FILE, ...orchestrator }, ...(metrics === undefined ? {} : { metrics }) }), logger);
   cleanups.push(() => started.close());
   return { daemon: started, lines };
 }
 
-/** The plugin's end of the link: sends text frames, records every reply. */
+/** The plugin's end of the link, with the link's token: sends text frames, records every reply. */
 async function link(url: string, headers: Record<string, string> = {}): Promise<{ socket: WebSocket; replies: Recorder<Message> }> {
-  const socket = new WebSocket(url, { headers });
+  const socket = new WebSocket(url, { headers: { authorization: bearer(), ...headers } });
   const replies = new Recorder<Message>();
   socket.on('message', (raw) => {
     const decoded = decodeFrame(String(raw));
@@ -48,6 +56,23 @@ async function workshopSkill(url: string, skillId: string, priority: number, lin
   skill.send(createMessage('ovos.skills.fallback.register', { skill_id: skillId, priority }, {}));
   await lines.waitFor((l) => l['msg'] === 'fallback skill registered' && l['skill_id'] === skillId, 'its registration');
   return skill;
+}
+
+/** The status an upgrade to the link gets with `headers` (101: opened). */
+function upgradeStatus(url: string, headers: Record<string, string>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url.replace('ws:', 'http:'), { headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', ...headers } });
+    req.on('upgrade', (response, socket) => {
+      socket.destroy();
+      resolve(response.statusCode ?? 0);
+    });
+    req.on('response', (response) => {
+      response.resume();
+      resolve(response.statusCode ?? 0);
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 const request = (requestId: string, data: Partial<JsonObject> = {}): Message =>
@@ -88,16 +113,58 @@ describe('stage link: the ovos-core plugin\'s requests past the bus (Protocol §
     expect(socket.readyState).toBe(WebSocket.OPEN);
   });
 
-  it('a browser page cannot open the link (a foreign Origin is refused); loopback is served', async () => {
+  it('a browser page cannot open the link (a foreign Origin, or a Host that is not a loopback name, is refused); loopback is served', async () => {
     const { daemon: d } = await daemon({ takesUtterances: false, stagePort: 0 });
-    const refused = new WebSocket(d.stageLinkUrl!, { headers: { origin: 'https://evil.example' } });
-    const failed = once(refused, 'error');
-    const [, response] = (await within(once(refused, 'unexpected-response'), 5_000, 'the refusal')) as [unknown, { statusCode: number }];
-    expect(response.statusCode).toBe(401);
-    refused.terminate();
-    await failed; // terminate() before the handshake ends reports an error: expected here
+    expect(await upgradeStatus(d.stageLinkUrl!, { authorization: bearer(), origin: 'https://evil.example' })).toBe(403);
+    expect(await upgradeStatus(d.stageLinkUrl!, { authorization: bearer(), host: 'attacker.example' })).toBe(403);
     await link(d.stageLinkUrl!, { origin: 'http://127.0.0.1:8182' });
   });
+
+  it('Protocol §8: only the ovos-core plugin opens the link — without the token, or with another, a connection is refused (401), logged once a minute and counted; the daemon made the token file 0600 and keeps it across restarts', async () => {
+    const { daemon: d, lines } = await daemon({ takesUtterances: false, stagePort: 0 }, 0, { port: 0 });
+    expect(statSync(TOKEN_FILE).mode & 0o777).toBe(0o600);
+    expect(await upgradeStatus(d.stageLinkUrl!, {})).toBe(401);
+    expect(await upgradeStatus(d.stageLinkUrl!, { authorization: 'Bearer guessed' })).toBe(401);
+    expect(await upgradeStatus(d.stageLinkUrl!, { authorization: `${bearer()}x` })).toBe(401);
+    expect(lines.items.filter((l) => l.reason === 'stage_link_unauthorized')).toHaveLength(1);
+    expect(await (await fetch(d.metricsUrl!)).text()).toMatch(/ovos_stage_link_refused_total\{reason="unauthorized",service="ovos-contests"\} 3/);
+    const token = readFileSync(TOKEN_FILE, 'utf8');
+    await d.close();
+    await daemon({ takesUtterances: false, stagePort: 0 });
+    expect(readFileSync(TOKEN_FILE, 'utf8')).toBe(token);
+  });
+
+  it('bounded like the bus: at most 8 links (the ninth refused, 503), at most 64 requests in flight on one (the rest answered unavailable at once), each refusal counted', async () => {
+    const { daemon: d, lines } = await daemon({ takesUtterances: false, stagePort: 0 });
+    // A workshop skill that never answers its ping: every request stays in flight for its whole bound.
+    const silent = await Probe.connect(d.url);
+    cleanups.push(() => silent.close());
+    silent.send(createMessage('ovos.skills.fallback.register', { skill_id: 'wk.silent', priority: 95 }, {}));
+    await lines.waitFor((l) => l['msg'] === 'fallback skill registered' && l['skill_id'] === 'wk.silent', 'its registration');
+    const links = [];
+    for (let i = 0; i < 8; i++) links.push(await link(d.stageLinkUrl!));
+    expect(await upgradeStatus(d.stageLinkUrl!, { authorization: bearer() })).toBe(503);
+    const { socket, replies } = links[0]!;
+    for (let i = 0; i < 100; i++) socket.send(encodeMessage(request(`f${i}`, { timeout_ms: 2_000 })));
+    await replies.waitFor(() => replies.items.length >= 36, 'the refusals');
+    expect(replies.items.every((m) => m.data['error'] === 'unavailable' && m.data['match'] === null)).toBe(true);
+    await replies.waitFor(() => replies.items.length === 100, 'every reply', 10_000);
+    expect(replies.items.filter((m) => m.data['error'] === 'unavailable')).toHaveLength(36);
+    expect(lines.items.filter((l) => l.reason === 'stage_link_too_many_in_flight')).toHaveLength(1);
+    expect(lines.items.filter((l) => l.reason === 'stage_link_too_many_links')).toHaveLength(1);
+  });
+
+  it('a client that sends requests and never reads the replies: the link stops reading it once 1 MiB of replies waits (what it holds is bounded), and closes it after 10 s', async () => {
+    const { daemon: d, lines } = await daemon({ takesUtterances: false, stagePort: 0 });
+    const { socket } = await link(d.stageLinkUrl!);
+    // Never read: the replies pile up in the daemon, then in the kernel's buffers.
+    (socket as unknown as { _socket: { pause(): void } })._socket.pause();
+    const frame = encodeMessage(request('slow', { stage: 'unknown_stage_here' }));
+    const closed = once(socket, 'close');
+    for (let i = 0; i < 40_000; i++) socket.send(frame);
+    await lines.waitFor((l) => l.reason === 'stage_link_slow_reader', 'the link stops reading', 20_000);
+    await within(closed, 20_000, 'the slow reader closed');
+  }, 60_000);
 
   it('not served while the daemon takes the utterances itself, nor with stagePort null; a port in use is logged and the daemon runs on', async () => {
     expect((await daemon({ takesUtterances: true, stagePort: 0 })).daemon.stageLinkUrl).toBeUndefined();

@@ -10,7 +10,9 @@ nothing here raises out of a match: every failure is a log line (rate limited) a
 from __future__ import annotations
 
 import json
+import os
 import socket
+import stat
 import threading
 import time
 from copy import deepcopy
@@ -157,12 +159,42 @@ class RateLimitedLog:
         getattr(LOG, level)(text + (f" ({held} more suppressed)" if held else ""))
 
 
-def connect_websocket(url: str) -> Any:
-    """A websocket-client connection (ovos-bus-client's own websocket library): Nagle off, no Origin header, and
-    blocking reads once open."""
+def default_token_file() -> str:
+    """Where the daemon keeps the link's token when both run as one user: $XDG_STATE_HOME/ovos-contests (default
+    ~/.local/state/ovos-contests), as the daemon's `orchestrator.stageTokenFile` default."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "ovos-contests", "stage-link-token")
+
+
+class TokenUnreadable(OSError):
+    """The link's token file could not be read."""
+
+
+def read_token(path: str) -> str:
+    """The link's token from its file (read at every connect: the daemon makes it at its first start). A link is never
+    followed; a file that cannot be read raises, and the link stays down (requests go on the bus)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError as error:
+        raise TokenUnreadable(f"cannot read the token file {path} ({error.strerror})") from error
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise TokenUnreadable(f"the token file {path} is not a regular file")
+        text = os.read(fd, 1024).decode("utf-8", "replace").strip()
+    finally:
+        os.close(fd)
+    if not text:
+        raise TokenUnreadable(f"the token file {path} is empty")
+    return text
+
+
+def connect_websocket(url: str, token_file: Optional[str] = None) -> Any:
+    """A websocket-client connection (ovos-bus-client's own websocket library): the link's token (Protocol §8), Nagle
+    off, no Origin header, and blocking reads once open."""
     import websocket  # imported here: the plugin loads, and uses the bus alone, where it is missing
 
-    conn = websocket.create_connection(url, timeout=2, suppress_origin=True,
+    token = read_token(token_file or default_token_file())
+    conn = websocket.create_connection(url, timeout=2, suppress_origin=True, header=[f"Authorization: Bearer {token}"],
                                        sockopt=((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),))
     conn.settimeout(None)
     return conn
@@ -185,6 +217,7 @@ class DirectLink:
         self._conn: Any = None
         self._waiting: Dict[str, Callable[[Dict[str, Any]], None]] = {}
         self._closed = threading.Event()
+        self._said: set = set()
         self._thread = threading.Thread(target=self._run, name="ovos-contests-link", daemon=True)
         self._thread.start()
 
@@ -225,7 +258,14 @@ class DirectLink:
         while not self._closed.is_set():
             try:
                 conn = self._connect(self.url)
-            except Exception:
+            except Exception as error:
+                # Once per kind of failure: a daemon not running yet is quiet; a token it cannot read or one the
+                # daemon refuses (401) is said, since requests then go on the bus for good.
+                kind = "token" if isinstance(error, TokenUnreadable) else ("refused" if "401" in str(error) else "")
+                if kind and kind not in self._said:
+                    self._said.add(kind)
+                    LOG.warning(f"ovos-contests: the stage link to {self.url} cannot be opened ({error!s:.200}); "
+                                "stage requests go on the bus (token_file: the daemon's orchestrator.stageTokenFile)")
                 self._closed.wait(pause)
                 pause = min(pause * 2, LINK_RETRY_MAX_S)
                 continue
@@ -385,9 +425,20 @@ def _daemon_url(config: Dict[str, Any], plugin_id: str) -> Optional[str]:
     return value
 
 
+def _token_file(config: Dict[str, Any], plugin_id: str) -> Optional[str]:
+    """The link token's file from the plugin's section (`token_file`; null: the daemon's default place)."""
+    value = config.get("token_file")
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"intents.{plugin_id}.token_file must be a file path, or null, got {value!r}")
+    return value
+
+
 def _link(config: Dict[str, Any], plugin_id: str, connect: Optional[Connect]) -> Optional[DirectLink]:
     url = _daemon_url(config, plugin_id)
-    return None if url is None else link_for(url, connect or connect_websocket)
+    token_file = _token_file(config, plugin_id)
+    return None if url is None else link_for(url, connect or (lambda to: connect_websocket(to, token_file)))
 
 
 def _timeout_ms(config: Dict[str, Any], plugin_id: str, key: str, default: int) -> int:

@@ -51,14 +51,15 @@ def bus():
 def no_daemon_link(monkeypatch):
     """No test reaches a daemon on this machine: the direct link's default connection is refused (the plugin then
     uses the bus, as when no daemon listens); tests of the link pass a `connect` of their own. Links are closed
-    after each test."""
+    after each test. Its value is the real `connect_websocket`."""
     import ovos_contests_pipeline as plugin_module
 
-    def refused(url):
+    def refused(url, token_file=None):
         raise ConnectionRefusedError(url)
 
+    original = plugin_module.connect_websocket
     monkeypatch.setattr(plugin_module, "connect_websocket", refused)
-    yield
+    yield original
     with plugin_module._links_lock:
         links = list(plugin_module._links.values())
         plugin_module._links.clear()

@@ -616,3 +616,51 @@ def test_a_bad_daemon_url_fails_construction_naming_the_key(bus, value):
         ContestsFallbackPipeline(bus, {"daemon_url": value})
     with pytest.raises(ValueError, match=f"intents.{COMMON_QUERY_PLUGIN_ID}.daemon_url"):
         ContestsCommonQueryPipeline(bus, {"daemon_url": value})
+
+
+# Protocol §8: the link's token (src/stage-service/link-token.ts).
+
+def test_the_token_is_read_from_the_daemons_default_place_or_token_file(tmp_path, monkeypatch):
+    from ovos_contests_pipeline import default_token_file, read_token
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    assert default_token_file() == str(tmp_path / "ovos-contests" / "stage-link-token")
+    token = tmp_path / "token"
+    token.write_text("abc123\n")
+    assert read_token(str(token)) == "abc123"
+
+
+def test_a_token_file_that_is_a_link_empty_or_missing_is_refused(tmp_path):
+    from ovos_contests_pipeline import TokenUnreadable, read_token
+    real = tmp_path / "real"
+    real.write_text("abc123\n")
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    for path in (link, empty, tmp_path / "missing", tmp_path):
+        with pytest.raises(TokenUnreadable):
+            read_token(str(path))
+
+
+def test_the_link_sends_the_token_as_a_bearer_header(tmp_path, monkeypatch, no_daemon_link):
+    import types
+    connect_websocket = no_daemon_link
+    calls = []
+
+    class Conn:
+        def settimeout(self, value):
+            pass
+
+    fake = types.ModuleType("websocket")
+    fake.create_connection = lambda url, **kwargs: calls.append((url, kwargs)) or Conn()
+    monkeypatch.setitem(sys.modules, "websocket", fake)
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    connect_websocket("ws://127.0.0.1:8183/contests", str(token))
+    assert calls[0][1]["header"] == ["Authorization: Bearer s3cret"]
+    assert calls[0][1]["suppress_origin"] is True
+
+
+def test_a_bad_token_file_fails_construction_naming_the_key(bus):
+    with pytest.raises(ValueError, match=f"intents.{FALLBACK_PLUGIN_ID}.token_file"):
+        ContestsFallbackPipeline(bus, {"token_file": 42})
