@@ -10,7 +10,8 @@
  * null prototype, so a lookup by a skill id read off the bus (e.g. "constructor") never finds an inherited member.
  */
 
-import { readFileSync } from 'node:fs';
+import { readRegularFile } from './secret-file.js';
+import { nestsDeeperThan } from '../bus/message.js';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 
@@ -21,6 +22,7 @@ import {
   discoverMycroftConf,
   mycroftLayer,
   overrideOf,
+  MAX_CONFIG_DEPTH,
   readFileIfPresent,
   type MycroftConfText,
   type MycroftIgnoredKey,
@@ -412,6 +414,7 @@ function readConfigFile(path: string, readFile: (path: string) => string): unkno
     const reason = error instanceof Error ? error.message : String(error);
     throw new ConfigError('CONFIG_FILE_UNREADABLE', `config file ${path}: cannot read it (${reason})`, { cause: error });
   }
+  if (nestsDeeperThan(text, MAX_CONFIG_DEPTH)) throw new ConfigError('CONFIG_FILE_NOT_JSON', `config file ${path}: nested deeper than ${MAX_CONFIG_DEPTH} levels; not a configuration`);
   let data: unknown;
   try {
     data = JSON.parse(text.replace(/^\uFEFF/, '')) as unknown;
@@ -543,7 +546,7 @@ function mycroftFiles(
  * `--help`/`-h` are ignored (the caller acts on them).
  */
 export function loadConfig(options: LoadConfigOptions): CliOptions {
-  const readFile = options.readFile ?? ((path: string) => readFileSync(path, 'utf8'));
+  const readFile = options.readFile ?? ((path: string) => readRegularFile(path));
   const parsed = parseArgv(options.argv);
   const { flags, configFile: fileFromFlag } = parsed;
   const fileFromEnv = options.env[CONFIG_ENV];

@@ -45,7 +45,8 @@
  * mycroft.conf key and ours: running on without it would run a deployment other than the one configured.
  */
 
-import { readFileSync } from 'node:fs';
+import { readRegularFile } from './secret-file.js';
+import { nestsDeeperThan } from '../bus/message.js';
 import { posix } from 'node:path';
 
 import { DEFAULT_CONFIG, type Config } from './defaults.js';
@@ -279,12 +280,17 @@ function inlineCommentLine(text: string): number | undefined {
   return undefined;
 }
 
+/** How deep a configuration file may nest (mycroft.conf nests a few levels). */
+export const MAX_CONFIG_DEPTH = 64;
+
 /**
  * A mycroft.conf's text → its object, read as ovos-config reads it (whole-line `//` and `#` comments). Throws
  * CONFIG_FILE_NOT_JSON naming the file when it is not JSON, or not a JSON object.
  */
 export function parseMycroftConf(text: string, path: string): JsonRecord {
   const stripped = stripMycroftComments(text);
+  // Deeper than any configuration is: refused before parsing (merging it would overflow the stack).
+  if (nestsDeeperThan(stripped, MAX_CONFIG_DEPTH)) throw new ConfigError('CONFIG_FILE_NOT_JSON', `mycroft.conf ${path}: nested deeper than ${MAX_CONFIG_DEPTH} levels; not a configuration`);
   let parsed: unknown;
   try {
     parsed = JSON.parse(stripped);
@@ -341,7 +347,7 @@ export function legacyMycroftConfPath(env: Env, home: string): string {
 /** Reads a file, or `undefined` when there is none at that path (what ovos-config's `isfile()` check skips). */
 export function readFileIfPresent(path: string): string | undefined {
   try {
-    return readFileSync(path, 'utf8');
+    return readRegularFile(path);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR') return undefined;

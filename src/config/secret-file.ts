@@ -43,3 +43,23 @@ export function readSecretFile(file: string, key: string, maxBytes = 64 * 1024):
     closeSync(fd);
   }
 }
+
+/** A configuration file larger than this is not one (mycroft.conf is a few KB; a config file of ours, less). */
+export const MAX_CONFIG_FILE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * A configuration file's text: a regular file (a FIFO, a device or a folder is refused at once, never waited on), at
+ * most `maxBytes`. Throws an Error whose message says why (ENOENT errors keep their `code`).
+ */
+export function readRegularFile(file: string, maxBytes = MAX_CONFIG_FILE_BYTES): string {
+  const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const stat = fstatSync(fd);
+    if (stat.isDirectory()) throw Object.assign(new Error('is a folder'), { code: 'EISDIR' });
+    if (!stat.isFile()) throw new Error('not a regular file (a FIFO, socket or device is not read)');
+    if (stat.size > maxBytes) throw new Error(`larger than ${maxBytes} bytes`);
+    return readFileSync(fd, 'utf8');
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -8,16 +8,39 @@
  */
 import { pino, type Logger as PinoLogger, type Level } from 'pino';
 import pretty from 'pino-pretty';
+import { Writable } from 'node:stream';
 import { processStdoutDestination } from './stdout-destination.js';
 
 export type Logger = PinoLogger;
 export type LogLevel = Level | 'silent';
 
-export function createLogger(options: { level: LogLevel; pretty?: boolean; name?: string }): Logger {
+/**
+ * `write`: where pretty lines go (default stdout); JSON lines always go to stdout. In a terminal every C1 control
+ * (U+0080–U+009F: U+009B starts a control sequence as ESC [ does) and every bidirectional override or isolate
+ * (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C), line and paragraph separator, a skill id or an utterance
+ * carries, is shown as `\uXXXX`: what a log line says cannot rewrite the terminal or reorder what it shows. (JSON
+ * lines escape the C0 controls; a reader of the JSON sees the characters as sent.)
+ */
+export function createLogger(options: { level: LogLevel; pretty?: boolean; name?: string; write?: (text: string) => void }): Logger {
   const usePretty = options.pretty ?? process.stdout.isTTY === true;
   const base = { level: options.level, name: options.name ?? 'ovos-contests' };
   if (!usePretty) return pino(base, processStdoutDestination());
-  return pino(base, pretty({ sync: true, colorize: true, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname,name' }));
+  const write = options.write ?? ((text: string) => void process.stdout.write(text));
+  const destination = new Writable({
+    write(chunk: Buffer | string, _encoding, done) {
+      write(escapeForTerminal(chunk.toString()));
+      done();
+    },
+  });
+  return pino(base, pretty({ sync: true, colorize: true, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname,name', destination }));
+}
+
+/** Characters a terminal would act on or reorder, besides the colours pino-pretty writes itself (ESC stays). */
+const TERMINAL_UNSAFE = /[\u0000-\u0008\u000b-\u001a\u001c-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/** `text` with every character a terminal would act on or reorder written as `\uXXXX` (newlines, tabs and ESC kept). */
+export function escapeForTerminal(text: string): string {
+  return text.replace(TERMINAL_UNSAFE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /** A logger that writes nothing: for tests and for embedding without logs. */

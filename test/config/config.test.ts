@@ -1,3 +1,7 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { configErrorOf } from '../support/config-error.js';
 
@@ -427,6 +431,32 @@ describe('configHelp', () => {
       'OVOS_CONTESTS_LANG', 'OVOS_CONTESTS_CONFIG',
     ]) {
       expect(help).toContain(word);
+    }
+  });
+});
+
+describe('a configuration file of any shape is one clear error, never a crash or a hang', () => {
+  const deep = (levels: number): string => `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`;
+
+  it('a config file or a mycroft.conf nested 20,000 levels deep: CONFIG_FILE_NOT_JSON naming the file and the depth', () => {
+    for (const argv of [['--config', '/x/deep.json'], ['--mycroft-conf', '/x/mycroft.conf']]) {
+      const error = configErrorOf(() => loadConfig({ argv, env: {}, readFile: () => deep(20_000) }));
+      expect(error.code).toBe('CONFIG_FILE_NOT_JSON');
+      expect(formatConfigError(error)).toMatch(/nested deeper than 64 levels/);
+    }
+    // As deep as a configuration is: read.
+    expect(formatConfigError(configErrorOf(() => loadConfig({ argv: ['--config', '/x/ok.json'], env: {}, readFile: () => `{"nope":${deep(30)}}` })))).toMatch(/unknown key "nope"|nope/);
+    expect(formatConfigError(configErrorOf(() => loadConfig({ argv: ['--config', '/x/ok.json'], env: {}, readFile: () => `{"nope":${deep(30)}}` })))).not.toMatch(/nested deeper/);
+  });
+
+  it('a FIFO, a folder or a device given as a config file or a mycroft.conf: CONFIG_FILE_UNREADABLE at once, nothing waited on', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ovos-contests-config-'));
+    const fifo = join(dir, 'mycroft.conf');
+    execFileSync('mkfifo', [fifo]);
+    for (const [flag, path] of [['--mycroft-conf', fifo], ['--config', fifo], ['--config', dir], ['--mycroft-conf', '/dev/zero']] as const) {
+      const error = configErrorOf(() => loadConfig({ argv: [flag, path], env: {} }));
+      expect(error.code).toBe('CONFIG_FILE_UNREADABLE');
+      expect(formatConfigError(error)).toMatch(/not a regular file|is a folder/);
     }
   });
 });
