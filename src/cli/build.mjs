@@ -9,7 +9,7 @@
  *   node src/cli/build.mjs --all    everything (tsconfig.json: the tests, benchmarks and generators too)
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, rmdirSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
@@ -18,35 +18,58 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 const all = process.argv.includes('--all');
 const dist = join(root, 'dist');
 const lock = join(dist, '.build-lock');
-/** A lock older than this was left by a build that died (a build takes seconds). */
+/** A lock older than this was left behind (a build takes seconds); one whose process is gone is taken at once. */
 const STALE_MS = 300_000;
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
+
+/** Whether the build holding the lock is gone: its process has exited (killed mid-build), or the lock is stale. */
+function abandoned() {
+  let pid;
+  try {
+    pid = Number(readFileSync(join(lock, 'pid'), 'utf8'));
+  } catch {
+    // Not written yet (its holder is between mkdir and write), or gone: judged by age alone.
+    try {
+      return Date.now() - statSync(lock).mtimeMs > STALE_MS;
+    } catch {
+      return false;
+    }
+  }
+  try {
+    process.kill(pid, 0);
+    return Date.now() - statSync(lock).mtimeMs > STALE_MS;
+  } catch (error) {
+    return error.code === 'ESRCH';
+  }
+}
+
+function release() {
+  rmSync(lock, { recursive: true, force: true });
+}
 
 mkdirSync(dist, { recursive: true });
 // One build at a time: mkdir is atomic, whoever makes the folder builds; the others wait for it to go.
 for (let waited = 0; ; waited += 50) {
   try {
     mkdirSync(lock);
+    writeFileSync(join(lock, 'pid'), String(process.pid));
     break;
   } catch (error) {
     if (error.code !== 'EEXIST') throw error;
-    let age = 0;
-    try {
-      age = Date.now() - statSync(lock).mtimeMs;
-    } catch {
-      continue; // gone meanwhile: try again
-    }
-    if (age > STALE_MS) {
-      try {
-        rmdirSync(lock);
-      } catch {
-        // another waiter took it away first
-      }
+    if (abandoned()) {
+      release();
       continue;
     }
     if (waited === 2_000) process.stderr.write('waiting for another build of this checkout to finish…\n');
     Atomics.wait(sleeper, 0, 0, 50);
   }
+}
+// Stopped mid-build (a Ctrl-C, a service stopped while it starts): the lock goes with it.
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(signal, () => {
+    release();
+    process.exit(1);
+  });
 }
 
 let status = 1;
@@ -58,6 +81,6 @@ try {
   const result = spawnSync(process.execPath, [tsc, '-p', project, '--incremental', '--tsBuildInfoFile', info], { cwd: root, stdio: 'inherit' });
   status = result.status ?? 1;
 } finally {
-  rmdirSync(lock);
+  release();
 }
 process.exit(status);
