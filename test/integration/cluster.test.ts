@@ -19,7 +19,7 @@ import { silentLogger, type Logger } from '../../src/log/logger.js';
 import { natsServerAbsent, startNatsServer, type NatsServer } from '../support/nats-server.js';
 import { startTcpProxy } from '../support/tcp-proxy.js';
 import { specWordSkill, workshopWordSkill } from '../support/word-skills.js';
-import { Probe, captureLogs, configWith, freePort } from './probe.js';
+import { Probe, captureLogs, configWith, freePort, within } from './probe.js';
 import { killGroup, npmStart, signalDaemon, type Spawned } from './spawn-daemon.js';
 
 const absent = natsServerAbsent();
@@ -68,6 +68,13 @@ async function daemon(url: string, nodeId: string, logger: Logger = silentLogger
   });
 }
 
+/** A spawned daemon on the cluster (guarded: one that cannot start fails the test with what it printed). */
+async function started(b: Spawned): Promise<void> {
+  await within(b.printed('one daemon of a cluster on NATS'), 60_000, 'a spawned daemon on the cluster').catch((error: unknown) => {
+    throw new Error(`${String(error)}; it printed: ${b.output().slice(-2_000)}`);
+  });
+}
+
 /**
  * Daemon "node-b" in a process of its own (`npm start --config`), on its own port: `start` starts it (again, with the
  * same config) and resolves once it is on the cluster; every process started is killed after the test.
@@ -82,7 +89,7 @@ async function spawnedNodeB(natsUrl: string, fallback: Record<string, unknown> =
     start: async () => {
       const b = npmStart(['--config', file], dir);
       cleanups.push(() => killGroup(b));
-      await b.printed('one daemon of a cluster on NATS');
+      await started(b);
       return b;
     },
   };
@@ -1277,7 +1284,7 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     };
     let b: Spawned = npmStart(['--config', configOf('node-b')], dir);
     cleanups.push(() => killGroup(b));
-    await b.printed('one daemon of a cluster on NATS');
+    await started(b);
     await expect.poll(() => a.cluster!.view().owned.length + a.cluster!.view().owners.filter((owner) => owner === 'node-b').length, { timeout: 20_000 }).toBe(PARTITIONS);
     await expect.poll(() => a.cluster!.view().owners.filter((owner) => owner === 'node-b').length, { timeout: 20_000 }).toBeGreaterThan(0);
     // A skill connected to B's first run (registered, then not a fallback skill any more: no contest asks it): its
@@ -1299,7 +1306,7 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     await signalDaemon(b, 'SIGKILL');
     const killedAt = Date.now();
     b = npmStart(['--config', configOf(sameName ? 'node-b' : 'node-b2')], dir);
-    await b.printed('one daemon of a cluster on NATS');
+    await started(b);
     // Started again before A could take it for gone: what follows is the restart, not a failover by silence.
     expect(Date.now() - killedAt).toBeLessThan(cluster.deadAfterMs);
     if (sameName) {
@@ -1325,7 +1332,7 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     writeFileSync(file, JSON.stringify({ bus: { port: 0 }, exampleSkills: false, inspector: { enabled: false }, cluster: { ...cluster, nats: server.url, nodeId: 'node-b' }, fallback: FALLBACK }));
     let b: Spawned = npmStart(['--config', file], dir);
     cleanups.push(() => killGroup(b));
-    await b.printed('one daemon of a cluster on NATS');
+    await started(b);
     const owners = (): ReadonlyArray<string | null> => a.cluster!.view().owners;
     const settled = (nodes: readonly string[]) => (): boolean => owners().every((owner, p) => owner === preferredOwner(p, nodes));
     await expect.poll(settled(['node-a', 'node-b']), { timeout: 20_000 }).toBe(true);
@@ -1338,7 +1345,7 @@ describe.skipIf(absent !== undefined)('a cluster of daemons on NATS (src/cluster
     await signalDaemon(b, 'SIGKILL');
     await daemon(server.url, c, silentLogger(), {}, cluster);
     b = npmStart(['--config', file], dir);
-    await b.printed('one daemon of a cluster on NATS');
+    await started(b);
     await expect.poll(settled(['node-a', 'node-b', c]), { timeout: 15_000 }).toBe(true);
 
     // A session in every partition is answered.
