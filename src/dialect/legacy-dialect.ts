@@ -30,7 +30,7 @@
  */
 import type { JsonObject, Message } from '../bus/message.js';
 import { forward, isJsonObject, reply, stringField, withContext } from '../bus/message.js';
-import { classifyUtterances, fail, skillIdFrom, type Classified } from './spec-dialect.js';
+import { classifyUtterances, fail, sessionIdTooLong, skillIdFrom, type Classified } from './spec-dialect.js';
 
 export const legacyTopics = {
   /** The utterance entry of the OVOS voice loop and of ovos-bus-client clients. */
@@ -77,6 +77,8 @@ export function classifyLegacy(message: Message): Classified {
     case legacyTopics.fallbackRegister: {
       const skillId = skillIdFrom(data, 'fallback.register');
       if (typeof skillId !== 'string') return skillId;
+      const sessionTooLong = sessionIdTooLong(message, 'fallback.register');
+      if (sessionTooLong !== undefined) return sessionTooLong;
       const raw = data['priority'];
       if (raw !== undefined && raw !== null && (typeof raw !== 'number' || !Number.isFinite(raw))) return fail('fallback.register', 'priority_invalid');
       // ovos-core's scale runs to 101 (its low stage is (90, 101]); ours to 100: the same place, the lowest.

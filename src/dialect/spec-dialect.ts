@@ -87,6 +87,10 @@ export type DropReason =
   | 'utterances_invalid'
   | 'skill_id_missing'
   | 'skill_id_invalid'
+  /** Longer than `MAX_SKILL_ID_LENGTH`: no skill's id is (an id becomes topics, log lines and registry entries). */
+  | 'skill_id_too_long'
+  /** A registration in a session whose id is longer than `MAX_SESSION_ID_LENGTH` (it would be kept with it). */
+  | 'session_id_too_long'
   | 'skill_id_mismatch'
   | 'context_skill_id_mismatch'
   | 'priority_invalid'
@@ -187,10 +191,26 @@ export function classifyUtterances(data: JsonObject): Classified {
 export const fail = (kind: InboundKind, reason: DropReason, detail?: string): Classified =>
   detail === undefined ? { ok: false, kind, reason } : { ok: false, kind, reason, detail };
 
+/** A registration refused for the length of its session's id (`MAX_SESSION_ID_LENGTH`), or undefined. */
+export function sessionIdTooLong(message: Message, kind: InboundKind): Classified | undefined {
+  const carrier = message.context['session'];
+  const id = isJsonObject(carrier) ? carrier['session_id'] : undefined;
+  return typeof id === 'string' && id.length > MAX_SESSION_ID_LENGTH ? fail(kind, 'session_id_too_long', `${id.length} characters (at most ${MAX_SESSION_ID_LENGTH})`) : undefined;
+}
+
+/**
+ * The longest skill_id taken (OVOS ids are a package and an author, tens of characters): every registration, pong and
+ * log line that carries one is bounded by it.
+ */
+export const MAX_SKILL_ID_LENGTH = 256;
+/** The longest session id a registration may be kept under (the registry and its file hold it with every entry). */
+export const MAX_SESSION_ID_LENGTH = 256;
+
 /** Payload `skill_id` must be a non-empty string and, where the topic names one, equal the topic prefix. */
 export function skillIdFrom(data: JsonObject, kind: InboundKind, topicSkillId?: string): string | Classified {
   const skillId = stringField(data, 'skill_id');
   if (skillId === undefined || skillId === '') return fail(kind, 'skill_id_missing');
+  if (skillId.length > MAX_SKILL_ID_LENGTH) return fail(kind, 'skill_id_too_long', `${skillId.length} characters (at most ${MAX_SKILL_ID_LENGTH})`);
   // OVOS-MSG-1 topics: only dispatch topics contain ':' — a skill_id with one would break every topic built from it.
   if (skillId.includes(':') || /\s/.test(skillId)) return fail(kind, 'skill_id_invalid', skillId);
   if (topicSkillId !== undefined && skillId !== topicSkillId) {
@@ -207,6 +227,8 @@ export function classify(message: Message): Classified {
     case topics.fallbackRegister: {
       const skillId = skillIdFrom(data, 'fallback.register');
       if (typeof skillId !== 'string') return skillId;
+      const sessionTooLong = sessionIdTooLong(message, 'fallback.register');
+      if (sessionTooLong !== undefined) return sessionTooLong;
       // OVOS-FALLBACK-1 §3.1: MUST NOT index a registration whose skill_id differs from context.skill_id.
       if (stringField(message.context, 'skill_id') !== skillId) {
         return fail('fallback.register', 'context_skill_id_mismatch');

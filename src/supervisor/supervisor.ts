@@ -512,10 +512,13 @@ export class Supervisor {
     return true;
   }
 
-  /** A reply with a field that cannot be used: it counts as the skill's decline, or the field is ignored — said once a minute per reason and skill. */
+  /**
+   * A reply with a field that cannot be used: it counts as the skill's decline, or the field is ignored — said once a
+   * minute per reason and sender (its connection, else the skill it names).
+   */
   #defect(defect: Defect, inbound: Inbound, message: Message): void {
     const skillId = 'skill_id' in inbound ? inbound.skill_id : undefined;
-    const { log, suppressed } = this.#defectLog.shouldLog(`${defect.reason}\u0000${skillId ?? ''}`, this.clock.now());
+    const { log, suppressed } = this.#defectLog.shouldLog(`${defect.reason}\u0000${this.connectionOf(message) ?? skillId ?? ''}`, this.clock.now());
     if (!log) return;
     this.logger.warn(
       { reason: defect.reason, type: clip(message.type), skill_id: skillId, session_id: clipped(sessionIdOf(message)), utterance_id: clipped(utteranceIdOf(message)), detail: defect.detail, suppressed },
@@ -531,12 +534,12 @@ export class Supervisor {
     const here = this.answersHere(message);
     // A refused fallback register/deregister — malformed here, or refused by the fallback plugin (its verdict) — is
     // answered so the skill sees why (our extension, spec-dialect `topics`), and logged at most once a minute per
-    // reason, type and skill; a connection over its quota is one flood, logged once a minute whatever skills it names.
-    // A malformed carrier is answered with ovos.session.rejected instead.
+    // reason, type and sender — its connection, else its session: the skill ids a sender names are its own choice, so
+    // a flood of distinct ids is one line a minute. A malformed carrier is answered with ovos.session.rejected instead.
     if ((kind === 'fallback.register' || kind === 'fallback.deregister') && reason !== 'malformed_carrier') {
       const skillId = namedSkill(message);
       const connection = this.connectionOf(message);
-      const by = reason === 'connection_quota' ? `connection ${connection ?? ''}` : (skillId ?? '');
+      const by = connection !== undefined ? `connection ${connection}` : `session ${sessionIdOf(message) ?? ''}`;
       const { log, suppressed } = this.#refusalLog.shouldLog(`${reason}\u0000${message.type}\u0000${by}`, this.clock.now());
       if (log) {
         this.logger[here ? 'warn' : 'debug'](

@@ -173,16 +173,18 @@ describe('Supervisor drops: one line each, at the level an operator expects (src
     live.stop('test_over');
   });
 
-  it('a refused fallback registration is answered and logged once a minute per reason and skill — two skills refused are two lines', async () => {
+  it('a refused fallback registration is answered and logged once a minute per reason and sender — the skill ids a sender names do not make more lines, another sender does', async () => {
     const s = setup();
-    const register = (skillId: string) =>
-      s.bus.publish(createMessage('ovos.fallback.register', { skill_id: skillId, priority: 'high' }, { skill_id: skillId, session: { session_id: 'default' } }));
+    const register = (skillId: string, session = 'default') =>
+      s.bus.publish(createMessage('ovos.fallback.register', { skill_id: skillId, priority: 'high' }, { skill_id: skillId, session: { session_id: session } }));
     register('fb.a');
     register('fb.b');
     register('fb.a');
+    for (let i = 0; i < 100; i++) register(`fb.flood${i}`);
+    register('fb.a', 'other-session');
     await s.bus.idle();
     const lines = s.dropLines().filter((l) => l['reason'] === 'priority_invalid');
-    expect(lines).toHaveLength(2);
+    expect(lines.map((l) => l['session_id'])).toEqual(['default', 'other-session']);
     const answers: Array<Record<string, unknown>> = [];
     s.bus.subscribe((m) => {
       if (m.data['accepted'] === false) answers.push({ type: m.type, ...m.data });
