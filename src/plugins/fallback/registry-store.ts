@@ -2,8 +2,10 @@
  * The fallback registry on disk, so a daemon restart loses no skill (legacy OVOS skills register only at their own
  * start-up, never again). One file per bus (the daemon names it after the bus it serves or joins). One small JSON
  * file, replaced atomically on every change (a temporary file beside it, fsync, rename: a crash leaves the old file
- * or the new one, never half of either). Writes are coalesced and serialised; a file that cannot be read is set aside
- * (`.corrupt-<time>`) and the daemon starts empty.
+ * or the new one, never half of either). Writes are coalesced and serialised. One entry a line, heard skills first,
+ * never more than a start reads back (`REGISTRY_MAX_BYTES`: the least recently heard stay in memory only); a file that
+ * is too large, cut short or damaged gives back every entry that still reads, and is set aside (`.corrupt-<time>`, the
+ * newest three kept).
  *
  * Other local users must neither read it nor choose what it restores: its folder is created 0700 (the daemon's own
  * state folder is tightened to 0700 when found open; any other folder others may write to is warned about), the
@@ -14,9 +16,9 @@
  * `forgetAfterMs`; `dormant` remembers a registration that stayed silent while maybe back, so a skill gone for good
  * costs no ping timeout after a restart.
  */
-import { chmodSync, closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readSync, renameSync, statSync, type Stats } from 'node:fs';
+import { chmodSync, closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync, type Stats } from 'node:fs';
 import { open, rename, rm } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import type { Logger } from '../../log/logger.js';
 
 export const REGISTRY_FORMAT = 'ovos-contests-registry/1';
@@ -80,6 +82,8 @@ export class RegistryStore {
   readonly #entries = new Map<string, StoredRegistration>();
   #writing: Promise<void> = Promise.resolve();
   #pending = false;
+  /** The last write left entries out (`registry_file_full`, said once until the file fits again). */
+  #full = false;
 
   private constructor(file: string, logger: Logger, now: () => number) {
     this.file = file;
@@ -99,6 +103,7 @@ export class RegistryStore {
     const setAside = (): string => {
       const aside = `${file}.corrupt-${store.#now()}`;
       renameSync(file, aside); // a link is moved itself, its target left alone
+      pruneSetAside(file, options.logger);
       return aside;
     };
     let fd: number;
@@ -118,24 +123,36 @@ export class RegistryStore {
       if (!stat.isFile()) throw Object.assign(new Error(`fallback registry file ${file} is not a regular file`), { code: 'ERR_REGISTRY_NOT_A_FILE' });
       // This store writes 0600; a file written otherwise (an adopted one) is tightened here, also when set aside.
       if ((stat.mode & OPEN_BITS) !== 0 && stat.uid === process.getuid?.()) fchmodSync(fd, 0o600);
-      if (stat.size <= REGISTRY_MAX_BYTES) text = readAll(fd, stat.size);
+      // Past the cap only its beginning is read: the entries written first (heard skills) are salvaged from it.
+      text = readAll(fd, Math.min(stat.size, REGISTRY_MAX_BYTES));
     } finally {
       closeSync(fd);
     }
-    if (text === undefined) {
-      options.logger.warn({ reason: 'registry_file_too_large', file, size: stat.size, limit: REGISTRY_MAX_BYTES, moved_to: setAside() }, 'fallback registry file too large: not read, set aside, starting with an empty registry');
-      return store;
-    }
+    const tooLarge = stat.size > REGISTRY_MAX_BYTES;
     let parsed: unknown;
     try {
-      parsed = JSON.parse(text);
+      parsed = tooLarge ? undefined : JSON.parse(text);
     } catch {
       parsed = undefined;
     }
-    const entries = typeof parsed === 'object' && parsed !== null && (parsed as Record<string, unknown>)['format'] === REGISTRY_FORMAT ? (parsed as Record<string, unknown>)['entries'] : undefined;
-    if (!Array.isArray(entries)) {
-      options.logger.warn({ reason: 'registry_file_unreadable', file, moved_to: setAside() }, 'fallback registry file unreadable: set aside, starting with an empty registry');
-      return store;
+    const listed = typeof parsed === 'object' && parsed !== null && (parsed as Record<string, unknown>)['format'] === REGISTRY_FORMAT ? (parsed as Record<string, unknown>)['entries'] : undefined;
+    let entries: readonly unknown[];
+    if (Array.isArray(listed)) entries = listed;
+    else {
+      // Damaged, cut short or too large: every entry that still reads on its line of its own is kept, the file set aside.
+      const salvaged = salvage(text);
+      const reason = tooLarge ? 'registry_file_too_large' : 'registry_file_unreadable';
+      const moved = setAside();
+      if (salvaged.length === 0) {
+        options.logger.warn({ reason, file, size: stat.size, limit: REGISTRY_MAX_BYTES, moved_to: moved }, `fallback registry file ${tooLarge ? 'too large' : 'unreadable'}: nothing in it could be read; set aside, starting with an empty registry`);
+        return store;
+      }
+      options.logger.warn(
+        { reason, file, size: stat.size, limit: REGISTRY_MAX_BYTES, moved_to: moved, salvaged: salvaged.length },
+        `fallback registry file ${tooLarge ? 'too large' : 'unreadable'}: the entries that still read were kept (heard skills first), the file set aside and written again`,
+      );
+      entries = salvaged;
+      store.#schedule();
     }
     const cutoff = store.#now() - options.forgetAfterMs;
     let forgotten = 0;
@@ -237,7 +254,9 @@ export class RegistryStore {
     this.#pending = true;
     this.#writing = this.#writing.then(async () => {
       this.#pending = false;
-      const body = `${JSON.stringify({ format: REGISTRY_FORMAT, entries: this.entries() }, null, 1)}\n`;
+      const { body, left } = serialize(this.entries());
+      if (left > 0 && !this.#full) this.#logger.warn({ reason: 'registry_file_full', file: this.file, left, limit: REGISTRY_MAX_BYTES }, 'fallback registry file at its size limit: the entries least recently heard are kept in memory only (they are lost at a restart unless their skills register again)');
+      this.#full = left > 0;
       try {
         mkdirSync(dirname(this.file), { recursive: true, mode: 0o700 }); // XDG: state folders are created 0700
         await replaceFile(this.file, body);
@@ -245,6 +264,61 @@ export class RegistryStore {
         this.#logger.error({ err: error, reason: 'registry_write_failed', file: this.file }, 'fallback registry could not be saved; it is kept in memory');
       }
     });
+  }
+}
+
+/** How many set-aside files (`.corrupt-<time>`) of one registry file are kept: the newest. */
+export const SET_ASIDE_KEPT = 3;
+
+/**
+ * The file's text: one entry a line, heard skills first (most recently seen first), then registrations no skill has
+ * answered for and dormant ones — never more than `REGISTRY_MAX_BYTES`, what a start reads back: the entries past it
+ * stay in memory only (`left`). A file cut short, or damaged, still gives its first entries back (`salvage`).
+ */
+export function serialize(entries: readonly StoredRegistration[]): { readonly body: string; readonly left: number } {
+  const rank = (entry: StoredRegistration): number => (entry.heard === false ? 2 : entry.dormant === true ? 1 : 0);
+  const ordered = [...entries].sort((a, b) => rank(a) - rank(b) || b.last_seen - a.last_seen);
+  const head = `{"format":${JSON.stringify(REGISTRY_FORMAT)},"entries":[\n`;
+  const tail = ']}\n';
+  let bytes = Buffer.byteLength(head) + Buffer.byteLength(tail);
+  const lines: string[] = [];
+  for (const entry of ordered) {
+    const line = JSON.stringify(entry);
+    const size = Buffer.byteLength(line) + 2;
+    if (bytes + size > REGISTRY_MAX_BYTES) break;
+    bytes += size;
+    lines.push(line);
+  }
+  return { body: `${head}${lines.join(',\n')}\n${tail}`, left: ordered.length - lines.length };
+}
+
+/** The entries of a damaged or cut-short file that still read, one on a line of its own. */
+function salvage(text: string): StoredRegistration[] {
+  const found: StoredRegistration[] = [];
+  for (const raw of text.split('\n')) {
+    const line = raw.trim().replace(/,$/, '');
+    if (!line.startsWith('{') || !line.endsWith('}')) continue;
+    try {
+      const value = JSON.parse(line) as unknown;
+      if (isStored(value)) found.push(value);
+    } catch {
+      // not an entry
+    }
+  }
+  return found;
+}
+
+/** Only the newest `SET_ASIDE_KEPT` set-aside files of `file` are kept. */
+function pruneSetAside(file: string, logger: Logger): void {
+  try {
+    const prefix = `${basename(file)}.corrupt-`;
+    const dir = dirname(resolve(file));
+    const aside = readdirSync(dir)
+      .filter((name) => name.startsWith(prefix) && /^\d+$/.test(name.slice(prefix.length)))
+      .sort((a, b) => Number(b.slice(prefix.length)) - Number(a.slice(prefix.length)));
+    for (const name of aside.slice(SET_ASIDE_KEPT)) rmSync(join(dir, name), { force: true });
+  } catch (error) {
+    logger.warn({ reason: 'registry_set_aside_unpruned', file, err: error }, 'older set-aside registry files could not be removed');
   }
 }
 

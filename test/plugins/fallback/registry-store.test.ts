@@ -124,7 +124,8 @@ describe('registry store: last_seen and forgetting', () => {
     expect(store.entries().map((e) => e.skill_id)).toEqual(['edge', 'new']);
     expect(lines.filter((l) => l['reason'] === 'registry_forgotten')).toMatchObject([{ forgotten: 1, file }]);
     await store.flush();
-    expect(onDisk(file).entries.map((e) => e.skill_id)).toEqual(['edge', 'new']);
+    // Written most recently seen first (a file cut short keeps those).
+    expect(onDisk(file).entries.map((e) => e.skill_id)).toEqual(['new', 'edge']);
   });
 
   it('nothing forgotten: no log line and the file is left as it is', async () => {
