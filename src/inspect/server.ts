@@ -57,7 +57,10 @@ export interface RegistryRow {
 export interface SystemView {
   readonly pipeline: readonly string[];
   readonly stages: Readonly<Record<string, readonly [number, number]>>;
+  /** At most `MAX_REGISTRY_ROWS` registrations ("default" first, then by session): the view is bounded whatever the registry holds. */
   readonly registry: readonly RegistryRow[];
+  /** How many registrations the registry holds in all (more than `registry` shows when it was cut). */
+  readonly registryTotal: number;
   readonly roster: ReadonlyArray<{ readonly skill_id: string; readonly answersEveryPoll: boolean }>;
   /** A daemon of a cluster (src/cluster/): its view of the cluster, and which daemon runs each recent session. */
   readonly cluster?: Omit<ClusterView, 'recentSessions'> & {
@@ -66,9 +69,17 @@ export interface SystemView {
   };
 }
 
+/**
+ * The most registrations the inspector's state shows (its first message to a page included): the registry may hold
+ * 64,064 (the default bounds), which no page needs at once and every page would pay for in bytes.
+ */
+export const MAX_REGISTRY_ROWS = 1_000;
+
 export function systemView(system: ContestSystem, cluster?: ClusterView): SystemView {
   const { stages, priorities } = system.config.fallback;
-  const registry = system.fallback.registry.entries().map((entry): RegistryRow => {
+  const all = system.fallback.registry.entries();
+  const shown = all.length <= MAX_REGISTRY_ROWS ? all : [...all].sort((x, y) => Number(y.sessionId === 'default') - Number(x.sessionId === 'default')).slice(0, MAX_REGISTRY_ROWS);
+  const registry = shown.map((entry): RegistryRow => {
     const effective = Object.hasOwn(priorities, entry.skillId) ? priorities[entry.skillId]! : entry.priority;
     const ranges = Object.values(stages);
     const stage = Object.entries(stages).find(([, range]) => stageTakes(effective, range, ranges))?.[0] ?? null;
@@ -86,7 +97,7 @@ export function systemView(system: ContestSystem, cluster?: ClusterView): System
       breaker: system.fallback.breaker.state(entry.skillId),
     };
   });
-  const view = { pipeline: system.config.pipeline, stages, registry, roster: system.commonQuery.roster() };
+  const view = { pipeline: system.config.pipeline, stages, registry, registryTotal: all.length, roster: system.commonQuery.roster() };
   if (cluster === undefined) return view;
   const { recentSessions, ...rest } = cluster;
   const sessions = [...recentSessions].reverse().map((session_id) => {

@@ -16,7 +16,7 @@ import { parseTrace } from '../../src/testing/trace.js';
 import { MACHINES } from '../../visualizations/diagrams.js';
 import { Probe, captureLogs, configWith } from '../integration/probe.js';
 import { createHarness } from '../support/harness.js';
-import { systemView, type RegistryRow } from '../../src/inspect/server.js';
+import { MAX_REGISTRY_ROWS, systemView, type RegistryRow } from '../../src/inspect/server.js';
 import { createMessage } from '../../src/bus/message.js';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -196,6 +196,22 @@ describe('inspector server', () => {
 });
 
 describe('the inspector\'s registry view', () => {
+  it('is bounded whatever the registry holds: 3,000 registrations with ids of 256 characters show as the first 1,000 ("default" first) and their total, in well under a megabyte', async () => {
+    const h = createHarness();
+    const id = (prefix: string, n: number): string => `${prefix}${n}`.padEnd(256, 'x');
+    h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: 'real.skill', priority: 10 }, { session: { session_id: 'default' } }), 'c0');
+    for (let i = 0; i < 3_000; i++) {
+      const session = id('s', Math.floor(i / 30));
+      h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: id('k', i), priority: 50 }, { session: { session_id: session } }), `c${i % 100}`);
+    }
+    await h.settle();
+    const view = systemView(h.system);
+    expect(view.registryTotal).toBe(3_001);
+    expect(view.registry).toHaveLength(MAX_REGISTRY_ROWS);
+    expect(view.registry[0]).toMatchObject({ skill_id: 'real.skill', session_id: 'default' });
+    expect(JSON.stringify(view).length).toBeLessThan(1_000_000);
+  });
+
   it('FALLBACK-1 §6.1: a legacy skill whose connection closed shows as away (in no pool) until a client connection opens, then maybe back until heard or away again', async () => {
     const h = createHarness();
     h.bus.publish(createMessage('ovos.skills.fallback.register', { skill_id: 'wiki.fb', priority: 10 }, { session: { session_id: 'default' } }), 'c1');

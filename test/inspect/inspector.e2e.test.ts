@@ -230,7 +230,7 @@ describe.skipIf(CHROMIUM === undefined || NATS_ABSENT !== undefined)('the Cluste
     expect(settled()).toBe(true);
     const view = a.cluster!.view();
     await expect.poll(() => page.locator('#cluster-summary').textContent(), PATIENT).toBe(
-      `this daemon: node-a, owns ${view.owned.length} of 8 partitions · daemons: node-a, node-b · waiting for an owner: 0 · failovers: 0 · fenced: 0 · frames lost: 0 · kept off NATS: ${view.keptHere}`,
+      `this daemon: node-a, owns ${view.owned.length} of 8 partitions · daemons: node-a, node-b · waiting for an owner: 0 · failovers: 0 · fenced: 0 · frames lost: 0 · invalid dropped: 0 · kept off NATS: ${view.keptHere}`,
     );
     const rows = (testId: string): Promise<string[][]> =>
       page.locator(`[data-testid=${testId}]`).evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')));

@@ -157,7 +157,9 @@ function renderSide() {
         ),
       ),
   );
+  const omitted = (state.system.registryTotal ?? state.system.registry.length) - state.system.registry.length;
   $('registry').tBodies[0].replaceChildren(
+    ...(omitted > 0 ? [el('tr', { 'data-testid': 'registry-omitted' }, el('td', { colspan: '7' }, `${omitted} more registrations not shown (the first ${state.system.registry.length}, "default" first)`))] : []),
     ...state.system.registry.map((r) =>
       el(
         'tr',
