@@ -68,6 +68,11 @@ export interface RegistryBounds {
   readonly maxSessions?: number;
   /** Registrations of one session bound to one client connection. */
   readonly maxSkillsPerConnection?: number;
+  /**
+   * Registrations one client connection may make while it is open, in every session together: with the ids bounded
+   * (256 characters each), what one client can make the registry — and its file — hold is bounded in bytes.
+   */
+  readonly maxRegistrationsPerConnection?: number;
   /** A registration away gave its place up to a new one (the bounds were reached): told once per registration. */
   readonly onEvict?: (evicted: EntryRef) => void;
 }
@@ -85,6 +90,9 @@ export class FallbackRegistry {
   readonly #maxSkillsPerSession: number;
   readonly #maxSessions: number;
   readonly #maxSkillsPerConnection: number;
+  readonly #maxRegistrationsPerConnection: number;
+  /** The registrations each open connection made (`session\0skill`): its quota across sessions. */
+  readonly #madeOver = new Map<string, Set<string>>();
   readonly #onEvict: (evicted: EntryRef) => void;
   /** Client connections open, with their open number and time, in open order (a Map keeps insertion order). */
   readonly #open = new Map<string, { readonly number: number; readonly at: number }>();
@@ -101,6 +109,7 @@ export class FallbackRegistry {
     this.#maxSkillsPerSession = bounds.maxSkillsPerSession ?? Infinity;
     this.#maxSessions = bounds.maxSessions ?? Infinity;
     this.#maxSkillsPerConnection = bounds.maxSkillsPerConnection ?? Infinity;
+    this.#maxRegistrationsPerConnection = bounds.maxRegistrationsPerConnection ?? Infinity;
     this.#onEvict = bounds.onEvict ?? (() => {});
   }
 
@@ -110,11 +119,21 @@ export class FallbackRegistry {
    * away — a dormant one first, then the oldest — or, when none is, is refused. A registration is heard from: in the
    * pools at once, bound to `connection` but not held by it until the skill answers there (`answered`). A skill new to
    * `connection` in the session is refused when the session already holds `maxSkillsPerConnection` registrations bound
-   * to it (one client cannot take every place).
+   * to it (one client cannot take every place), and so is one past the `maxRegistrationsPerConnection` the
+   * connection made in every session together.
    */
   register(sessionId: string, skillId: string, priority: number, connection?: string, legacy = false): RegisterResult {
-    if (connection !== undefined && this.#boundTo(sessionId, connection, skillId) >= this.#maxSkillsPerConnection) return 'connection_quota';
-    return this.#put(sessionId, skillId, { priority, connection, legacy });
+    if (connection === undefined) return this.#put(sessionId, skillId, { priority, connection, legacy });
+    const key = `${sessionId}\u0000${skillId}`;
+    const made = this.#madeOver.get(connection);
+    if (made?.has(key) !== true && (made?.size ?? 0) >= this.#maxRegistrationsPerConnection) return 'connection_quota';
+    if (this.#boundTo(sessionId, connection, skillId) >= this.#maxSkillsPerConnection) return 'connection_quota';
+    const result = this.#put(sessionId, skillId, { priority, connection, legacy });
+    if (result === 'registered') {
+      if (made === undefined) this.#madeOver.set(connection, new Set([key]));
+      else made.add(key);
+    }
+    return result;
   }
 
   /** Registrations of `sessionId` bound to `connection`, `skillId`'s own not counted. */
@@ -177,6 +196,7 @@ export class FallbackRegistry {
     if (skills === undefined) return false;
     const removed = skills.delete(skillId);
     if (skills.size === 0) this.#bySession.delete(sessionId);
+    if (removed) for (const made of this.#madeOver.values()) made.delete(`${sessionId}\u0000${skillId}`);
     return removed;
   }
 
@@ -202,6 +222,7 @@ export class FallbackRegistry {
     // A connection opened before this one cannot be its reconnect.
     const closed = this.#open.get(connection)?.number ?? 0;
     this.#open.delete(connection);
+    this.#madeOver.delete(connection);
     let since: number | undefined;
     let newest = 0;
     for (const { number, at } of this.#open.values()) {

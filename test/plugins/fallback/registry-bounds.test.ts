@@ -232,3 +232,23 @@ describe('FALLBACK-1 §3.4 registry bounds', () => {
     expect(registry.sessionCount).toBe(200);
   });
 });
+
+describe('FALLBACK-1 §3.4: what one connection may make the registry hold, in every session together', () => {
+  it('a connection past maxRegistrationsPerConnection is refused (connection_quota) in any session; re-registering counts once, a deregistration frees a place, its closing frees them all; another connection is not affected', () => {
+    const registry = new FallbackRegistry({ maxRegistrationsPerConnection: 100 });
+    registry.connectionOpened('c1', 0);
+    registry.connectionOpened('c2', 0);
+    for (let i = 0; i < 100; i++) expect(registry.register(`s${i}`, 'flood.skill', 50, 'c1')).toBe('registered');
+    expect(registry.register('s100', 'flood.skill', 50, 'c1')).toBe('connection_quota');
+    expect(registry.register('default', 'other.skill', 50, 'c1')).toBe('connection_quota');
+    // The same registration again is a replacement (§3.1), not a new place.
+    expect(registry.register('s7', 'flood.skill', 60, 'c1')).toBe('registered');
+    expect(registry.register('default', 'real.skill', 50, 'c2')).toBe('registered');
+    expect(registry.deregister('s3', 'flood.skill')).toBe(true);
+    expect(registry.register('s100', 'flood.skill', 50, 'c1')).toBe('registered');
+    expect(registry.register('s101', 'flood.skill', 50, 'c1')).toBe('connection_quota');
+    registry.releaseConnection('c1');
+    registry.connectionOpened('c3', 1);
+    expect(registry.register('s101', 'flood.skill', 50, 'c3')).toBe('registered');
+  });
+});
