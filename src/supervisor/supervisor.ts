@@ -644,7 +644,7 @@ export class Supervisor {
       utteranceId: options.utteranceId,
       ...(child === undefined ? {} : { child: true }),
     };
-    const logger = this.logger.child({ session_id: options.sessionId, utterance_id: options.utteranceId, contest: `${options.kind}/${options.label}` });
+    const logger = this.logger.child({ session_id: clip(options.sessionId), utterance_id: clipped(options.utteranceId), contest: `${options.kind}/${options.label}` });
     // A child's siblings: what its parent's actor runs.
     const parent = actor._parent;
     let siblings: Set<Live> | undefined;
