@@ -21,6 +21,7 @@ import type { Config } from '../config/defaults.js';
 import type { Logger } from '../log/logger.js';
 import { stateDir } from '../daemon/daemon.js';
 import { withDaemonFlags } from '../daemon/node-flags.js';
+import { stopSignals } from '../daemon/stop-signals.js';
 import { redactNatsUrls } from './nats-auth.js';
 
 /** The environment a worker is started with: its index. */
@@ -134,8 +135,11 @@ export async function runPrimary(config: Config, logger: Logger): Promise<void> 
   for (let index = 0; index < workers; index++) fork(index);
   logger.info({ workers, nats: redactNatsUrls(natsUrl ?? ''), port: config.bus.port }, `${workers} workers started behind one bus port`);
 
+  const signals = stopSignals();
   const stop = (signal: string): void => {
-    if (stopping) {
+    const heard = signals.heard(signal);
+    if (heard === 'repeat') return; // a copy of the same stop (the whole group was signalled)
+    if (heard === 'force') {
       logger.warn({ signal, reason: 'second_signal' }, 'second signal: exiting now');
       for (const worker of live.values()) worker.process.kill('SIGKILL');
       process.exit(1);

@@ -8,6 +8,7 @@ import { homedir } from 'node:os';
 import { ConfigError, configHelp, describeMycroftReport, formatConfigError, loadConfig } from '../config/config.js';
 import { createLogger } from '../log/logger.js';
 import { startDaemon } from './daemon.js';
+import { stopSignals } from './stop-signals.js';
 import { isMain } from '../cli/entry.js';
 import { runPrimary, workerConfig, workerIndex } from '../cluster/workers.js';
 import nodeCluster from 'node:cluster';
@@ -58,15 +59,20 @@ export async function runDaemon(argv: readonly string[], helpPrefix = ''): Promi
   };
 
   // Signals are heard from the start: one during start-up exits at once (nothing is in flight yet); one later is a
-  // graceful shutdown (Daemon.close); a second one exits at once.
+  // graceful shutdown (Daemon.close); its copies (the whole group was signalled, npm forwards one) change nothing, and
+  // a second stop a person sends later exits at once (stop-signals.ts).
   let daemon: Awaited<ReturnType<typeof startDaemon>> | undefined;
-  let stopping = false;
+  const signals = stopSignals();
   const stop = (signal: string): void => {
-    if (stopping) {
+    const heard = signals.heard(signal);
+    if (heard === 'repeat') {
+      say('info', { signal, reason: 'signal_repeated' }, 'the same stop again (the process group was signalled): still draining');
+      return;
+    }
+    if (heard === 'force') {
       say('warn', { signal, reason: 'second_signal' }, 'second signal: exiting now');
       process.exit(1);
     }
-    stopping = true;
     if (daemon === undefined) {
       say('info', { signal }, 'signal during start-up: exiting');
       process.exit(0);
