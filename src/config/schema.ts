@@ -287,10 +287,10 @@ const fallback = section({
     .describe(
       "registry bound (§3.4, embedded bus): registrations of one session bound to one client connection; past it a new one is refused (connection_quota). Half of maxSkillsPerSession, and generous: ovos-core's skill manager registers all its skills over one connection",
     ),
-  maxRegistrationsPerConnection: intIn(1)
-    .default(1_024)
+  maxRegistrationBytesPerConnection: intIn(1)
+    .default(4 * 1024 * 1024)
     .describe(
-      'registry bound (§3.4, embedded bus): registrations one client connection may make while it is open, in every session together; past it a new one is refused (connection_quota). With ids of at most 256 characters, what one client can make the registry and its file hold is bounded in bytes (about 600 KB)',
+      "registry bound (§3.4, embedded bus): bytes of registrations one client connection may make while it is open, in every session together (each counts its session id, its skill id and 128 bytes); past it a new one is refused (connection_quota). 4 MiB: over 20,000 registrations with UUID sessions and short skill ids, about 7,000 with ids of the longest (256 characters)",
     ),
   registryFile: matching(/^\S.*$/, 'a file path, or null to keep no registry on disk')
     .nullable()

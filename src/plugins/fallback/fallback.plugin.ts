@@ -198,7 +198,7 @@ export class FallbackPlugin {
       maxSkillsPerSession: settings.maxSkillsPerSession,
       maxSessions: settings.maxSessions,
       maxSkillsPerConnection: settings.maxSkillsPerConnection,
-      maxRegistrationsPerConnection: settings.maxRegistrationsPerConnection,
+      maxRegistrationBytesPerConnection: settings.maxRegistrationBytesPerConnection,
       // A registration away gave its place up to a new skill: gone from the file too (it would come back at a restart).
       onEvict: ({ sessionId, skillId }) => {
         options.store?.deregister(sessionId, skillId);

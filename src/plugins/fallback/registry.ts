@@ -69,12 +69,21 @@ export interface RegistryBounds {
   /** Registrations of one session bound to one client connection. */
   readonly maxSkillsPerConnection?: number;
   /**
-   * Registrations one client connection may make while it is open, in every session together: with the ids bounded
-   * (256 characters each), what one client can make the registry — and its file — hold is bounded in bytes.
+   * Bytes of registrations one client connection may make while it is open, in every session together (each costs
+   * its session id, its skill id and `REGISTRATION_OVERHEAD_BYTES`): what one client can make the registry — and its
+   * file — hold.
    */
-  readonly maxRegistrationsPerConnection?: number;
+  readonly maxRegistrationBytesPerConnection?: number;
   /** A registration away gave its place up to a new one (the bounds were reached): told once per registration. */
   readonly onEvict?: (evicted: EntryRef) => void;
+}
+
+/** What a registration costs beside its ids: its entry here, its line in the file, its key in a cluster's state. */
+export const REGISTRATION_OVERHEAD_BYTES = 128;
+
+/** The bytes a registration is counted for against its connection's budget. */
+export function registrationBytes(sessionId: string, skillId: string): number {
+  return sessionId.length + skillId.length + REGISTRATION_OVERHEAD_BYTES;
 }
 
 export type RegisterResult = 'registered' | 'registry_full' | 'connection_quota';
@@ -90,9 +99,9 @@ export class FallbackRegistry {
   readonly #maxSkillsPerSession: number;
   readonly #maxSessions: number;
   readonly #maxSkillsPerConnection: number;
-  readonly #maxRegistrationsPerConnection: number;
-  /** The registrations each open connection made (`session\0skill`): its quota across sessions. */
-  readonly #madeOver = new Map<string, Set<string>>();
+  readonly #maxRegistrationBytesPerConnection: number;
+  /** The registrations each open connection made (`session\0skill`) and their bytes: its budget across sessions. */
+  readonly #madeOver = new Map<string, { readonly keys: Set<string>; bytes: number }>();
   readonly #onEvict: (evicted: EntryRef) => void;
   /** Client connections open, with their open number and time, in open order (a Map keeps insertion order). */
   readonly #open = new Map<string, { readonly number: number; readonly at: number }>();
@@ -109,7 +118,7 @@ export class FallbackRegistry {
     this.#maxSkillsPerSession = bounds.maxSkillsPerSession ?? Infinity;
     this.#maxSessions = bounds.maxSessions ?? Infinity;
     this.#maxSkillsPerConnection = bounds.maxSkillsPerConnection ?? Infinity;
-    this.#maxRegistrationsPerConnection = bounds.maxRegistrationsPerConnection ?? Infinity;
+    this.#maxRegistrationBytesPerConnection = bounds.maxRegistrationBytesPerConnection ?? Infinity;
     this.#onEvict = bounds.onEvict ?? (() => {});
   }
 
@@ -119,19 +128,23 @@ export class FallbackRegistry {
    * away — a dormant one first, then the oldest — or, when none is, is refused. A registration is heard from: in the
    * pools at once, bound to `connection` but not held by it until the skill answers there (`answered`). A skill new to
    * `connection` in the session is refused when the session already holds `maxSkillsPerConnection` registrations bound
-   * to it (one client cannot take every place), and so is one past the `maxRegistrationsPerConnection` the
+   * to it (one client cannot take every place), and so is one past the `maxRegistrationBytesPerConnection` the
    * connection made in every session together.
    */
   register(sessionId: string, skillId: string, priority: number, connection?: string, legacy = false): RegisterResult {
     if (connection === undefined) return this.#put(sessionId, skillId, { priority, connection, legacy });
     const key = `${sessionId}\u0000${skillId}`;
+    const cost = registrationBytes(sessionId, skillId);
     const made = this.#madeOver.get(connection);
-    if (made?.has(key) !== true && (made?.size ?? 0) >= this.#maxRegistrationsPerConnection) return 'connection_quota';
+    if (made?.keys.has(key) !== true && (made?.bytes ?? 0) + cost > this.#maxRegistrationBytesPerConnection) return 'connection_quota';
     if (this.#boundTo(sessionId, connection, skillId) >= this.#maxSkillsPerConnection) return 'connection_quota';
     const result = this.#put(sessionId, skillId, { priority, connection, legacy });
-    if (result === 'registered') {
-      if (made === undefined) this.#madeOver.set(connection, new Set([key]));
-      else made.add(key);
+    if (result === 'registered' && made?.keys.has(key) !== true) {
+      if (made === undefined) this.#madeOver.set(connection, { keys: new Set([key]), bytes: cost });
+      else {
+        made.keys.add(key);
+        made.bytes += cost;
+      }
     }
     return result;
   }
@@ -196,7 +209,9 @@ export class FallbackRegistry {
     if (skills === undefined) return false;
     const removed = skills.delete(skillId);
     if (skills.size === 0) this.#bySession.delete(sessionId);
-    if (removed) for (const made of this.#madeOver.values()) made.delete(`${sessionId}\u0000${skillId}`);
+    if (removed) {
+      for (const made of this.#madeOver.values()) if (made.keys.delete(`${sessionId}\u0000${skillId}`)) made.bytes -= registrationBytes(sessionId, skillId);
+    }
     return removed;
   }
 

@@ -4,7 +4,7 @@
  * with it.
  */
 import { describe, expect, it } from 'vitest';
-import { FallbackRegistry } from '../../../src/plugins/fallback/registry.js';
+import { FallbackRegistry, registrationBytes } from '../../../src/plugins/fallback/registry.js';
 
 const ids = (registry: FallbackRegistry, sessionId: string): string[] => [...registry.availableFor(sessionId).keys()].sort();
 
@@ -234,8 +234,10 @@ describe('FALLBACK-1 §3.4 registry bounds', () => {
 });
 
 describe('FALLBACK-1 §3.4: what one connection may make the registry hold, in every session together', () => {
-  it('a connection past maxRegistrationsPerConnection is refused (connection_quota) in any session; re-registering counts once, a deregistration frees a place, its closing frees them all; another connection is not affected', () => {
-    const registry = new FallbackRegistry({ maxRegistrationsPerConnection: 100 });
+  it('a connection past maxRegistrationBytesPerConnection is refused (connection_quota) in any session; re-registering counts once, a deregistration frees its bytes, its closing frees them all; another connection is not affected', () => {
+    // 100 registrations of s<i> × flood.skill (their ids and the overhead each) fill the budget exactly.
+    const budget = Array.from({ length: 100 }, (_, i) => registrationBytes(`s${i}`, 'flood.skill')).reduce((x, y) => x + y, 0);
+    const registry = new FallbackRegistry({ maxRegistrationBytesPerConnection: budget });
     registry.connectionOpened('c1', 0);
     registry.connectionOpened('c2', 0);
     for (let i = 0; i < 100; i++) expect(registry.register(`s${i}`, 'flood.skill', 50, 'c1')).toBe('registered');
@@ -245,7 +247,7 @@ describe('FALLBACK-1 §3.4: what one connection may make the registry hold, in e
     expect(registry.register('s7', 'flood.skill', 60, 'c1')).toBe('registered');
     expect(registry.register('default', 'real.skill', 50, 'c2')).toBe('registered');
     expect(registry.deregister('s3', 'flood.skill')).toBe(true);
-    expect(registry.register('s100', 'flood.skill', 50, 'c1')).toBe('registered');
+    expect(registry.register('x3', 'flood.skill', 50, 'c1')).toBe('registered'); // the bytes s3 freed, to the byte
     expect(registry.register('s101', 'flood.skill', 50, 'c1')).toBe('connection_quota');
     registry.releaseConnection('c1');
     registry.connectionOpened('c3', 1);
