@@ -64,8 +64,10 @@ describe('a stop signal to the process group (systemctl stop, Ctrl-C)', () => {
     // As systemd and a terminal do: the signal to every process of the group (npm, and the daemon it exec'd).
     process.kill(-daemon.child.pid!, signal);
     await within(daemon.until((output) => (output.match(/"msg":"shutting down/g) ?? []).length >= 1), 10_000, 'the stop logged');
-    // npm's forwarded copy arrives while the handler still runs (the daemon says what it made of it); then it ends.
-    await within(daemon.until((output) => /signal_repeated|second signal/.test(output)), 10_000, "npm's copy of the signal");
+    // npm's forwarded copy arrives while the handler still runs (the daemon says what it made of it); then it ends. On
+    // a loaded machine both copies can reach the daemon before it runs, and the kernel delivers them as one signal:
+    // then there is no copy to wait for (3 s at most), and the stop is one stop all the same.
+    await within(daemon.until((output) => /signal_repeated|second signal/.test(output)), 3_000, "npm's copy of the signal").catch(() => {});
     skill.send(reply(dispatch, 'ovos.utterance.speak', { utterance: 'held here' }));
     skill.send(reply(dispatch, 'mycroft.skill.handler.complete', {}));
     const handled = await user.handled('in-flight');
