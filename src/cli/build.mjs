@@ -9,7 +9,7 @@
  *   node src/cli/build.mjs --all    everything (tsconfig.json: the tests, benchmarks and generators too)
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
@@ -78,6 +78,10 @@ try {
   const tsc = join(dirname(createRequire(import.meta.url).resolve('typescript')), '..', 'bin', 'tsc');
   const project = all ? 'tsconfig.json' : 'tsconfig.build.json';
   const info = join('dist', all ? '.tsbuildinfo-all' : '.tsbuildinfo-shipped');
+  // tsc's incremental state does not notice outputs removed since (a part of dist/ deleted by hand): one of them
+  // missing, everything is built again.
+  const sentinel = join(dist, all ? 'test/integration/spawn-daemon.js' : 'src/daemon/main.js');
+  if (!existsSync(sentinel)) rmSync(join(root, info), { force: true });
   const result = spawnSync(process.execPath, [tsc, '-p', project, '--incremental', '--tsBuildInfoFile', info], { cwd: root, stdio: 'inherit' });
   status = result.status ?? 1;
 } finally {

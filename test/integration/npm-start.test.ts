@@ -89,8 +89,9 @@ describe('npm start (src/plugins/README.md)', () => {
     }
   }, SLOW_MS);
 
-  // Runs after beforeAll, whose `npm start` has just built dist/ (test/ included) with tsc.
   it('a Ctrl-C during the tests leaves no daemon behind: SIGINT to the process group reaches the npm start daemon, which exits', async () => {
+    // The stand-in runs compiled from test/ (npm start compiles only the shipped code): built here, what changed only.
+    await run(process.execPath, ['src/cli/build.mjs', '--all'], { cwd: ROOT, timeout: SLOW_MS });
     const port = await freePort();
     // A stand-in for the test runner, in its own group as a terminal's foreground job is; it starts the daemon the
     // way these tests do (spawn-daemon.ts) and prints the daemon's pid once it listens.
