@@ -1890,24 +1890,36 @@ export class NatsCluster implements BusRelay {
    */
   #handOrphans(): void {
     const batches = new Map<string, { partition: number; owner: string; entries: Orphan[]; bytes: number }>();
+    const now = this.#clock.monotonic();
     for (const [frameId, waiting] of this.#entries) {
       const taken = waiting.taken;
-      if (taken === undefined || waiting.adopted !== undefined || !this.#runGone(taken)) continue;
-      const owner = this.#table.get(waiting.partition)?.owner;
-      if (owner === undefined || owner === null || owner === this.node || !this.#alive(owner)) continue;
+      const row = this.#table.get(waiting.partition);
+      const owner = row?.owner;
+      if (row === undefined || owner === undefined || owner === null || owner === this.node || !this.#alive(owner)) continue;
+      let orphan: Orphan;
+      if (taken === undefined) {
+        // No daemon took it, though the partition has had an owner for `deadAfterMs` and the entry waited as long: that
+        // owner never heard it — it joined after the entry arrived (a daemon started again under a new name, before the
+        // one it replaces was missed). Handed on, it runs there (the owner drops one it has, by frame or utterance).
+        const utteranceId = utteranceIdOf(waiting.message);
+        if (utteranceId === undefined || now - waiting.at <= this.#options.deadAfterMs || now - row.at <= this.#options.deadAfterMs) continue;
+        orphan = { frame: frameId, message: encodeMessage(waiting.message), ...(waiting.connection === undefined ? {} : { connection: waiting.connection }), node: this.node, utterance_id: utteranceId, untaken: true };
+      } else {
+        if (waiting.adopted !== undefined || !this.#runGone(taken)) continue;
+        orphan = {
+          frame: frameId,
+          message: encodeMessage(waiting.message),
+          ...(waiting.connection === undefined ? {} : { connection: waiting.connection }),
+          node: taken.node,
+          ...(taken.boot === undefined ? {} : { boot: taken.boot }),
+          utterance_id: taken.utteranceId,
+          ...(waiting.decided === undefined ? {} : { decided: waiting.decided }),
+          ...(waiting.handler === undefined ? {} : { handler: waiting.handler }),
+        };
+      }
       const run = `${owner} ${this.#heard.get(owner)?.boot ?? ''}`;
       if (waiting.handedTo === run) continue;
       waiting.handedTo = run;
-      const orphan: Orphan = {
-        frame: frameId,
-        message: encodeMessage(waiting.message),
-        ...(waiting.connection === undefined ? {} : { connection: waiting.connection }),
-        node: taken.node,
-        ...(taken.boot === undefined ? {} : { boot: taken.boot }),
-        utterance_id: taken.utteranceId,
-        ...(waiting.decided === undefined ? {} : { decided: waiting.decided }),
-        ...(waiting.handler === undefined ? {} : { handler: waiting.handler }),
-      };
       const key = `${run} ${waiting.partition}`;
       let batch = batches.get(key);
       // One note stays under the servers' max_payload (an entry larger than a frame can be never reached NATS).
@@ -1936,6 +1948,12 @@ export class NatsCluster implements BusRelay {
       }
       const orphan = read.note;
       if (this.#entries.has(orphan.frame) || this.#ended.has(orphan.utterance_id)) continue;
+      if (orphan.untaken === true) {
+        // An entry no daemon took, that this daemon never heard: it waits here as if it had come now.
+        this.#entries.set(orphan.frame, { partition, message: decoded.message, connection: orphan.connection, at: this.#clock.monotonic() });
+        adopted++;
+        continue;
+      }
       const waiting: Waiting = {
         partition,
         message: decoded.message,
@@ -1953,7 +1971,7 @@ export class NatsCluster implements BusRelay {
     }
     if (invalid > 0) this.#invalid(PARTITION_SUBJECT, `${invalid} utterances handed here do not read as such`);
     if (adopted === 0) return;
-    this.#logger.info({ partition, adopted }, 'cluster: utterances of a daemon gone handed here by another that heard them');
+    this.#logger.info({ partition, adopted }, 'cluster: utterances handed here by a daemon that heard them (of a daemon gone, or that arrived before this one joined)');
     const owned = this.#owned.get(partition);
     if (owned !== undefined && owned.drainingSince === undefined) this.#takeWaiting(partition, owned);
   }

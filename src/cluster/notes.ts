@@ -28,15 +28,21 @@ export interface NodeNote {
   readonly sync?: boolean;
 }
 
-/** An utterance taken by a daemon's run that is gone, as a daemon that heard it hands it to the partition's new owner. */
+/**
+ * An utterance a daemon hands to a partition's owner: one taken by a daemon's run that is gone, or one no daemon has
+ * taken that the owner never heard (`untaken`: it joined after the entry arrived).
+ */
 export interface Orphan {
   readonly frame: string;
   /** The entry as it arrived (encoded), the client connection it came over. */
   readonly message: string;
   readonly connection?: string;
+  /** The daemon that took it (untaken: the one that hands it on). */
   readonly node: string;
   readonly boot?: string;
   readonly utterance_id: string;
+  /** No daemon took it: it runs on the owner as any entry does. */
+  readonly untaken?: boolean;
   readonly decided?: 'matched' | 'unmatched';
   readonly handler?: 'complete' | 'error';
 }
@@ -128,6 +134,7 @@ export function readOrphan(value: unknown): Read<Orphan> {
   if (!isId(value['frame']) || typeof value['message'] !== 'string' || !isId(value['utterance_id']) || !isName(value['node'])) return fail('an orphan names its frame, message, utterance and daemon');
   if (!optional(value['connection'], isId) || !optional(value['boot'], isName)) return fail("an orphan's connection and run are ids");
   if (!optional(value['decided'], (d) => d === 'matched' || d === 'unmatched') || !optional(value['handler'], (h) => h === 'complete' || h === 'error')) return fail("an orphan's decided and handler are as an end says");
+  if (!optional(value['untaken'], isBool)) return fail("an orphan's untaken is a boolean");
   return { ok: true, note: value as unknown as Orphan };
 }
 
