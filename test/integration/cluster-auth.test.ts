@@ -19,7 +19,8 @@ import { silentLogger, type Logger } from '../../src/log/logger.js';
 import { natsServerAbsent, startNatsServerWith, type NatsServer } from '../support/nats-server.js';
 import { startTcpProxy } from '../support/tcp-proxy.js';
 import { specWordSkill } from '../support/word-skills.js';
-import { Probe, captureLogs, configWith } from './probe.js';
+import { Probe, captureLogs, configWith, type LogLine } from './probe.js';
+import type { Recorder } from '../support/recorder.js';
 
 const absent = natsServerAbsent();
 if (absent !== undefined) console.warn(absent);
@@ -84,32 +85,40 @@ async function skillOn(skillUrl: string, daemons: readonly Daemon[]): Promise<vo
   await expect.poll(() => daemons.map((d) => [...d.system.fallback.registry.availableFor('default').keys()].join()), { timeout: 10_000 }).toEqual(daemons.map(() => 'a.spec'));
 }
 
+/**
+ * Two daemons with `auth` on `server` — A directly, B through a TCP proxy — serve the bus (a skill on A answers a user
+ * on B, in a session B runs) and fail over (B cut off: A takes every partition over, writing the partition table with
+ * its credentials, and runs that session). What A logged.
+ */
+async function servesAndFailsOver(server: NatsServer, auth: Record<string, unknown>, scheme: 'nats' | 'tls' = 'nats'): Promise<Recorder<LogLine>> {
+  const proxy = await startTcpProxy(server.port);
+  cleanups.push(() => proxy.close());
+  const logs = captureLogs('info');
+  const a = await daemon(server.url, 'node-a', auth, logs.logger);
+  const b = await daemon(`${scheme}://127.0.0.1:${new URL(proxy.url).port}`, 'node-b', auth);
+  await expect.poll(() => a.cluster!.view().owned.length > 0 && b.cluster!.view().owned.length > 0 && a.cluster!.view().owned.length + b.cluster!.view().owned.length === PARTITIONS, { timeout: 10_000 }).toBe(true);
+  await skillOn(a.url, [a, b]);
+  const ownedByB = b.cluster!.view().owned;
+  const session = [...Array(100).keys()].map((n) => `auth-s${n}`).find((s) => ownedByB.includes(partitionOf(s, PARTITIONS)))!;
+  const userB = await probe(b.url);
+  await expect.poll(() => a.cluster!.view().connectionsElsewhere, { timeout: 5_000 }).toBeGreaterThan(0);
+  expect(await asked(userB, session, `${session}-1`)).toEqual({ handled: 1, winner: 'a.spec' });
+  proxy.cut();
+  await expect.poll(() => a.cluster!.view().owned.length, { timeout: 15_000 }).toBe(PARTITIONS);
+  const userA = await probe(a.url);
+  expect(await asked(userA, session, `${session}-2`)).toEqual({ handled: 1, winner: 'a.spec' });
+  proxy.heal(); // B back: it stops as any daemon does, not as one cut off
+  return logs.lines;
+}
+
 describe.skipIf(absent !== undefined)('a cluster only its own daemons can join (src/cluster/README.md "Who can join")', () => {
   it('PIPELINE-1 §6, FALLBACK-1 §6.2: daemons with a user and a password from a file serve the bus and fail over; a client without credentials is refused', async () => {
     const server = await passwordServer();
     await expect(connect({ servers: server.url, reconnect: false })).rejects.toThrow(/authorization/i);
-    const proxy = await startTcpProxy(server.port);
-    cleanups.push(() => proxy.close());
-    const logs = captureLogs('info');
-    const passwordFile = secretFile(PASSWORD);
-    const a = await daemon(server.url, 'node-a', { user: 'daemon', passwordFile }, logs.logger);
-    const b = await daemon(proxy.url, 'node-b', { user: 'daemon', passwordFile });
-    await expect.poll(() => a.cluster!.view().owned.length > 0 && b.cluster!.view().owned.length > 0 && a.cluster!.view().owned.length + b.cluster!.view().owned.length === PARTITIONS, { timeout: 10_000 }).toBe(true);
-    await skillOn(a.url, [a, b]);
-    // A user on B, a session B runs: the skill on A answers across NATS.
-    const ownedByB = b.cluster!.view().owned;
-    const session = [...Array(100).keys()].map((n) => `auth-s${n}`).find((s) => ownedByB.includes(partitionOf(s, PARTITIONS)))!;
-    const userB = await probe(b.url);
-    await expect.poll(() => a.cluster!.view().connectionsElsewhere, { timeout: 5_000 }).toBeGreaterThan(0);
-    expect(await asked(userB, session, 'pw-1')).toEqual({ handled: 1, winner: 'a.spec' });
-    // B cut off from NATS: A takes its partitions over (its writes to the partition table authenticated) and runs the session.
-    proxy.cut();
-    await expect.poll(() => a.cluster!.view().owned.length, { timeout: 15_000 }).toBe(PARTITIONS);
-    const userA = await probe(a.url);
-    expect(await asked(userA, session, 'pw-2')).toEqual({ handled: 1, winner: 'a.spec' });
+    const lines = await servesAndFailsOver(server, { user: 'daemon', passwordFile: secretFile(PASSWORD) });
     // Authentication on: no warning that the server admits anyone, and the secret in no log line.
-    expect(logs.lines.items.filter((line) => line.reason === 'nats_unauthenticated')).toEqual([]);
-    expect(JSON.stringify(logs.lines.items)).not.toContain(PASSWORD);
+    expect(lines.items.filter((line) => line.reason === 'nats_unauthenticated')).toEqual([]);
+    expect(JSON.stringify(lines.items)).not.toContain(PASSWORD);
   }, 60_000);
 
   it('a wrong password: one clear error that names the server and the user, never the secret (also given in the URL)', async () => {
@@ -154,7 +163,7 @@ describe.skipIf(absent !== undefined)('a cluster only its own daemons can join (
     expect(await asked(await probe(a.url), 'nkey-s', 'nkey-1')).toEqual({ handled: 1, winner: 'a.spec' });
   }, 30_000);
 
-  it('PIPELINE-1 §6: a daemon with a credentials file (cluster.credsFile: a user JWT and its seed) joins a server in operator mode; a client without them is refused', async () => {
+  it('PIPELINE-1 §6: daemons with a credentials file (cluster.credsFile: a user JWT and its seed) serve the bus and fail over on a server in operator mode; a client without them is refused', async () => {
     const operator = createOperator();
     const system = createAccount();
     const account = createAccount();
@@ -168,12 +177,10 @@ describe.skipIf(absent !== undefined)('a cluster only its own daemons can join (
       jetstream(port, store, `operator: "${operatorJwt}"\nsystem_account: ${system.getPublicKey()}\nresolver: MEMORY\nresolver_preload: {\n  ${account.getPublicKey()}: "${accountJwt}"\n  ${system.getPublicKey()}: "${systemJwt}"\n}`),
     );
     await expect(connect({ servers: server.url, reconnect: false })).rejects.toThrow(/authorization/i);
-    const a = await daemon(server.url, 'node-a', { credsFile: secretFile(creds) });
-    await skillOn(a.url, [a]);
-    expect(await asked(await probe(a.url), 'creds-s', 'creds-1')).toEqual({ handled: 1, winner: 'a.spec' });
-  }, 30_000);
+    await servesAndFailsOver(server, { credsFile: secretFile(creds) });
+  }, 60_000);
 
-  it.skipIf(noOpenssl)('PIPELINE-1 §6: over TLS (tls://, a CA the test makes) with a password; a daemon that demands TLS of a server without it sends nothing and says so', async () => {
+  it.skipIf(noOpenssl)('PIPELINE-1 §6: over TLS (tls://, a CA the test makes) with a password, daemons serve the bus and fail over; a daemon that demands TLS of a server without it sends nothing and says so', async () => {
     const pki = dir();
     const ssl = (...args: string[]): void => void execFileSync('openssl', args, { cwd: pki, stdio: 'ignore' });
     ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=ovos-contests test CA');
@@ -184,11 +191,8 @@ describe.skipIf(absent !== undefined)('a cluster only its own daemons can join (
       (port, store) => jetstream(port, store, `tls { cert_file: "${join(pki, 'server.pem')}", key_file: "${join(pki, 'server.key')}" }\nauthorization { user: "daemon", password: "${PASSWORD}" }`),
       'tls',
     );
-    const logs = captureLogs('info');
-    const a = await daemon(server.url, 'node-a', { user: 'daemon', passwordFile: secretFile(PASSWORD), tlsCaFile: join(pki, 'ca.pem') }, logs.logger);
-    await skillOn(a.url, [a]);
-    expect(await asked(await probe(a.url), 'tls-s', 'tls-1')).toEqual({ handled: 1, winner: 'a.spec' });
-    expect(logs.lines.items.filter((line) => line.reason === 'nats_unauthenticated' || line.reason === 'nats_unencrypted')).toEqual([]);
+    const lines = await servesAndFailsOver(server, { user: 'daemon', passwordFile: secretFile(PASSWORD), tlsCaFile: join(pki, 'ca.pem') }, 'tls');
+    expect(lines.items.filter((line) => line.reason === 'nats_unauthenticated' || line.reason === 'nats_unencrypted')).toEqual([]);
     // The CA is not the system's: without it, the server's certificate is not trusted.
     const untrusted = await daemon(server.url, 'node-x', { user: 'daemon', passwordFile: secretFile(PASSWORD) }).then(
       () => undefined,
