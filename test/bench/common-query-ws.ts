@@ -147,7 +147,7 @@ export async function benchCommonQueryWs(): Promise<Section> {
     notes: [
       'dispatch = driver publishes ovos.utterance.handle → driver receives common_query:common_query; speak = → ovos.utterance.speak',
       'the poll closes as soon as every skill on the roster has answered (all three claim here), else at the 125 ms claim bound',
-      `ovos-core 2.1, 3 common-query skills answering at once: ~${OVOS_CORE_MEDIAN_MS} ms median decision (ENGINEERING-NOTES)`,
+      `ovos-core 2.1, 3 common-query skills answering at once: ~${OVOS_CORE_MEDIAN_MS} ms median decision (measured on this machine)`,
     ],
     checks: [
       { name: 'every utterance answered through common_query', ok: missed === 0, detail: `missed ${missed}` },

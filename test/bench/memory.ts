@@ -210,7 +210,7 @@ export async function benchMemory(): Promise<Section> {
       notes: [
         'the 10k arrive in one burst and are spawned from microtasks, so the "live" reading is taken before any timer can fire; spawning takes longer than the ping timeout, so every timer is already due when the event loop next runs timers',
         'each utterance is two live actors: the orchestrator\'s utterance actor (waiting on the stage) and the fallback contest (waiting on the pong)',
-        'ENGINEERING-NOTES measured a bare contest actor at ~5 KB; both machines here are provided once, so each live actor holds only its own snapshot, context and timers',
+        'A bare contest actor measures ~5 KB; both machines here are provided once, so each live actor holds only its own snapshot, context and timers',
         growthAfterFirst < 1024 * 1024
           ? `what burst 1 leaves is a high-water mark, not a leak (burst 2 adds ${formatBytes(growthAfterFirst)}); tables that grew to hold 10k entries keep their capacity`
           : `burst 2 left ${formatBytes(growthAfterFirst)} more than burst 1: memory grows with every burst — a leak to investigate (heap snapshots before and after a burst)`,

@@ -156,7 +156,7 @@ export async function benchRouting(): Promise<Section> {
         'each event: classify → session → route index (kind, session) → utterance_id check → correlate → actor.send → machine (ignored, reason emitted) → drop logged at info (silent logger)',
         `all ${SIZES.length} systems live in one heap (${fmt(liveTotal)} utterances, ${fmt(2 * liveTotal)} actors) and their passes alternate (${ROUNDS} rounds × ${fmt(EVENTS)} events; events/s = median pass, ratio = median of per-round ratios): heap size and machine noise are common to every row`,
         `the index is O(1): N=${fmt(largest)} with events to ${fmt(smallest)} of them routes like N=${fmt(smallest)}. Spreading events over all ${fmt(largest)} costs more per event through memory, not the index: each event touches cold objects (route entry, contest, actor, snapshot) scattered over the heap — cache and TLB misses — and each touched actor's new snapshot is an old→new reference for the scavenger`,
-        'ENGINEERING-NOTES: a bare Map<key, ActorRef> to one of 10k actors ~190k events/s (one actor alone ~530k/s); through a supervisor machine with sendTo 80–110k/s',
+        'Measured apart: a bare Map<key, ActorRef> to one of 10k actors ~190k events/s (one actor alone ~530k/s); through a supervisor machine with sendTo 80–110k/s',
       ],
       checks: [
         {
