@@ -14,6 +14,7 @@
 import type { IncomingMessage } from 'node:http';
 import { WebSocket, type RawData } from 'ws';
 import type { Logger } from '../log/logger.js';
+import { CodedError } from '../errors.js';
 import type { Bus, BusStatus, Unsubscribe } from './bus.js';
 import { LocalBus } from './local-bus.js';
 import { decodeFrame, encodeMessage, type Message } from './message.js';
@@ -42,15 +43,7 @@ export type BusDownReason = 'closed' | 'heartbeat_timeout' | 'error' | 'client_c
 
 export type BusClientErrorCode = 'BUS_UP_TIMEOUT' | 'BUS_CLIENT_CLOSED';
 
-export class BusClientError extends Error {
-  readonly code: BusClientErrorCode;
-
-  constructor(code: BusClientErrorCode, message: string) {
-    super(message);
-    this.name = 'BusClientError';
-    this.code = code;
-  }
-}
+export class BusClientError extends CodedError<BusClientErrorCode> {}
 
 /**
  * Until the bus has been up once (a daemon or skill started before the bus, as systemd may start them), connecting

@@ -11,6 +11,7 @@ import type { Authenticator, ConnectionOptions, NatsConnection } from '@nats-io/
 import { isLoopbackHost } from '../bus/loopback.js';
 import { redactUserinfo } from '../config/errors.js';
 import { readSecretFile } from '../config/secret-file.js';
+import { CodedError } from '../errors.js';
 
 /** The environment variables that carry a secret itself (a file names it otherwise: `cluster.passwordFile`, …). */
 export const NATS_PASSWORD_ENV = 'OVOS_CONTESTS_NATS_PASSWORD';
@@ -55,14 +56,7 @@ export interface NatsAccess {
 export type NatsAccessErrorCode = 'nats_url_invalid' | 'nats_secret_unreadable' | 'nats_auth_ambiguous' | 'nats_auth_incomplete' | 'nats_tls_unavailable' | 'nats_auth_refused' | 'nats_unreachable';
 
 /** A reason the daemon cannot reach NATS as configured; its message names files, keys and servers, never a secret. */
-export class NatsAccessError extends Error {
-  readonly code: NatsAccessErrorCode;
-  constructor(code: NatsAccessErrorCode, message: string) {
-    super(message);
-    this.name = 'NatsAccessError';
-    this.code = code;
-  }
-}
+export class NatsAccessError extends CodedError<NatsAccessErrorCode> {}
 
 /** A secret file larger than this is not a secret file (a credentials file is about 1 KB). */
 const MAX_SECRET_BYTES = 64 * 1024;

@@ -4,17 +4,11 @@
  * regular file of bounded size. The errors name the file and the key, never its content.
  */
 import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
+import { CodedError } from '../errors.js';
 
 export type SecretFileErrorCode = 'secret_unreadable' | 'secret_not_regular' | 'secret_link' | 'secret_too_large' | 'secret_empty';
 
-export class SecretFileError extends Error {
-  readonly code: SecretFileErrorCode;
-  constructor(code: SecretFileErrorCode, message: string) {
-    super(message);
-    this.name = 'SecretFileError';
-    this.code = code;
-  }
-}
+export class SecretFileError extends CodedError<SecretFileErrorCode> {}
 
 /**
  * The text of the secret file `file` (`key` names it in errors), its trailing newline trimmed, and its mode. Throws a

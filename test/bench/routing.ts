@@ -16,6 +16,7 @@ import { ManualClock } from '../../src/clock/manual-clock.js';
 import type { Section } from './report.js';
 import { collectGarbage, fallbackConfig, startInProcess, waitUntil, type InProcessRig } from './rig.js';
 import { median, watchGc } from './stats.js';
+import { seededRandom } from '../support/random.js';
 
 const SIZES = [100, 1_000, 10_000];
 const EVENTS = 50_000;
@@ -23,18 +24,6 @@ const ROUNDS = 5;
 const AWAITED = 'waits-forever';
 const EARLY = 'not-asked-yet';
 const UTTERANCE = 'tell me something nobody else can';
-
-/** Deterministic random sessions (mulberry32), so every run routes the same sequence. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A system with `live` contests that can never end. */
 async function liveSystem(live: number, prefix: string): Promise<InProcessRig> {
@@ -54,7 +43,7 @@ async function liveSystem(live: number, prefix: string): Promise<InProcessRig> {
 
 /** Pongs for random sessions among the first `targets` of a system's sessions. */
 function pongs(prefix: string, targets: number, seed: number): Message[] {
-  const next = random(seed);
+  const next = seededRandom(seed);
   return Array.from({ length: EVENTS }, () => {
     const i = Math.floor(next() * targets);
     return createMessage(`${EARLY}.fallback.pong`, { skill_id: EARLY, can_handle: true }, { session: { session_id: `${prefix}-s${i}` }, utterance_id: `${prefix}-u${i}`, skill_id: EARLY });

@@ -32,6 +32,7 @@ import { natsServerAbsent, startNatsServerWith } from '../support/nats-server.js
 import { specWordSkill, workshopWordSkill } from '../support/word-skills.js';
 import { Probe, captureLogs, configWith } from './probe.js';
 import type { Logger } from '../../src/log/logger.js';
+import { seededRandom } from '../support/random.js';
 
 const absent = natsServerAbsent();
 if (absent !== undefined) console.warn(absent);
@@ -42,18 +43,6 @@ const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 }, 30_000);
-
-/** A small seeded generator (mulberry32): the same run every time, and a failing one can be replayed. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Values of every JSON shape, and some that are not JSON at all, biased to the fields the cluster's notes carry. */
 function garbage(next: () => number, depth = 0): unknown {
@@ -107,7 +96,7 @@ describe.skipIf(absent !== undefined)('untrusted input from NATS (src/cluster/RE
     const kvm = new Kvm(nc);
     const state = await kvm.open(STATE_BUCKET);
     const table = await kvm.open(PARTITION_BUCKET);
-    const next = random(20261208);
+    const next = seededRandom(20261208);
     const plain = [NODE_SUBJECT, RESEND_SUBJECT, `${RESENT_PREFIX}.node-a`, `${RESENT_PREFIX}.node-b`];
     const enveloped = [PARTITION_SUBJECT, CONNECTION_SUBJECT, BREAKER_SUBJECT, SYNC_SUBJECT, SYNCED_SUBJECT, ENDS_SUBJECT, busSubject('ovos.utterance.handle'), busSubject('ovos.skills.fallback.register'), busSubject('mycroft.skill.handler.complete')];
     let published = 0;
