@@ -54,6 +54,15 @@ export function clip(text: string, max = 200): string {
 }
 
 /**
+ * At most `max` items of a list for a log line, each clipped, and `…(+N more)` for the rest: a line that names what a
+ * client registered stays bounded whatever it registered.
+ */
+export function clipList(items: readonly string[], max = 20): string[] {
+  const shown = items.slice(0, max).map((item) => clip(item, 100));
+  return items.length <= max ? shown : [...shown, `…(+${items.length - max} more)`];
+}
+
+/**
  * An untrusted payload as JSON text of at most about `max` characters, for a log line. It stops walking once the
  * budget is spent, so a 30 MB payload costs what its first `max` characters cost, never a full serialisation.
  */

@@ -34,6 +34,7 @@ import type { Config } from '../../config/defaults.js';
 import { createMessage, forward, reply, stringField, utteranceIdOf, withContext, type JsonObject, type Message } from '../../bus/message.js';
 import { legacyQuestion, legacyQuestionAction, legacyTopics } from '../../dialect/legacy-dialect.js';
 import type { SessionView } from '../../bus/session.js';
+import { clipList } from '../../log/logger.js';
 import { topics } from '../../dialect/spec-dialect.js';
 import type { IntentListing, Match, MatchRequest, PipelineStage } from '../../pipeline/plugin.js';
 import type { Contest, Supervisor } from '../../supervisor/supervisor.js';
@@ -193,7 +194,7 @@ export class CommonQueryPlugin implements PipelineStage {
         if (this.#departed.size > MAX_ROSTER) this.#departed.delete(this.#departed.values().next().value!);
       }
       if (left.length === 0) return;
-      supervisor.logger.info({ reason: 'connection_closed', skills: left }, 'common-query skills left the roster');
+      supervisor.logger.info({ reason: 'connection_closed', skills: clipList(left) }, 'common-query skills left the roster');
       // They may come back (a skills process restarting), silent until they claim: a cold start again.
       this.#warmPolls = 0;
     });

@@ -9,7 +9,7 @@ import { createMessage, reply, stringField, utteranceIdOf, withContext, type Mes
 import { DEFAULT_SESSION_ID, sessionIdOf, type SessionView } from '../../bus/session.js';
 import { legacyFallbackPing, legacyFallbackRequest } from '../../dialect/legacy-dialect.js';
 import { topics, type DropReason } from '../../dialect/spec-dialect.js';
-import type { Logger } from '../../log/logger.js';
+import { clipList, type Logger } from '../../log/logger.js';
 import type { Contest, ContestOptions, ServiceVerdict, Supervisor } from '../../supervisor/supervisor.js';
 import { NO_MATCH, type IntentListing, type Match, type MatchLogic, type MatchRequest, type PipelineStage } from '../../pipeline/plugin.js';
 import { awaitsPong, fallbackMachine, type FallbackContext, type FallbackEmitted, type FallbackEvent, type FallbackOutput } from '../../../machines/fallback/fallback.machine.js';
@@ -65,6 +65,16 @@ const SWEEP_EVERY_MS = 3_600_000;
 type Ref = { readonly sessionId: string; readonly skillId: string };
 const sessionsOf = (entries: readonly Ref[]): string[] => [...new Set(entries.map((entry) => entry.sessionId))];
 const skillsOf = (entries: readonly Ref[]): string[] => [...new Set(entries.map((entry) => entry.skillId))];
+const ref = (entry: { readonly session_id: string; readonly skill_id: string }): Ref => ({ sessionId: entry.session_id, skillId: entry.skill_id });
+/** The sessions or skills of a log line: at most 20 named (what one connection registered is unbounded in count). */
+const named = clipList;
+
+/**
+ * Registrations and deregistrations accepted, and the registrations they evicted, are logged at most this many times a
+ * minute per client connection (per session without one), the rest counted into the next line: ovos-core's skill manager registers every skill of an
+ * install at once, a flood of registrations is a line a second.
+ */
+const REGISTRATION_LINES_PER_MINUTE = 64;
 
 /** A per-skill ping timeout or a legacy skill that could not be learned is logged at most once per key per minute. */
 const LOG_WINDOW_MS = 60_000;
@@ -141,6 +151,7 @@ export class FallbackPlugin {
   readonly #learnRefusalLog = new LogRateLimiter(LOG_WINDOW_MS);
   /** A pool the match bound cannot cover: logged at most once a minute per (stage, pool size). */
   readonly #poolBoundLog = new LogRateLimiter(LOG_WINDOW_MS);
+  readonly #registrationLog = new LogRateLimiter(LOG_WINDOW_MS, 1024, REGISTRATION_LINES_PER_MINUTE);
   readonly #matchTimeoutMs: number | undefined;
   /** Hear of skills' ping timeouts and circuit-breaker transitions (metrics). */
   readonly #skillListeners: Listeners<FallbackSkillEvent>;
@@ -204,7 +215,10 @@ export class FallbackPlugin {
         options.store?.deregister(sessionId, skillId);
         if (this.#registering !== undefined) this.#tellRegistration({ type: 'deregistered', session_id: sessionId, skill_id: skillId, message: this.#registering });
         if (!this.registry.holds(skillId)) this.breaker.forget(skillId);
-        supervisor.logger.info({ reason: 'registry_evicted', skill_id: skillId, session_id: sessionId }, 'fallback registration away gave its place up to a new one (registry bound reached)');
+        // Counted with the registrations of who registered: a flood evicting others is a line a second, not one each.
+        const by = this.#registering === undefined ? undefined : supervisor.connectionOf(this.#registering);
+        const line = this.#registrationLog.shouldLog(by ?? `session:${sessionId}`, supervisor.clock.monotonic());
+        if (line.log) supervisor.logger.info({ reason: 'registry_evicted', skill_id: skillId, session_id: sessionId, by, ...(line.suppressed > 0 ? { suppressed: line.suppressed } : {}) }, 'fallback registration away gave its place up to a new one (registry bound reached)');
       },
     });
     // Intervals on the monotonic clock: a wall-clock step at boot neither widens nor shrinks a suspension.
@@ -242,7 +256,8 @@ export class FallbackPlugin {
         this.#registering = undefined;
       }
       if (registered !== 'registered') return { drop: registered };
-      supervisor.logger.info({ skill_id: inbound.skill_id, priority: inbound.priority, session_id: sessionId, connection, dialect: inbound.legacy === true ? 'legacy' : 'spec' }, 'fallback skill registered');
+      const line = this.#registrationLog.shouldLog(connection ?? `session:${sessionId}`, supervisor.clock.monotonic());
+      if (line.log) supervisor.logger.info({ skill_id: inbound.skill_id, priority: inbound.priority, session_id: sessionId, connection, dialect: inbound.legacy === true ? 'legacy' : 'spec', ...(line.suppressed > 0 ? { suppressed: line.suppressed } : {}) }, 'fallback skill registered');
       // Not heard from yet: a registration alone, never answered for, is restored dormant after a restart.
       options.store?.register(sessionId, inbound.skill_id, inbound.priority, inbound.legacy === true, false);
       this.#tellRegistration({ type: 'registered', session_id: sessionId, skill_id: inbound.skill_id, message, connection });
@@ -271,7 +286,9 @@ export class FallbackPlugin {
       options.store?.deregister(sessionId, inbound.skill_id);
       if (removed && !this.registry.holds(inbound.skill_id)) this.breaker.forget(inbound.skill_id);
       this.#tellRegistration({ type: 'deregistered', session_id: sessionId, skill_id: inbound.skill_id, message });
-      supervisor.logger.info({ skill_id: inbound.skill_id, session_id: sessionId, removed }, 'fallback skill deregistered');
+      const connection = supervisor.connectionOf(message);
+      const line = this.#registrationLog.shouldLog(connection ?? `session:${sessionId}`, supervisor.clock.monotonic());
+      if (line.log) supervisor.logger.info({ skill_id: inbound.skill_id, session_id: sessionId, removed, ...(line.suppressed > 0 ? { suppressed: line.suppressed } : {}) }, 'fallback skill deregistered');
     });
     // Embedded bus: a closed connection unbinds every registration made or heard over it, in every session (FALLBACK-1
     // never asks a skill to register again: a spec skill may come back without registering, and ovos-workshop never
@@ -296,13 +313,13 @@ export class FallbackPlugin {
       if (unbound.length > 0) {
         const away = unbound.filter((entry) => this.registry.entry(entry.sessionId, entry.skillId)?.away === true);
         supervisor.logger.info(
-          { reason: 'connection_closed', connection, skills: skillsOf(unbound), sessions: sessionsOf(unbound), away: skillsOf(away) },
+          { reason: 'connection_closed', connection, skills: named(skillsOf(unbound)), sessions: named(sessionsOf(unbound)), away: named(skillsOf(away)) },
           'fallback registrations kept, unbound: asked again once their skill is heard from or may be back (those away: once a client connection opens)',
         );
       }
       if (awayAgain.length > 0) {
         supervisor.logger.info(
-          { reason: 'connection_closed', connection, skills: skillsOf(awayAgain), sessions: sessionsOf(awayAgain) },
+          { reason: 'connection_closed', connection, skills: named(skillsOf(awayAgain)), sessions: named(sessionsOf(awayAgain)) },
           'fallback skills away again: every connection they might have been on has closed without them being heard',
         );
       }
@@ -333,11 +350,11 @@ export class FallbackPlugin {
       const answer = inbound.kind !== 'fallback.register';
       if (answer) options.store?.heard(skillId);
       const back = this.registry.heard(skillId, connection);
-      if (back.length > 0) supervisor.logger.info({ skill_id: skillId, connection, sessions: sessionsOf(back) }, 'fallback skill heard from: back in the pools');
+      if (back.length > 0) supervisor.logger.info({ skill_id: skillId, connection, sessions: named(sessionsOf(back)) }, 'fallback skill heard from: back in the pools');
       const moved = connection === undefined || !answer ? [] : this.registry.answered(skillId, connection);
       if (moved.length > 0) {
         supervisor.logger.info(
-          { reason: 'skill_taken_over', skill_id: skillId, connection, sessions: sessionsOf(moved) },
+          { reason: 'skill_taken_over', skill_id: skillId, connection, sessions: named(sessionsOf(moved)) },
           'fallback skill heard over a new connection after it missed a ping over its old one: bound to the new one',
         );
       }
@@ -371,9 +388,9 @@ export class FallbackPlugin {
           reason: 'registry_restored',
           file: options.store.file,
           restored: restored.length,
-          skills: restored.map((e) => e.skill_id),
-          dormant: dormant.map((e) => e.skill_id),
-          never_heard: neverHeard.map((e) => e.skill_id),
+          skills: named(skillsOf(restored.map(ref))),
+          dormant: named(skillsOf(dormant.map(ref))),
+          never_heard: named(skillsOf(neverHeard.map(ref))),
         },
         `fallback registrations restored: ${restored.length} from ${options.store.file} (asked once their skill is heard from or may be back)`,
       );
@@ -527,7 +544,7 @@ export class FallbackPlugin {
     if (forgotten.length === 0) return;
     this.#passOverUnavailable(skillsOf(forgotten));
     this.#supervisor.logger.info(
-      { reason: 'registry_forgotten', skills: skillsOf(forgotten), sessions: sessionsOf(forgotten), forget_after_ms: forgetAfterMs, file: store.file },
+      { reason: 'registry_forgotten', skills: named(skillsOf(forgotten)), sessions: named(sessionsOf(forgotten)), forget_after_ms: forgetAfterMs, file: store.file },
       'fallback registrations not heard from for too long were forgotten',
     );
   }
@@ -628,7 +645,7 @@ export class FallbackPlugin {
     this.#passOverUnavailable([skillId]);
     if (dormant.some(({ sessionId }) => this.registry.entry(sessionId, skillId)?.legacy === false)) this.#requestReregister();
     this.#supervisor.logger.info(
-      { reason: 'maybe_back_missed', skill_id: skillId, sessions: sessionsOf(dormant) },
+      { reason: 'maybe_back_missed', skill_id: skillId, sessions: named(sessionsOf(dormant)) },
       'fallback skill not heard from since its connection closed (or a restart) stayed silent when asked: dormant, asked again once it is heard from',
     );
   }

@@ -84,6 +84,8 @@ export class RegistryStore {
   #pending = false;
   /** The last write left entries out (`registry_file_full`, said once until the file fits again). */
   #full = false;
+  /** The rest after a large write before the next may start (`WRITE_REST_MS_PER_MB`); `flush` ends it at once. */
+  #rest: { readonly over: Promise<void>; readonly end: () => void } | undefined;
 
   private constructor(file: string, logger: Logger, now: () => number) {
     this.file = file;
@@ -243,18 +245,26 @@ export class RegistryStore {
     this.#schedule();
   }
 
-  /** Everything written so far is on disk. */
+  /** Everything changed so far is on disk once this resolves (a rest between writes is cut short). */
   flush(): Promise<void> {
+    this.#rest?.end();
     return this.#writing;
   }
 
-  /** One write at a time; changes made while one runs are written by the next. */
+  /**
+   * One write at a time; changes made while one runs are written by the next. After a write of more than a megabyte
+   * the next waits `WRITE_REST_MS_PER_MB` per megabyte written: a flood of registrations is written a few times, not
+   * once per registration — each write of a full file serializes tens of thousands of entries.
+   */
   #schedule(): void {
     if (this.#pending) return;
     this.#pending = true;
     this.#writing = this.#writing.then(async () => {
+      await this.#rest?.over;
+      this.#rest = undefined;
       this.#pending = false;
       const { body, left } = serialize(this.entries());
+      this.#restAfter(Math.floor((body.length / (1024 * 1024)) * WRITE_REST_MS_PER_MB));
       if (left > 0 && !this.#full) this.#logger.warn({ reason: 'registry_file_full', file: this.file, left, limit: REGISTRY_MAX_BYTES }, 'fallback registry file at its size limit: the entries least recently heard are kept in memory only (they are lost at a restart unless their skills register again)');
       this.#full = left > 0;
       try {
@@ -265,7 +275,24 @@ export class RegistryStore {
       }
     });
   }
+
+  #restAfter(ms: number): void {
+    if (ms < 100) return;
+    let end = (): void => {};
+    const over = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      timer.unref();
+      end = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.#rest = { over, end };
+  }
 }
+
+/** The rest after a write, per megabyte written (none under a megabyte): a 32 MiB file is written every 3.2 s at most. */
+export const WRITE_REST_MS_PER_MB = 100;
 
 /** How many set-aside files (`.corrupt-<time>`) of one registry file are kept: the newest. */
 export const SET_ASIDE_KEPT = 3;

@@ -352,7 +352,8 @@ describe('FALLBACK-1 §3.1 × §6.1 after a restart, registrations nobody answer
     first.h.system.close();
 
     const { h } = boot(file);
-    expect(withReason(h, 'registry_restored')).toEqual([expect.objectContaining({ restored: 71, never_heard: expect.arrayContaining(fakes) })]);
+    // The line names at most 20 skills of a list and counts the rest.
+    expect(withReason(h, 'registry_restored')).toEqual([expect.objectContaining({ restored: 71, never_heard: [...fakes.slice(0, 20), '…(+50 more)'] })]);
     expect(fakes.every((skill) => h.system.fallback.registry.entry('default', skill)?.dormant === true)).toBe(true);
     h.bus.openConnection('workshop'); // its bus client reconnects
     skillProcess(h, 'legacy', 'live.workshop', live);
