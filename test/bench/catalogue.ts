@@ -17,6 +17,7 @@ export const BENCHMARKS = [
   { name: 'flood', id: 'flood' },
   { name: 'noisy neighbour', id: 'noisy' },
   { name: 'adversarial', id: 'adversarial' },
+  { name: 'attacks on every entrance', id: 'attacks' },
   { name: 'restart memory', id: 'restart' },
   { name: 'sloppy skills', id: 'sloppy' },
   { name: 'ovos-core side by side', id: 'ovos-core' },

@@ -87,17 +87,26 @@ export interface DaemonProcess {
   warnings(): number;
   /** Log lines with this `reason`. */
   logged(reason: string): number;
+  /** Bytes the daemon has written to its stdout so far. */
+  bytesLogged(): number;
+  /** The `url` of the first log line whose msg starts with `msg` (the inspector, the stage link), if logged. */
+  urlOf(msg: string): string | undefined;
+  /** Its state folder (`XDG_STATE_HOME`). */
+  readonly state: string;
   stop(): Promise<void>;
 }
 
-/** The daemon as `npm start` runs it, on a state directory of its own; `nats`: one daemon of a cluster on that NATS server. */
-export async function startDaemonProcess(options: { readonly nats?: string } = {}): Promise<DaemonProcess> {
+/**
+ * The daemon as `npm start` runs it, on a state directory of its own; `nats`: one daemon of a cluster on that NATS
+ * server; `registryFile`: keep its registry file (default: none, so runs are alike); `args`: more flags.
+ */
+export async function startDaemonProcess(options: { readonly nats?: string; readonly registryFile?: boolean; readonly args?: readonly string[] } = {}): Promise<DaemonProcess> {
   const port = await freePort();
   const execArgv = daemonArgv();
   const state = mkdtempSync(join(tmpdir(), 'ovos-bench-'));
   const child: ChildProcess = spawn(
     process.execPath,
-    [...execArgv, DAEMON_MAIN, '--port', String(port), '--no-example-skills', '--inspector-port', '0', '--no-registry-file', '--no-mycroft-conf', ...(options.nats === undefined ? [] : ['--nats', options.nats])],
+    [...execArgv, DAEMON_MAIN, '--port', String(port), '--no-example-skills', '--inspector-port', '0', ...(options.registryFile === true ? [] : ['--no-registry-file']), '--no-mycroft-conf', ...(options.nats === undefined ? [] : ['--nats', options.nats]), ...(options.args ?? [])],
     { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, XDG_STATE_HOME: state } },
   );
   let registered = 0;
@@ -106,13 +115,18 @@ export async function startDaemonProcess(options: { readonly nats?: string } = {
   let listening = false;
   let rest = '';
   // pino writes synchronously: the pipe must be drained all along, or the daemon would block on a full pipe.
+  let bytes = 0;
+  const urls = new Map<string, string>();
   child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    bytes += Buffer.byteLength(chunk);
     const lines = (rest + chunk).split('\n');
     rest = lines.pop() ?? '';
     for (const line of lines) {
       if (line.includes('"fallback skill registered"')) registered += 1;
       else if (line.includes('"msg":"inspector page at this address"')) listening = true;
       if (/"level":(4|5|6)\d/.test(line)) warnings += 1;
+      const url = /"url":"([^"]+)","msg":"([^"]+)"/.exec(line);
+      if (url !== null && !urls.has(url[2]!)) urls.set(url[2]!, url[1]!);
       const reason = /"reason":"([^"]+)"/.exec(line)?.[1];
       if (reason !== undefined) reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
     }
@@ -134,6 +148,9 @@ export async function startDaemonProcess(options: { readonly nats?: string } = {
     registered: () => registered,
     warnings: () => warnings,
     logged: (reason) => reasons.get(reason) ?? 0,
+    bytesLogged: () => bytes,
+    urlOf: (msg) => [...urls].find(([m]) => m.startsWith(msg))?.[1],
+    state,
     stop: async () => {
       child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);

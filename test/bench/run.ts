@@ -11,6 +11,7 @@
 import { mkdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { benchAdversarial } from './adversarial.js';
+import { benchAttacks } from './attacks.js';
 import { benchBusFloor } from './bus-floor.js';
 import { benchCommonQueryWs } from './common-query-ws.js';
 import { benchFallbackInProcess } from './fallback-inprocess.js';
@@ -46,6 +47,7 @@ const RUNS: Readonly<Record<BenchmarkId, () => Promise<Section>>> = {
   flood: benchFlood,
   noisy: benchNoisyNeighbour,
   adversarial: benchAdversarial,
+  attacks: benchAttacks,
   restart: benchRestartMemory,
   sloppy: benchSloppySkills,
   'ovos-core': benchOvosCore,

@@ -10,13 +10,12 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { WebSocket } from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
 import { reply } from '../../src/bus/message.js';
 import { Probe, freePort } from './probe.js';
+import { connectionFlood, get, longIdFlood, open, registryFlood, slowLinkReader, stageRequest } from '../support/attacks.js';
 import { ROOT, killGroup, npmStart, watchOutput, type Spawned } from './spawn-daemon.js';
 
 const SLOW_MS = 180_000;
@@ -99,51 +98,6 @@ async function start(args: readonly string[] = [], stateHome = mkdtempSync(join(
   };
 }
 
-async function open(url: string, headers: Record<string, string> = {}): Promise<WebSocket> {
-  const socket = new WebSocket(url, { perMessageDeflate: false, headers });
-  await new Promise<void>((resolve, reject) => {
-    socket.once('open', () => resolve());
-    socket.once('error', reject);
-    socket.once('unexpected-response', (_request, response) => reject(new Error(`HTTP ${String(response.statusCode)}`)));
-  });
-  return socket;
-}
-
-/** Send every frame (never more than 4 MB queued on this side), then wait until the bus has read them all. */
-async function pour(socket: WebSocket, frames: Iterable<string>): Promise<void> {
-  let n = 0;
-  for (const frame of frames) {
-    socket.send(frame);
-    if (++n % 500 === 0) while (socket.bufferedAmount > 4 * MB) await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-  // The bus sends every message to its sender too: the marker back means everything before it was read.
-  const marker = randomUUID();
-  const back = new Promise<void>((resolve) => {
-    const on = (data: unknown): void => {
-      if (!String(data).includes(marker)) return;
-      socket.off('message', on);
-      resolve();
-    };
-    socket.on('message', on);
-  });
-  const closed = new Promise<never>((_resolve, reject) => socket.once('close', (code) => reject(new Error(`the bus closed the connection (${code})`))));
-  socket.send(JSON.stringify({ type: 'attack.marker', data: { marker }, context: {} }));
-  await Promise.race([back, closed]);
-}
-
-/** GET `url` with `headers`: its status and the bytes of its body. */
-function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; bytes: number }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { headers }, (response) => {
-      let bytes = 0;
-      response.on('data', (chunk: Buffer) => (bytes += chunk.length));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, bytes }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
 /** An ovos-workshop FallbackSkill's connection: registers once (as the workshop does, at its start), answers broadcast pings and its requests. */
 async function workshopSkill(url: string, skillId: string, register: boolean): Promise<Probe> {
   const probe = await Probe.connect(url);
@@ -177,20 +131,9 @@ describe('entrances bounded against a local attacker (npm start, real sockets)',
 
     const rssBefore = first.rss();
     const logBefore = first.logBytes();
-    // Each connection asks for 32 skills in 250 sessions: past its byte budget (4 MiB), and together past maxSessions.
-    const sessions = Array.from({ length: 2_200 }, (_, s) => `s${String(s).padStart(4, '0')}-${'x'.repeat(250)}`);
     let rssPeak = rssBefore;
     const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, first.rss())), 100);
-    for (let a = 0; a < 12; a++) {
-      const socket = await open(first.url);
-      const frames = function* (): Generator<string> {
-        for (const session of sessions.slice(a * 170, a * 170 + 250))
-          for (let k = 0; k < 32; k++)
-            yield JSON.stringify({ type: 'ovos.skills.fallback.register', data: { skill_id: `c${a}k${k}-${'y'.repeat(248)}`, priority: 50 }, context: { session: { session_id: session } } });
-      };
-      await pour(socket, frames());
-      socket.close();
-    }
+    await registryFlood(first.url);
     clearInterval(sampler);
     const logged = first.logBytes() - logBefore;
 
@@ -227,16 +170,13 @@ describe('entrances bounded against a local attacker (npm start, real sockets)',
   it('log volume is the daemon\'s, not the sender\'s: 200 registrations with 100 kB ids and 5,000 refused registrations with distinct ids log a few lines, not megabytes', async () => {
     const daemon = await start();
     const before = daemon.logBytes();
-    const socket = await open(daemon.url);
-    await pour(socket, Array.from({ length: 200 }, (_, i) => JSON.stringify({ type: 'ovos.skills.fallback.register', data: { skill_id: `${i}-${'z'.repeat(100_000)}`, priority: 50 }, context: {} })));
-    await pour(socket, Array.from({ length: 5_000 }, (_, i) => JSON.stringify({ type: 'ovos.skills.fallback.register', data: { skill_id: `${i}-${'w'.repeat(300)}`, priority: 50 }, context: {} })));
+    await longIdFlood(daemon.url);
     const logged = daemon.logBytes() - before;
     // Refused (skill_id_too_long), warned once a minute per sender and reason, each id clipped in the line.
     expect(logged).toBeLessThan(16 * 1024);
     const refusals = warnLines(daemon.lines()).filter((l) => l['reason'] === 'skill_id_too_long');
     expect(refusals.length).toBeGreaterThanOrEqual(1);
     expect(refusals.length).toBeLessThanOrEqual(2);
-    socket.close();
     const probe = await workshopSkill(daemon.url, 'still.here', true);
     expect(await answeredBy(probe, 'is anyone there')).toBe('still.here');
     await probe.close();
@@ -245,12 +185,14 @@ describe('entrances bounded against a local attacker (npm start, real sockets)',
   it('connections: 700 opened at once get at most bus.maxConnections (512), the rest refused at the upgrade; the daemon\'s memory stays bounded and a skill still answers', async () => {
     const daemon = await start();
     const rssBefore = daemon.rss();
-    const attempts = await Promise.allSettled(Array.from({ length: 700 }, () => open(daemon.url)));
-    const opened = attempts.flatMap((a) => (a.status === 'fulfilled' ? [a.value] : []));
-    expect(opened.length).toBeLessThanOrEqual(512);
-    expect(opened.length).toBeGreaterThan(400);
-    expect(daemon.rss() - rssBefore).toBeLessThan(128 * MB);
-    for (const socket of opened) socket.close();
+    let rssPeak = rssBefore;
+    const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, daemon.rss())), 100);
+    const flood = await connectionFlood(daemon.url, 700, {}, 500);
+    clearInterval(sampler);
+    expect(flood.opened).toBeLessThanOrEqual(512);
+    expect(flood.opened).toBeGreaterThan(400);
+    expect(Object.keys(flood.refused)).toEqual(['HTTP 503']);
+    expect(rssPeak - rssBefore).toBeLessThan(128 * MB);
     await new Promise((resolve) => setTimeout(resolve, 500)); // guard only: the closes reach the daemon
     const probe = await workshopSkill(daemon.url, 'still.here', true);
     expect(await answeredBy(probe, 'is anyone there')).toBe('still.here');
@@ -269,29 +211,16 @@ describe('entrances bounded against a local attacker (npm start, real sockets)',
     await expect(open(url)).rejects.toThrow('HTTP 401');
     await expect(open(url, { authorization: `Bearer ${token.slice(0, -1)}x` })).rejects.toThrow('HTTP 401');
 
-    const attempts = await Promise.allSettled(Array.from({ length: 100 }, () => open(url, authorization)));
-    const links = attempts.flatMap((a) => (a.status === 'fulfilled' ? [a.value] : []));
-    expect(links).toHaveLength(8);
-    for (const socket of links) socket.close();
+    const links = await connectionFlood(url, 100, authorization, 0);
+    expect(links.opened).toBe(8);
     await new Promise((resolve) => setTimeout(resolve, 500)); // guard only: the closes reach the daemon
 
     const rssBefore = daemon.rss();
     let rssPeak = rssBefore;
     const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, daemon.rss())), 100);
-    const slow = await open(url, authorization);
-    (slow as unknown as { _socket: { pause(): void } })._socket.pause(); // never reads
-    const closed = new Promise<void>((resolve) => slow.once('close', () => resolve()));
-    const frame = JSON.stringify({
-      type: 'ovos.contests.stage.match',
-      data: { version: 1, request_id: 'r', stage: 'unknown_stage_here', utterances: ['x'.repeat(400)], lang: 'en-US', timeout_ms: 600 },
-      context: { session: { session_id: 'kitchen' }, utterance_id: 'u' },
-    });
-    for (let sent = 0; sent < 40 * MB && slow.readyState === slow.OPEN; sent += frame.length) {
-      slow.send(frame);
-      while (slow.bufferedAmount > 4 * MB && slow.readyState === slow.OPEN) await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-    await closed;
+    const slow = await slowLinkReader(url, authorization);
     clearInterval(sampler);
+    expect(slow.closed).toBe(true);
     expect(rssPeak - rssBefore).toBeLessThan(128 * MB);
     const reasons = warnLines(daemon.lines()).map((l) => l['reason']);
     expect(reasons).toContain('stage_link_unauthorized');
@@ -300,7 +229,7 @@ describe('entrances bounded against a local attacker (npm start, real sockets)',
     // After all that, a link that reads is served.
     const good = await open(url, authorization);
     const answered = new Promise<string>((resolve) => good.once('message', (data) => resolve(String(data))));
-    good.send(frame.replace('"request_id":"r"', '"request_id":"after"'));
+    good.send(stageRequest('after', 'unknown_stage_here'));
     expect(await answered).toContain('"request_id":"after"');
     good.close();
   }, SLOW_MS);

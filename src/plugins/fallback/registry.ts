@@ -113,6 +113,29 @@ export class FallbackRegistry {
   readonly #answers = new WeakSet<RegistryEntry>();
   /** Registrations bound to a connection whose skill missed a ping since: the next connection it is heard over binds them. */
   readonly #lapsed = new WeakSet<RegistryEntry>();
+  /*
+   * Indexes, kept by `#set` and `#remove` (every change to an entry goes through them): what a connection opening or
+   * closing, a skill speaking or a new registration at the bound touches is found without walking every registration
+   * — a full registry holds 64,000 of them, and a flood of connections or registrations would otherwise cost that
+   * many steps each.
+   */
+  /** skill → the sessions holding a registration of it. */
+  readonly #bySkill = new Map<string, Set<string>>();
+  /** connection → the registrations bound to it (`entry.connection`). */
+  readonly #byConnection = new Map<string, Map<string, EntryRef>>();
+  /** Registrations maybe back, by their `backSince` (a connection opening gives every one it brings back the same). */
+  readonly #maybeBack = new Map<number, Map<string, EntryRef>>();
+  /** Registrations away and not dormant: a connection opening may bring them back. */
+  readonly #awayNotDormant = new Map<string, EntryRef>();
+  /** Dormant registrations, legacy and spec. */
+  readonly #dormant = { legacy: 0, spec: 0 };
+  /** session → its registrations away, and dormant (which session may give its place up). */
+  readonly #sessionAway = new Map<string, { away: number; dormant: number }>();
+  /** Sessions (not "default") whose every registration is away, and those whose every one is dormant. */
+  readonly #evictable = { away: new Set<string>(), dormant: new Set<string>() };
+  /** session → the order it was made in (the order `#bySession` iterates in). */
+  readonly #sessionOrder = new Map<string, number>();
+  #sessionsMade = 0;
 
   constructor(bounds: RegistryBounds = {}) {
     this.#maxSkillsPerSession = bounds.maxSkillsPerSession ?? Infinity;
@@ -174,22 +197,130 @@ export class FallbackRegistry {
       if (sessionId !== DEFAULT_SESSION_ID && this.sessionCount >= this.#maxSessions && !this.#evictAwaySession()) return 'registry_full';
       if (this.#maxSkillsPerSession < 1) return 'registry_full';
       this.#bySession.set(sessionId, (skills = new Map()));
+      this.#sessionOrder.set(sessionId, ++this.#sessionsMade);
+      this.#sessionAway.set(sessionId, { away: 0, dormant: 0 });
     } else if (!skills.has(skillId) && skills.size >= this.#maxSkillsPerSession && !this.#evictAway(sessionId, skills)) {
       return 'registry_full';
     }
-    skills.set(skillId, entry);
+    this.#set(sessionId, skills, skillId, entry);
     return 'registered';
+  }
+
+  /** Every change to an entry: the map and its indexes. */
+  #set(sessionId: string, skills: Map<string, RegistryEntry>, skillId: string, entry: RegistryEntry): void {
+    const old = skills.get(skillId);
+    if (old !== undefined) this.#unindex(sessionId, skillId, old);
+    skills.set(skillId, entry);
+    this.#index(sessionId, skillId, entry, 1);
+    this.#classify(sessionId);
+  }
+
+  /** Every removal of an entry (a session left empty goes too). */
+  #remove(sessionId: string, skills: Map<string, RegistryEntry>, skillId: string): boolean {
+    const old = skills.get(skillId);
+    if (old === undefined) return false;
+    this.#unindex(sessionId, skillId, old);
+    skills.delete(skillId);
+    if (skills.size === 0) this.#dropSession(sessionId);
+    else this.#classify(sessionId);
+    return true;
+  }
+
+  #dropSession(sessionId: string): void {
+    this.#bySession.delete(sessionId);
+    this.#sessionOrder.delete(sessionId);
+    this.#sessionAway.delete(sessionId);
+    this.#evictable.away.delete(sessionId);
+    this.#evictable.dormant.delete(sessionId);
+  }
+
+  /** Whether `sessionId` may give its place up now, every registration of it away (or dormant). */
+  #classify(sessionId: string): void {
+    const size = this.#bySession.get(sessionId)?.size ?? 0;
+    const counts = this.#sessionAway.get(sessionId);
+    if (sessionId === DEFAULT_SESSION_ID || counts === undefined) return;
+    for (const kind of ['away', 'dormant'] as const) {
+      if (size > 0 && counts[kind] >= size) this.#evictable[kind].add(sessionId);
+      else this.#evictable[kind].delete(sessionId);
+    }
+  }
+
+  #unindex(sessionId: string, skillId: string, entry: RegistryEntry): void {
+    this.#index(sessionId, skillId, entry, -1);
+  }
+
+  /** Add (`by` 1) or take away (-1) `entry` from the indexes. */
+  #index(sessionId: string, skillId: string, entry: RegistryEntry, by: 1 | -1): void {
+    const key = `${sessionId}\u0000${skillId}`;
+    const ref: EntryRef = { sessionId, skillId };
+    const keep = <K, V>(map: Map<K, V>, k: K, v: V): void => void (by === 1 ? map.set(k, v) : map.delete(k));
+    let sessions = this.#bySkill.get(skillId);
+    if (by === 1) {
+      if (sessions === undefined) this.#bySkill.set(skillId, (sessions = new Set()));
+      sessions.add(sessionId);
+    } else if (sessions !== undefined) {
+      sessions.delete(sessionId);
+      if (sessions.size === 0) this.#bySkill.delete(skillId);
+    }
+    if (entry.connection !== undefined) {
+      let bound = this.#byConnection.get(entry.connection);
+      if (bound === undefined && by === 1) this.#byConnection.set(entry.connection, (bound = new Map()));
+      if (bound !== undefined) {
+        keep(bound, key, ref);
+        if (bound.size === 0) this.#byConnection.delete(entry.connection);
+      }
+    }
+    if (entry.backSince !== undefined) {
+      let since = this.#maybeBack.get(entry.backSince);
+      if (since === undefined && by === 1) this.#maybeBack.set(entry.backSince, (since = new Map()));
+      if (since !== undefined) {
+        keep(since, key, ref);
+        if (since.size === 0) this.#maybeBack.delete(entry.backSince);
+      }
+    }
+    if (entry.away === true && entry.dormant !== true) keep(this.#awayNotDormant, key, ref);
+    if (entry.dormant === true) this.#dormant[entry.legacy ? 'legacy' : 'spec'] += by;
+    const away = this.#sessionAway.get(sessionId);
+    if (away !== undefined) {
+      if (entry.away === true) away.away += by;
+      if (entry.dormant === true) away.dormant += by;
+    }
+  }
+
+  /** `refs` in the order the registry iterates in: by session as made, then by skill as registered in it. */
+  #inOrder(refs: Iterable<EntryRef>): EntryRef[] {
+    const bySession = new Map<string, Set<string>>();
+    for (const { sessionId, skillId } of refs) {
+      let skills = bySession.get(sessionId);
+      if (skills === undefined) bySession.set(sessionId, (skills = new Set()));
+      skills.add(skillId);
+    }
+    const sessions = [...bySession.keys()].sort((a, b) => (this.#sessionOrder.get(a) ?? 0) - (this.#sessionOrder.get(b) ?? 0));
+    const ordered: EntryRef[] = [];
+    for (const sessionId of sessions) {
+      const wanted = bySession.get(sessionId)!;
+      for (const skillId of this.#bySession.get(sessionId)?.keys() ?? []) if (wanted.has(skillId)) ordered.push({ sessionId, skillId });
+    }
+    return ordered;
+  }
+
+  /** The sessions holding `skillId`, in the registry's order, with their session's entries. */
+  #sessionsOf(skillId: string): Array<[string, Map<string, RegistryEntry>]> {
+    const sessions = [...(this.#bySkill.get(skillId) ?? [])].sort((a, b) => (this.#sessionOrder.get(a) ?? 0) - (this.#sessionOrder.get(b) ?? 0));
+    return sessions.map((sessionId) => [sessionId, this.#bySession.get(sessionId)!]);
   }
 
   /** A session (not "default") whose every registration is away gives its place up: one all dormant first. */
   #evictAwaySession(): boolean {
-    for (const gone of [(entry: RegistryEntry) => entry.dormant === true, (entry: RegistryEntry) => entry.away === true]) {
-      for (const [sessionId, skills] of this.#bySession) {
-        if (sessionId === DEFAULT_SESSION_ID || ![...skills.values()].every(gone)) continue;
-        this.#bySession.delete(sessionId);
-        for (const skillId of skills.keys()) this.#onEvict({ sessionId, skillId });
-        return true;
-      }
+    for (const gone of ['dormant', 'away'] as const) {
+      let sessionId: string | undefined;
+      for (const candidate of this.#evictable[gone]) if (sessionId === undefined || this.#sessionOrder.get(candidate)! < this.#sessionOrder.get(sessionId)!) sessionId = candidate;
+      if (sessionId === undefined) continue;
+      const skills = this.#bySession.get(sessionId)!;
+      for (const [skillId, entry] of skills) this.#unindex(sessionId, skillId, entry);
+      this.#dropSession(sessionId);
+      for (const skillId of skills.keys()) this.#onEvict({ sessionId, skillId });
+      return true;
     }
     return false;
   }
@@ -198,7 +329,9 @@ export class FallbackRegistry {
   #evictAway(sessionId: string, skills: Map<string, RegistryEntry>): boolean {
     const victim = [...skills].find(([, entry]) => entry.dormant === true) ?? [...skills].find(([, entry]) => entry.away === true);
     if (victim === undefined) return false;
+    this.#unindex(sessionId, victim[0], victim[1]);
     skills.delete(victim[0]);
+    this.#classify(sessionId);
     this.#onEvict({ sessionId, skillId: victim[0] });
     return true;
   }
@@ -207,8 +340,7 @@ export class FallbackRegistry {
   deregister(sessionId: string, skillId: string): boolean {
     const skills = this.#bySession.get(sessionId);
     if (skills === undefined) return false;
-    const removed = skills.delete(skillId);
-    if (skills.size === 0) this.#bySession.delete(sessionId);
+    const removed = this.#remove(sessionId, skills, skillId);
     if (removed) {
       for (const made of this.#madeOver.values()) if (made.keys.delete(`${sessionId}\u0000${skillId}`)) made.bytes -= registrationBytes(sessionId, skillId);
     }
@@ -245,15 +377,17 @@ export class FallbackRegistry {
       newest = number;
     }
     const released: ReleasedEntry[] = [];
-    for (const [sessionId, skills] of this.#bySession) {
-      for (const [skillId, entry] of skills) {
-        if (entry.connection === connection) {
-          released.push({ sessionId, skillId, bound: true });
-          skills.set(skillId, unbound(entry, since));
-        } else if (entry.backSince !== undefined && entry.backSince > newest) {
-          skills.set(skillId, unbound(entry, undefined));
-          released.push({ sessionId, skillId, bound: false });
-        }
+    const touched = [...(this.#byConnection.get(connection)?.values() ?? [])];
+    for (const [backSince, refs] of this.#maybeBack) if (backSince > newest) touched.push(...refs.values());
+    for (const { sessionId, skillId } of this.#inOrder(touched)) {
+      const skills = this.#bySession.get(sessionId)!;
+      const entry = skills.get(skillId)!;
+      if (entry.connection === connection) {
+        released.push({ sessionId, skillId, bound: true });
+        this.#set(sessionId, skills, skillId, unbound(entry, since));
+      } else if (entry.backSince !== undefined && entry.backSince > newest) {
+        this.#set(sessionId, skills, skillId, unbound(entry, undefined));
+        released.push({ sessionId, skillId, bound: false });
       }
     }
     return released;
@@ -266,10 +400,10 @@ export class FallbackRegistry {
    */
   heard(skillId: string, connection: string | undefined): EntryRef[] {
     const changed: EntryRef[] = [];
-    for (const [sessionId, skills] of this.#bySession) {
+    for (const [sessionId, skills] of this.#sessionsOf(skillId)) {
       const entry = skills.get(skillId);
       if (entry?.unheard !== true) continue;
-      skills.set(skillId, { priority: entry.priority, connection, legacy: entry.legacy });
+      this.#set(sessionId, skills, skillId, { priority: entry.priority, connection, legacy: entry.legacy });
       changed.push({ sessionId, skillId });
     }
     return changed;
@@ -291,7 +425,7 @@ export class FallbackRegistry {
    */
   heldElsewhere(skillId: string, connection: string): boolean {
     let elsewhere = false;
-    for (const skills of this.#bySession.values()) {
+    for (const [, skills] of this.#sessionsOf(skillId)) {
       const entry = skills.get(skillId);
       if (entry === undefined) continue;
       if (entry.connection === connection) return false;
@@ -307,11 +441,11 @@ export class FallbackRegistry {
    */
   answered(skillId: string, connection: string): EntryRef[] {
     const moved: EntryRef[] = [];
-    for (const [sessionId, skills] of this.#bySession) {
+    for (const [sessionId, skills] of this.#sessionsOf(skillId)) {
       let entry = skills.get(skillId);
       if (entry === undefined || entry.unheard === true || (entry.connection !== connection && !this.#lapsed.has(entry))) continue;
       if (entry.connection !== connection) {
-        skills.set(skillId, (entry = { priority: entry.priority, connection, legacy: entry.legacy }));
+        this.#set(sessionId, skills, skillId, (entry = { priority: entry.priority, connection, legacy: entry.legacy }));
         moved.push({ sessionId, skillId });
       }
       this.#lapsed.delete(entry);
@@ -325,7 +459,7 @@ export class FallbackRegistry {
    * pools), so a skill restarted in a new process while the old one hangs with its socket open can take over.
    */
   lapse(skillId: string): void {
-    for (const skills of this.#bySession.values()) {
+    for (const [, skills] of this.#sessionsOf(skillId)) {
       const entry = skills.get(skillId);
       if (entry?.connection === undefined || entry.unheard === true) continue;
       this.#answers.delete(entry);
@@ -340,10 +474,10 @@ export class FallbackRegistry {
    */
   missed(skillId: string): EntryRef[] {
     const changed: EntryRef[] = [];
-    for (const [sessionId, skills] of this.#bySession) {
+    for (const [sessionId, skills] of this.#sessionsOf(skillId)) {
       const entry = skills.get(skillId);
       if (entry?.unheard !== true || entry.away === true) continue;
-      skills.set(skillId, { priority: entry.priority, connection: undefined, legacy: entry.legacy, unheard: true, away: true, dormant: true });
+      this.#set(sessionId, skills, skillId, { priority: entry.priority, connection: undefined, legacy: entry.legacy, unheard: true, away: true, dormant: true });
       changed.push({ sessionId, skillId });
     }
     return changed;
@@ -357,26 +491,22 @@ export class FallbackRegistry {
     this.#open.delete(connection);
     this.#open.set(connection, { number: ++this.#opened, at });
     let back = 0;
-    for (const skills of this.#bySession.values()) {
-      for (const [skillId, entry] of skills) {
-        if (entry.away !== true || entry.dormant === true) continue;
-        skills.set(skillId, unbound(entry, this.#opened));
-        back++;
-      }
+    for (const { sessionId, skillId } of this.#inOrder(this.#awayNotDormant.values())) {
+      const skills = this.#bySession.get(sessionId)!;
+      this.#set(sessionId, skills, skillId, unbound(skills.get(skillId)!, this.#opened));
+      back++;
     }
     return back;
   }
 
   /** Whether any session (including "default") still holds a registration of `skillId`. */
   holds(skillId: string): boolean {
-    for (const skills of this.#bySession.values()) if (skills.has(skillId)) return true;
-    return false;
+    return this.#bySkill.has(skillId);
   }
 
   /** Whether any registration of that dialect is dormant (a legacy one: only a broadcast ping it answers brings it back). */
   hasDormant(legacy: boolean): boolean {
-    for (const skills of this.#bySession.values()) for (const entry of skills.values()) if (entry.dormant === true && entry.legacy === legacy) return true;
-    return false;
+    return this.#dormant[legacy ? 'legacy' : 'spec'] > 0;
   }
 
   /** Every registration, "default" first (for inspection). */
