@@ -10,7 +10,7 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connectionFlood, get, longIdFlood, open, registryFlood, slowLinkReader, stageRequest } from '../support/attacks.js';
+import { connectionFlood, get, linkRequestFlood, longIdFlood, open, registryFlood, slowLinkReader, stageRequest } from '../support/attacks.js';
 import type { DriverResult } from './driver-process.js';
 import { rssOf, startDaemonProcess, startDriver, startMixedSkills, type DaemonProcess } from './mixed-load.js';
 import type { Section } from './report.js';
@@ -161,6 +161,12 @@ export async function benchAttacks(): Promise<Section> {
       await during(staged, 'stage link: 100 links with the token at once', linkAsk, async () => {
         const flood = await connectionFlood(link, 100, authorization);
         return `${flood.opened} more accepted beside the plugin's, ${Object.entries(flood.refused).map(([why, n]) => `${n} ${why}`).join(', ')}`;
+      }),
+    );
+    rows.push(
+      await during(staged, 'stage link: 20,000 requests at 2,000/s over one link with the token', linkAsk, async () => {
+        const flood = await linkRequestFlood(link, authorization, 20_000, 2_000);
+        return `${flood.replies.toLocaleString('en')} replies in ${(flood.ms / 1000).toFixed(1)} s, ${flood.unavailable.toLocaleString('en')} of them unavailable (past 64 in flight)`;
       }),
     );
     rows.push(

@@ -124,3 +124,27 @@ export async function slowLinkReader(url: string, headers: Record<string, string
   if (outcome === 'open') slow.terminate();
   return { sentBytes, closed: outcome === 'closed' };
 }
+
+/**
+ * A stage link client with the token that sends `total` stage requests at `perSecond` (as fast as it may: the plugin's
+ * end never sends more than ovos-core asks), reading every reply: how each request was answered.
+ */
+export async function linkRequestFlood(url: string, headers: Record<string, string>, total: number, perSecond: number): Promise<{ replies: number; unavailable: number; ms: number }> {
+  const socket = await open(url, headers);
+  let replies = 0;
+  let unavailable = 0;
+  socket.on('message', (data) => {
+    replies++;
+    if (String(data).includes('"error":"unavailable"')) unavailable++;
+  });
+  const started = performance.now();
+  for (let i = 0; i < total; i++) {
+    socket.send(stageRequest(`flood-${i}`, 'fallback_low'));
+    const due = started + ((i + 1) / perSecond) * 1000;
+    if (i % 20 === 19 && due > performance.now()) await new Promise((resolve) => setTimeout(resolve, due - performance.now()));
+  }
+  const deadline = performance.now() + 30_000;
+  while (replies < total && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+  socket.close();
+  return { replies, unavailable, ms: performance.now() - started };
+}
