@@ -1,5 +1,5 @@
 /**
- * The one base of the errors this package throws on purpose (STYLE 6): a stable `code` that callers and tests read, a
+ * The one base of the errors this package throws on purpose: a stable `code` that callers and tests read, a
  * message for people, the `cause` kept. Each kind is a subclass naming its codes.
  */
 export class CodedError<Code extends string> extends Error {

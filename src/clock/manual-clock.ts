@@ -3,7 +3,7 @@
  *
  * Timers live in a binary heap ordered by (due time, arming order). `advance(ms)` fires them one at a time in due
  * order with `now()` stepped to each due time, so a timer armed by a firing timer starts at the right moment —
- * unlike XState's SimulatedClock, which fires everything with `now()` already at the end (ENGINEERING-NOTES).
+ * unlike XState's SimulatedClock, which fires everything with `now()` already at the end.
  */
 import type { Clock, TimerId } from './clock.js';
 

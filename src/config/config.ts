@@ -5,7 +5,7 @@
  * deployment's mycroft.conf (mycroft-conf.ts: where ovos-config finds it, or `--mycroft-conf FILE` /
  * OVOS_CONTESTS_MYCROFT_CONF; `--no-mycroft-conf` skips it) → JSON file (`--config FILE` or OVOS_CONTESTS_CONFIG) →
  * environment variables → flags. Each layer is merged over the previous one and the result validated at once, so an
- * error names both the dotted key and the layer that introduced it (STYLE 7). The validated config is a fresh,
+ * error names both the dotted key and the layer that introduced it. The validated config is a fresh,
  * deep-frozen object; the records `fallback.stages`, `fallback.priorities` and `commonQuery.gate.vocabulary` have a
  * null prototype, so a lookup by a skill id read off the bus (e.g. "constructor") never finds an inherited member.
  */

@@ -1,6 +1,6 @@
 /**
  * The defaults: what the schema (schema.ts) gives for an empty config — every key's default is declared there, next
- * to its constraint and meaning (STYLE 7). `loadConfig` (config.ts) layers the deployment's mycroft.conf, a JSON
+ * to its constraint and meaning. `loadConfig` (config.ts) layers the deployment's mycroft.conf, a JSON
  * file, environment variables and flags over them.
  */
 import { ConfigSchema, freezeConfig, type Config } from './schema.js';

@@ -1,5 +1,5 @@
 /**
- * The one error type of configuration loading (STYLE 6), shared by config.ts, schema.ts and mycroft-conf.ts, and
+ * The one error type of configuration loading, shared by config.ts, schema.ts and mycroft-conf.ts, and
  * the wording its messages share: a key as a dotted path, a value as a reader would describe it, a suggestion for a
  * typo.
  */

@@ -1,5 +1,5 @@
 /**
- * The configuration, declared once (STYLE 7): every key with its constraint, its default, a one-line meaning and,
+ * The configuration, declared once: every key with its constraint, its default, a one-line meaning and,
  * for the few set from the command line, its flag and environment variable. The `Config` type, `DEFAULT_CONFIG`,
  * validation (config.ts), `--help` (configHelp), the configuration reference's table and the JSON Schema for editors
  * (src/config/config.schema.json, `npm run schema`) are all derived from it; a new key is one edit here.

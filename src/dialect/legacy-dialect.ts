@@ -1,6 +1,7 @@
 /**
  * The legacy dialect: what shipping OpenVoiceOS programs put on the wire today (ovos-core 2.1, ovos-workshop 7,
- * ovos-bus-client 1.3 — ../shared/specs/ovos-wire-today.md and the recorded transcripts). It produces the same
+ * ovos-bus-client 1.3 — src/specs/companion.md, "The wire today", and the frames recorded in
+ * test/integration/transcripts/). It produces the same
  * `Inbound` kinds as the spec dialect, so machines and plugins never see which dialect a message came in; what the
  * legacy side expects to see back is built here too.
  *

@@ -1,6 +1,6 @@
 /**
  * Diagrams generated from the machines themselves (not drawn by hand): a walker over `machine.root` that emits
- * Mermaid `stateDiagram-v2`. It renders what `toDirectedGraph` drops (ENGINEERING-NOTES): `always` edges, named
+ * Mermaid `stateDiagram-v2`. It renders what `toDirectedGraph` drops: `always` edges, named
  * delays (`after pingTimeout`), invoke done/error edges, guards (including `and`/`or`/`not`), actions and final
  * states.
  */

@@ -1,5 +1,5 @@
 /**
- * pino, the edge that turns what the core reports into log lines (STYLE 8). One child logger per contest
+ * pino, the edge that turns what the core reports into log lines. One child logger per contest
  * (`{ session_id, utterance_id, contest }`); every drop carries a `reason` code; untrusted payloads go under
  * their own key (`frame`, `payload`). Pretty output when stdout is a terminal, JSON lines otherwise.
  *

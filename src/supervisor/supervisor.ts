@@ -4,8 +4,8 @@
  * live contest they belong to — by (inbound kind, session_id), then by utterance_id and the contest's own
  * correlation check.
  *
- * Contests are independent root actors (`createActor` each), not children of a router machine: ENGINEERING-NOTES
- * measured spawning children as quadratic. The one exception is a contest that belongs to one utterance's stage:
+ * Contests are independent root actors (`createActor` each), not children of a router machine: with
+ * XState 5, spawning children into one parent costs time quadratic in their number. The one exception is a contest that belongs to one utterance's stage:
  * it runs as the utterance actor's own child (`child`, invoked by the utterance machine's `matchStage`), one XState
  * system per utterance, hosted and routed here the same way. Every actor gets the shared clock, the shared inspection
  * hook and an error observer; it is forgotten (routes removed) the moment it finishes, so a late reply finds no

@@ -1,5 +1,5 @@
 /**
- * ovos-core side by side (`npm run bench -- ovos-core`; needs the OVOS peer, ../shared/ovos-peer/RECIPE.md, and is
+ * ovos-core side by side (`npm run bench -- ovos-core`; needs the OVOS peer, test/integration/ovos-peer/README.md, and is
  * skipped with a note without it). The same real programs five ways: ovos-core 2.1.1's intent service with its own
  * fallback and common-query plugins, or with ours (src/ovos-plugin, pip-installed, and the daemon as stage service),
  * each on the stock ovos-messagebus 0.0.10 or on our daemon's embedded bus serving ovos-core and the skills in its

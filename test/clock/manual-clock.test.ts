@@ -4,13 +4,13 @@ import { ManualClock } from '../../src/clock/manual-clock.js';
 const T0 = 1_000_000;
 
 describe('ManualClock', () => {
-  it('ENGINEERING-NOTES Time in tests: starts at the given epoch and does not move by itself', () => {
+  it('deterministic time: starts at the given epoch and does not move by itself', () => {
     const clock = new ManualClock(T0);
     expect(clock.now()).toBe(T0);
     expect(clock.now()).toBe(T0);
   });
 
-  it('ENGINEERING-NOTES Time in tests: timers fire in due order, not arming order', () => {
+  it('deterministic time: timers fire in due order, not arming order', () => {
     const clock = new ManualClock(T0);
     const fired: string[] = [];
     clock.setTimeout(() => fired.push('c'), 300);
@@ -20,7 +20,7 @@ describe('ManualClock', () => {
     expect(fired).toEqual(['a', 'b', 'c']);
   });
 
-  it('ENGINEERING-NOTES Time in tests: now() inside a callback equals that timer’s due time', () => {
+  it('deterministic time: now() inside a callback equals that timer’s due time', () => {
     const clock = new ManualClock(T0);
     const seen: number[] = [];
     for (const ms of [250, 50, 700]) clock.setTimeout(() => seen.push(clock.now() - T0), ms);
@@ -28,7 +28,7 @@ describe('ManualClock', () => {
     expect(seen).toEqual([50, 250, 700]);
   });
 
-  it('ENGINEERING-NOTES Time in tests: a timer not yet due does not fire; it fires exactly at its due time', () => {
+  it('deterministic time: a timer not yet due does not fire; it fires exactly at its due time', () => {
     const clock = new ManualClock(T0);
     let fired = 0;
     clock.setTimeout(() => fired++, 500);
@@ -40,7 +40,7 @@ describe('ManualClock', () => {
     expect(fired).toBe(1);
   });
 
-  it('ENGINEERING-NOTES Time in tests: cascade — three chained 500 ms timers all fire within advance(1500), each at its due time', () => {
+  it('deterministic time: cascade — three chained 500 ms timers all fire within advance(1500), each at its due time', () => {
     const clock = new ManualClock(T0);
     const firedAt: Array<[string, number]> = [];
     clock.setTimeout(() => {
@@ -59,7 +59,7 @@ describe('ManualClock', () => {
     expect(clock.now()).toBe(T0 + 1500);
   });
 
-  it('ENGINEERING-NOTES Time in tests: cascade — a timer armed by a firing timer past the window waits for the next advance', () => {
+  it('deterministic time: cascade — a timer armed by a firing timer past the window waits for the next advance', () => {
     const clock = new ManualClock(T0);
     const fired: string[] = [];
     clock.setTimeout(() => {
@@ -74,7 +74,7 @@ describe('ManualClock', () => {
     expect(fired).toEqual(['A', 'B']);
   });
 
-  it('ENGINEERING-NOTES Time in tests: cascade — a chained timer interleaves with an earlier-armed later timer in due order', () => {
+  it('deterministic time: cascade — a chained timer interleaves with an earlier-armed later timer in due order', () => {
     const clock = new ManualClock(T0);
     const fired: string[] = [];
     clock.setTimeout(() => {
@@ -86,7 +86,7 @@ describe('ManualClock', () => {
     expect(fired).toEqual(['A@100', 'C@200', 'B@300']);
   });
 
-  it('ENGINEERING-NOTES Time in tests: clearTimeout prevents firing', () => {
+  it('deterministic time: clearTimeout prevents firing', () => {
     const clock = new ManualClock(T0);
     const fired: string[] = [];
     const a = clock.setTimeout(() => fired.push('a'), 100);
@@ -96,7 +96,7 @@ describe('ManualClock', () => {
     expect(fired).toEqual(['b']);
   });
 
-  it('ENGINEERING-NOTES Time in tests: a timer cleared by an earlier firing timer in the same advance does not fire', () => {
+  it('deterministic time: a timer cleared by an earlier firing timer in the same advance does not fire', () => {
     const clock = new ManualClock(T0);
     const fired: string[] = [];
     const later = clock.setTimeout(() => fired.push('later'), 200);
@@ -108,7 +108,7 @@ describe('ManualClock', () => {
     expect(fired).toEqual(['first']);
   });
 
-  it('ENGINEERING-NOTES Time in tests: clearing twice or clearing an already fired timer is harmless', () => {
+  it('deterministic time: clearing twice or clearing an already fired timer is harmless', () => {
     const clock = new ManualClock(T0);
     let fired = 0;
     const id = clock.setTimeout(() => fired++, 10);
@@ -123,7 +123,7 @@ describe('ManualClock', () => {
     expect(other).not.toBe(id);
   });
 
-  it('ENGINEERING-NOTES Time in tests: equal due times fire in arming order', () => {
+  it('deterministic time: equal due times fire in arming order', () => {
     const clock = new ManualClock(T0);
     const fired: number[] = [];
     for (let i = 0; i < 20; i++) clock.setTimeout(() => fired.push(i), 100);
@@ -131,7 +131,7 @@ describe('ManualClock', () => {
     expect(fired).toEqual(Array.from({ length: 20 }, (_, i) => i));
   });
 
-  it('ENGINEERING-NOTES Time in tests: a 0 ms timer armed while firing at time t fires after the timers already due at t', () => {
+  it('deterministic time: a 0 ms timer armed while firing at time t fires after the timers already due at t', () => {
     const clock = new ManualClock(T0);
     const fired: string[] = [];
     clock.setTimeout(() => {
@@ -143,7 +143,7 @@ describe('ManualClock', () => {
     expect(fired).toEqual(['a', 'b', 'a-child']);
   });
 
-  it('ENGINEERING-NOTES Time in tests: a negative delay is treated as 0', () => {
+  it('deterministic time: a negative delay is treated as 0', () => {
     const clock = new ManualClock(T0);
     let at = -1;
     clock.setTimeout(() => (at = clock.now()), -50);
@@ -151,7 +151,7 @@ describe('ManualClock', () => {
     expect(at).toBe(T0);
   });
 
-  it('ENGINEERING-NOTES Time in tests: advance leaves now() at the end of the window', () => {
+  it('deterministic time: advance leaves now() at the end of the window', () => {
     const clock = new ManualClock(T0);
     clock.setTimeout(() => {}, 100);
     clock.advance(250);
@@ -162,7 +162,7 @@ describe('ManualClock', () => {
     expect(clock.now()).toBe(T0 + 1000);
   });
 
-  it('ENGINEERING-NOTES Time in tests: runAll fires every timer, cascades included, and stops at the last due time', () => {
+  it('deterministic time: runAll fires every timer, cascades included, and stops at the last due time', () => {
     const clock = new ManualClock(T0);
     const fired: Array<[string, number]> = [];
     clock.setTimeout(() => fired.push(['x', clock.now() - T0]), 5000);
@@ -180,7 +180,7 @@ describe('ManualClock', () => {
     expect(clock.now()).toBe(T0 + 11_000);
   });
 
-  it('ENGINEERING-NOTES Time in tests: runAll skips cleared timers', () => {
+  it('deterministic time: runAll skips cleared timers', () => {
     const clock = new ManualClock(T0);
     const fired: string[] = [];
     const a = clock.setTimeout(() => fired.push('a'), 100);
@@ -191,7 +191,7 @@ describe('ManualClock', () => {
     expect(clock.pending).toBe(0);
   });
 
-  it('ENGINEERING-NOTES Time in tests: runAll is bounded, so a self-re-arming timer cannot hang', () => {
+  it('deterministic time: runAll is bounded, so a self-re-arming timer cannot hang', () => {
     const clock = new ManualClock(T0);
     let fired = 0;
     const tick = (): void => {
@@ -204,7 +204,7 @@ describe('ManualClock', () => {
     expect(clock.pending).toBe(1);
   });
 
-  it('ENGINEERING-NOTES Time in tests: pending counts armed timers, not fired or cleared ones', () => {
+  it('deterministic time: pending counts armed timers, not fired or cleared ones', () => {
     const clock = new ManualClock(T0);
     expect(clock.pending).toBe(0);
     const a = clock.setTimeout(() => {}, 100);
@@ -219,7 +219,7 @@ describe('ManualClock', () => {
     expect(clock.pending).toBe(0);
   });
 
-  it('ENGINEERING-NOTES Time in tests: nextDue is the earliest live timer — cleared ones skipped, undefined when none is left', () => {
+  it('deterministic time: nextDue is the earliest live timer — cleared ones skipped, undefined when none is left', () => {
     const clock = new ManualClock(T0);
     expect(clock.nextDue()).toBeUndefined();
     const a = clock.setTimeout(() => {}, 100);
@@ -242,7 +242,7 @@ describe('ManualClock', () => {
     expect(clock.pending).toBe(0);
   });
 
-  it('ENGINEERING-NOTES Time in tests: clearing an id the clock has not issued (yet, or ever) cancels nothing', () => {
+  it('deterministic time: clearing an id the clock has not issued (yet, or ever) cancels nothing', () => {
     const clock = new ManualClock(T0);
     const other = new ManualClock(T0);
     const fired: string[] = [];
@@ -256,7 +256,7 @@ describe('ManualClock', () => {
     expect(fired).toEqual(['first', 'second']);
   });
 
-  it('ENGINEERING-NOTES Time in tests: 100k timers, many re-arming once, all fire in due order', () => {
+  it('deterministic time: 100k timers, many re-arming once, all fire in due order', () => {
     const clock = new ManualClock(T0);
     const count = 100_000;
     let fired = 0;

@@ -58,7 +58,7 @@ async function race(arm: (fn: () => void, ms: number) => void): Promise<string[]
   return order;
 }
 
-describe('systemClock (ENGINEERING-NOTES: Node event loop phases)', () => {
+describe('systemClock (Node event loop phases)', () => {
   it('control: a plain setTimeout deadline that expired during a busy stretch fires before the answer already in the socket is read', async () => {
     expect(await race((fn, ms) => setTimeout(fn, ms))).toEqual(['deadline', 'answer read']);
   });

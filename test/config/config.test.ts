@@ -49,7 +49,7 @@ describe('validateConfig', () => {
     expect(Object.isFrozen(DEFAULT_CONFIG.commonQuery.gate.vocabulary['en']?.question)).toBe(true);
   });
 
-  it('returns a deep-frozen config (STYLE 7): assignment throws in strict mode', () => {
+  it('returns a deep-frozen config: assignment throws in strict mode', () => {
     const config = validateConfig(DEFAULT_CONFIG);
     expect(() => {
       (config.commonQuery as { pollWindowMs: number }).pollWindowMs = 1;

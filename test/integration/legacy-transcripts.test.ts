@@ -1,6 +1,6 @@
 /**
- * The legacy dialect against frames recorded from the real OVOS programs (transcripts/, copied from
- * ../shared/specs/transcripts so CI has them; see transcripts/README.md). A plain websocket client sends the exact
+ * The legacy dialect against frames recorded from the real OVOS programs (transcripts/; see
+ * transcripts/README.md). A plain websocket client sends the exact
  * JSON text a real OVOS client sent; we assert what our daemon emits is what that client waits for — data and context
  * compared as subsets, order checked. Nothing of ours is on the client side but the socket.
  *

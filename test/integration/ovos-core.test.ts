@@ -5,7 +5,7 @@
  * README says (`npm start`, here with `--mycroft-conf` naming that file). A front end sends
  * `recognizer_loop:utterance`, as an OVOS listener does, and sees every frame on the bus.
  *
- * Needs the OVOS peer built under ~/.ovos-peer (../shared/ovos-peer/RECIPE.md); CI has none, so the suite is skipped
+ * Needs the OVOS peer built under ~/.ovos-peer (test/integration/ovos-peer/README.md); CI has none, so the suite is skipped
  * with a message saying so.
  *
  *  - a padacioso intent is matched by ovos-core ahead of our stages: no stage request is sent for it;

@@ -1421,7 +1421,7 @@ describe('OVOS-COMMON-QUERY-1 §7.1 stray responses', () => {
   });
 });
 
-describe('timer hygiene (STYLE 3, ENGINEERING-NOTES)', () => {
+describe('timer hygiene: every delayed transition is cancelled when its state is left', () => {
   it('no pending timers once done, whatever closed the contest', () => {
     const noClaimant = contest();
     noClaimant.at(CLAIM);

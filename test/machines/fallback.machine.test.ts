@@ -259,7 +259,7 @@ describe('OVOS-FALLBACK-1 §6.1 stray pongs change nothing', () => {
   });
 });
 
-describe('timer hygiene (STYLE 3, ENGINEERING-NOTES)', () => {
+describe('timer hygiene: every delayed transition is cancelled when its state is left', () => {
   it('a contest won by a pong leaves no pending timer', () => {
     const c = contest(['a', 'b', 'c']);
     c.clock.advance(T); // one timer fired, a new one armed for b

@@ -9,7 +9,7 @@
  * 20 whose answer came a bit later was dropped because the window was exactly latency_ms. Here:
  *  - THE MODEL is abstract and written from the spec's words and the rules documented in the header of
  *    machines/common-query/common-query.machine.ts (the choices the spec leaves open) — never from the code. It is an
- *    XState machine without `after` (createTestModel rejects it, ENGINEERING-NOTES "Time in tests"): time is an
+ *    XState machine without `after` (createTestModel rejects a machine with delayed transitions): time is an
  *    explicit TICK event that moves the clock to the next boundary value (T−1, T, T+1) of: the claim bound (125 ms),
  *    the poll ceiling (500 ms), the initial collection window (the declared latency_ms + the 50 ms transport
  *    allowance — latency_ms a model PARAMETER the real reply time may exceed: 0, 20; 3000 when omitted), the

@@ -12,7 +12,7 @@
  * here each path is replayed on the bus and what a bus user would see is asserted, at every step.
  *
  * WHY AN ABSTRACT MODEL: `createTestModel` (xstate/graph) rejects machines with `after`, so time is an explicit
- * event here (ENGINEERING-NOTES "Time in tests"); a machine tested against itself proves nothing anyway. Each model
+ * event here; a machine tested against itself proves nothing anyway. Each model
  * is a small router machine whose states name the phase of the lifecycle (matching, handling, one state per outcome)
  * and whose transitions are computed by the pure spec functions below, each citing the clause it encodes. Every
  * expectation — which skill is pinged next and when, the dispatched skill, unmatched, the trio, handled — is computed

@@ -2,7 +2,7 @@
  * The real OVOS programs as child processes, for the suites and benchmarks that run against them: ovos-messagebus,
  * ovos-core's intent service (test/integration/ovos-core/core.py) and unmodified ovos-workshop skills
  * (test/integration/ovos-core/skills.py), from the OVOS peer built under ~/.ovos-peer (or $OVOS_PEER_ROOT) as
- * the test README describes. CI has none: callers check `peerHas` and skip with a message.
+ * test/integration/ovos-peer/README.md describes. CI has none: callers check `peerHas` and skip with a message.
  *
  * Every process gets configuration and state folders of its own (XDG_CONFIG_HOME, XDG_STATE_HOME): a run never reads
  * or changes a user's OVOS install.
@@ -35,7 +35,7 @@ const OVOS_CORE_MODULES = ['ovos_core', 'ovos_messagebus', 'ovos_bus_client', 'o
 /** Why a real ovos-core cannot be run here, or undefined when it can. */
 export function ovosCoreAbsent(): string | undefined {
   if (peerHas(OVOS_CORE_MODULES)) return undefined;
-  return `no real ovos-core (${PY} does not import ${OVOS_CORE_MODULES.join(', ')}); install ovos-core 2.1.1, ovos-messagebus, ovos-bus-client, ovos-workshop and padacioso into the virtual environment ~/.ovos-peer/venv (or set OVOS_PEER_ROOT)`;
+  return `no real ovos-core (${PY} does not import ${OVOS_CORE_MODULES.join(', ')}); install ovos-core 2.1.1, ovos-messagebus, ovos-bus-client, ovos-workshop and padacioso into the virtual environment ~/.ovos-peer/venv (or set OVOS_PEER_ROOT): test/integration/ovos-peer/README.md`;
 }
 
 export interface PyProcess {

@@ -17,7 +17,7 @@
  * given (same `skill_id`, `order` and `answer`; a recalibrated `conf` is fine) is ignored and conf ordering
  * decides; the outcome says so (`reranked: false`, `rerankerError`).
  *
- * `conf` is taken as reported: range checking belongs to the decoder at the edge (STYLE 5), not here.
+ * `conf` is taken as reported: range checking belongs to the decoder at the edge, not here.
  */
 import type { JsonObject } from '../../bus/message.js';
 
