@@ -32,7 +32,7 @@ export { FallbackRegistry } from './plugins/fallback/registry.js';
 export { buildPool, type PoolInput, type PoolEntry } from './plugins/fallback/pool.js';
 export { CommonQueryPlugin } from './plugins/common-query/common-query.plugin.js';
 export { classifyQuestion, type GateVerdict } from './plugins/common-query/gate.js';
-export { select, selectWithReranker, survivors, fastWinner, rankSurvivors, type Reranker, type Survivor, type SelectionPolicy, type CandidateResponse } from './plugins/common-query/selection.js';
+export { select, selectWithReranker, survivors, fastWinner, rankSurvivors, type Reranker, type Survivor, type SelectionPolicy, type CandidateResponse } from '../machines/common-query/selection.js';
 export { Supervisor, type InspectionHook, type ContestInfo, type ContestResult, type SupervisorObserver, type Drop } from './supervisor/supervisor.js';
 export { createContestSystem, type ContestSystem, type SystemOptions } from './system.js';
 export { startDaemon, type Daemon } from './daemon/daemon.js';

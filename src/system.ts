@@ -9,7 +9,7 @@ import { DEFAULT_CONFIG, type Config } from './config/defaults.js';
 import { silentLogger, type Logger } from './log/logger.js';
 import { Orchestrator } from './orchestrator/orchestrator.js';
 import { CommonQueryPlugin } from './plugins/common-query/common-query.plugin.js';
-import type { Reranker } from './plugins/common-query/selection.js';
+import type { Reranker } from '../machines/common-query/selection.js';
 import { FallbackPlugin } from './plugins/fallback/fallback.plugin.js';
 import type { RegistryStore } from './plugins/fallback/registry-store.js';
 import { StageService } from './stage-service/stage-service.js';

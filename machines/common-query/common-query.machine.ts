@@ -67,7 +67,7 @@
 import { and, assign, emit, or, setup, stateIn } from 'xstate';
 import type { JsonObject, Message } from '../../src/bus/message.js';
 import { eventOf } from '../event-of.js';
-import { fastWinner, survivors, type CandidateResponse, type SelectionPolicy } from '../../src/plugins/common-query/selection.js';
+import { fastWinner, survivors, type CandidateResponse, type SelectionPolicy } from './selection.js';
 
 export interface CommonQueryInput {
   readonly origin: Message;

@@ -12,7 +12,7 @@ import WebSocket from 'ws';
 import { decodeFrame, encodeMessage, isJsonObject, type Message } from '../bus/message.js';
 import { legacyTopics } from '../dialect/legacy-dialect.js';
 import { TRACE_FORMAT, traceEntry, type Trace, type TraceEntry } from '../testing/trace.js';
-import { isMain } from './entry.js';
+import { isMain } from '../is-main.js';
 
 export interface SayOptions {
   /** `-h` / `--help`: print USAGE and nothing else. */

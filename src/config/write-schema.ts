@@ -6,7 +6,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-import { isMain } from '../cli/entry.js';
+import { isMain } from '../is-main.js';
 import { DEFAULT_CONFIG } from './defaults.js';
 import { CONFIG_KEYS, configJsonSchema } from './schema.js';
 

@@ -9,8 +9,8 @@ import { ConfigError, configHelp, describeMycroftReport, formatConfigError, load
 import { createLogger } from '../log/logger.js';
 import { startDaemon } from './daemon.js';
 import { stopSignals } from './stop-signals.js';
-import { isMain } from '../cli/entry.js';
-import { runPrimary, workerConfig, workerIndex } from '../cluster/workers.js';
+import { isMain } from '../is-main.js';
+import { runPrimary, workerConfig, workerIndex } from './workers.js';
 import nodeCluster from 'node:cluster';
 
 /** Run the daemon until a signal stops it. `helpPrefix` goes before the options in `--help`. */
@@ -38,7 +38,7 @@ export async function runDaemon(argv: readonly string[], helpPrefix = ''): Promi
     if (loaded.mycroft.files.length > 0) logger.info(describeMycroftReport(loaded.mycroft), 'mycroft.conf read');
     for (const note of loaded.mycroft.notes) logger[note.level]({ reason: note.reason, ...(note.file === undefined ? {} : { file: note.file }) }, note.message);
   }
-  // `--workers N`: this process starts nats-server and the workers, and stops them (src/cluster/workers.ts).
+  // `--workers N`: this process starts nats-server and the workers, and stops them (src/daemon/workers.ts).
   if (loaded.config.cluster.workers !== null && nodeCluster.isPrimary) {
     await runPrimary(loaded.config, logger);
     return;

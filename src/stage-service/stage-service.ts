@@ -19,7 +19,11 @@ import { canonicalPipelineId } from '../config/defaults.js';
 import { LogRateLimiter } from '../log/rate-limit.js';
 import type { Match, MatchRequest, PipelineStage } from '../pipeline/plugin.js';
 import { rejectionOf } from '../pipeline/plugin.js';
-import type { ContestSystem } from '../system.js';
+import type { Config } from '../config/defaults.js';
+import type { Orchestrator } from '../orchestrator/orchestrator.js';
+import type { CommonQueryPlugin } from '../plugins/common-query/common-query.plugin.js';
+import type { FallbackPlugin } from '../plugins/fallback/fallback.plugin.js';
+import type { Supervisor } from '../supervisor/supervisor.js';
 import type { Unsubscribe } from '../bus/bus.js';
 
 export const STAGE_PROTOCOL_VERSION = 1;
@@ -55,8 +59,14 @@ interface StageRequest {
   readonly timeoutMs: number;
 }
 
-/** What the stage service uses of the contest system. */
-export type StageSystem = Pick<ContestSystem, 'config' | 'supervisor' | 'orchestrator' | 'fallback' | 'commonQuery'>;
+/** What the stage service uses of the contest system (src/system.ts builds it with one). */
+export interface StageSystem {
+  readonly config: Config;
+  readonly supervisor: Supervisor;
+  readonly orchestrator: Orchestrator;
+  readonly fallback: FallbackPlugin;
+  readonly commonQuery: CommonQueryPlugin;
+}
 
 export class StageService {
   readonly #system: StageSystem;

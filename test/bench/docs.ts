@@ -9,7 +9,7 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-import { isMain } from '../../src/cli/entry.js';
+import { isMain } from '../../src/is-main.js';
 import { BENCHMARKS, type BenchmarkId } from './catalogue.js';
 import { formatCell, type Cell, type Results, type Section } from './report.js';
 

@@ -31,7 +31,7 @@ describe('mutation ledger tables (else: npm run test:mutation:docs)', () => {
   });
 
   it('adds up a group over the files recorded, shows the source each was measured on, and says when one is missing', () => {
-    const pure = ['src/plugins/fallback/pool.ts', 'src/plugins/common-query/selection.ts', 'src/plugins/common-query/gate.ts'];
+    const pure = ['src/plugins/fallback/pool.ts', 'machines/common-query/selection.ts', 'src/plugins/common-query/gate.ts'];
     const ledger: Ledger = {
       [pure[0]!]: entry(read(pure[0]!), 'pure.json 2026-01-01T00:00Z'),
       [pure[1]!]: entry('an older source', 'pure.json 2026-01-01T00:00Z'),
@@ -40,7 +40,7 @@ describe('mutation ledger tables (else: npm run test:mutation:docs)', () => {
     const group = tables.slice(tables.indexOf('### pure decision functions (target 90 %)'), tables.indexOf('### all four folders'));
     const short = (source: string): string => createHash('sha256').update(source).digest('hex').slice(0, 8);
     expect(group).toContain(`| \`src/plugins/fallback/pool.ts\` | 90.0 % | 8 | 1 | 1 | 0 | 4 | 0 | pure.json 2026-01-01T00:00Z | \`${short(read(pure[0]!))}\` |`);
-    expect(group).toContain(`| \`src/plugins/common-query/selection.ts\` | 90.0 % | 8 | 1 | 1 | 0 | 4 | 0 | pure.json 2026-01-01T00:00Z | \`${short('an older source')}\` |`);
+    expect(group).toContain(`| \`machines/common-query/selection.ts\` | 90.0 % | 8 | 1 | 1 | 0 | 4 | 0 | pure.json 2026-01-01T00:00Z | \`${short('an older source')}\` |`);
     expect(group).toContain('| `src/plugins/common-query/gate.ts` | — | — | — | — | — | — | — | — | MISSING |');
     expect(group).toContain('| recorded files (2 of 3) | **90.0 %** | 16 | 2 | 2 | 0 | 8 | 0 |  | INCOMPLETE: 1 missing |');
   });

@@ -1,5 +1,5 @@
 /**
- * `npm start -- --workers N` as a user runs it (src/cluster/workers.ts): nats-server started by the daemon itself,
+ * `npm start -- --workers N` as a user runs it (src/daemon/workers.ts): nats-server started by the daemon itself,
  * N daemon processes behind one bus port, a worker that dies replaced, a graceful stop of everything. Counted for
  * every utterance: exactly one ovos.utterance.handled (OVOS-PIPELINE-1 §6) and the winner of the pool order
  * (OVOS-FALLBACK-1 §6.2).
@@ -7,7 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { connect as natsConnect } from '@nats-io/transport-node';
-import { WORKERS_NATS_USER } from '../../src/cluster/workers.js';
+import { WORKERS_NATS_USER } from '../../src/daemon/workers.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';

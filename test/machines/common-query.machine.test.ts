@@ -21,7 +21,7 @@ import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { createMessage } from '../../src/bus/message.js';
 import { ManualClock } from '../../src/clock/manual-clock.js';
-import type { SelectionPolicy } from '../../src/plugins/common-query/selection.js';
+import type { SelectionPolicy } from '../../machines/common-query/selection.js';
 import {
   collectionWindowMs,
   commonQueryMachine,

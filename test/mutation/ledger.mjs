@@ -66,7 +66,7 @@ export function results(ledger = readLedger()) {
   return files;
 }
 
-export const PURE = ['src/plugins/fallback/pool.ts', 'src/plugins/common-query/selection.ts', 'src/plugins/common-query/gate.ts'];
+export const PURE = ['src/plugins/fallback/pool.ts', 'machines/common-query/selection.ts', 'src/plugins/common-query/gate.ts'];
 const tsUnder = (dir) => readdirSync(join(root, dir), { recursive: true }).filter((f) => String(f).endsWith('.ts')).map((f) => `${dir}/${f}`);
 export const ALL = ['machines', 'src/plugins', 'src/supervisor', 'src/orchestrator'].flatMap(tsUnder).sort();
 

@@ -3,7 +3,7 @@ import base from './stryker.config.mjs';
 
 export default {
   ...base,
-  mutate: ['src/plugins/fallback/pool.ts', 'src/plugins/common-query/selection.ts', 'src/plugins/common-query/gate.ts'],
+  mutate: ['src/plugins/fallback/pool.ts', 'machines/common-query/selection.ts', 'src/plugins/common-query/gate.ts'],
   incrementalFile: 'test/mutation/stryker-incremental.pure.json',
   htmlReporter: { fileName: 'test/mutation/report/pure.html' },
   jsonReporter: { fileName: 'test/mutation/report/pure.json' },

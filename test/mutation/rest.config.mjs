@@ -10,7 +10,7 @@ const PIECES = {
   supervisor: ['src/supervisor/**/*.ts'],
   orchestrator: ['src/orchestrator/**/*.ts'],
   'fallback-plugin': ['src/plugins/fallback/**/*.ts', '!src/plugins/fallback/pool.ts'],
-  'common-query-plugin': ['src/plugins/common-query/**/*.ts', '!src/plugins/common-query/selection.ts', '!src/plugins/common-query/gate.ts'],
+  'common-query-plugin': ['src/plugins/common-query/**/*.ts', '!src/plugins/common-query/gate.ts'],
 };
 const piece = process.env.PIECE ?? '';
 const mutate = Object.hasOwn(PIECES, piece) ? PIECES[piece] : undefined;

@@ -10,7 +10,7 @@ import { LocalBus } from '../../src/bus/local-bus.js';
 import { createMessage, forward, reply, type JsonObject, type Message } from '../../src/bus/message.js';
 import { ManualClock } from '../../src/clock/manual-clock.js';
 import { DEFAULT_CONFIG, type Config } from '../../src/config/defaults.js';
-import type { Reranker } from '../../src/plugins/common-query/selection.js';
+import type { Reranker } from '../../machines/common-query/selection.js';
 import { createContestSystem, type ContestSystem } from '../../src/system.js';
 import { createRecordedSystem, InspectorRecorder, type RecorderOptions } from '../../src/inspect/recorder.js';
 import type { RegistryStore } from '../../src/plugins/fallback/registry-store.js';

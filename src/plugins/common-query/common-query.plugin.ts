@@ -43,7 +43,7 @@ import {
   type CommonQueryEvent,
 } from '../../../machines/common-query/common-query.machine.js';
 import { classifyQuestion } from './gate.js';
-import { selectWithReranker, type Reranker, type SelectionPolicy } from './selection.js';
+import { selectWithReranker, type Reranker, type SelectionPolicy } from '../../../machines/common-query/selection.js';
 
 /** Where `match` leaves a legacy winner for `dispatchFor`: the utterance (session, utterance_id) it was selected for. */
 const winnerKey = (sessionId: string, message: Message): string => `${sessionId}\u0000${utteranceIdOf(message) ?? ''}`;

@@ -4,7 +4,7 @@
  * message naming what was wrong, the conf ranking deciding instead.
  */
 import { describe, expect, it } from 'vitest';
-import { fastWinner, selectWithReranker, survivors, type CandidateResponse, type Reranker, type SelectionPolicy } from '../../../src/plugins/common-query/selection.js';
+import { fastWinner, selectWithReranker, survivors, type CandidateResponse, type Reranker, type SelectionPolicy } from '../../../machines/common-query/selection.js';
 
 const POLICY: SelectionPolicy = { minConfidence: 0.5, fastWinConfidence: 0.9, blacklistedSkills: [] };
 const arrived = (...list: Array<{ skill_id: string; answer?: string; conf?: number }>): CandidateResponse[] =>

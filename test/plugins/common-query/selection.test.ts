@@ -9,7 +9,7 @@ import {
   type Reranker,
   type SelectionPolicy,
   type Survivor,
-} from '../../../src/plugins/common-query/selection.js';
+} from '../../../machines/common-query/selection.js';
 
 /** Appendix A defaults, empty denylist. */
 const POLICY: SelectionPolicy = { minConfidence: 0.5, fastWinConfidence: 0.9, blacklistedSkills: [] };

@@ -19,7 +19,7 @@
  *
  * `conf` is taken as reported: range checking belongs to the decoder at the edge, not here.
  */
-import type { JsonObject } from '../../bus/message.js';
+import type { JsonObject } from '../../src/bus/message.js';
 
 /** One skill's full-answer response (§7.1) as collected; `order` is its arrival index (0, 1, 2 …) in the contest. */
 export interface CandidateResponse {

@@ -19,10 +19,10 @@ import { randomBytes } from 'node:crypto';
 import { mergeConfig, validateConfig } from '../config/config.js';
 import type { Config } from '../config/defaults.js';
 import type { Logger } from '../log/logger.js';
-import { stateDir } from '../daemon/daemon.js';
-import { withDaemonFlags } from '../daemon/node-flags.js';
-import { stopSignals } from '../daemon/stop-signals.js';
-import { redactNatsUrls } from './nats-auth.js';
+import { stateDir } from './daemon.js';
+import { withDaemonFlags } from './node-flags.js';
+import { stopSignals } from './stop-signals.js';
+import { redactNatsUrls } from '../cluster/nats-auth.js';
 
 /** The environment a worker is started with: its index. */
 export const WORKER_INDEX_ENV = 'OVOS_CONTESTS_WORKER_INDEX';
