@@ -26,6 +26,8 @@ import { barrierClock } from '../clock/barrier-clock.js';
 import { isLoopbackHost } from '../bus/loopback.js';
 import type { Logger } from '../log/logger.js';
 import { Admissions } from './admissions.js';
+import { DeadlineBarrier } from './deadline-barrier.js';
+import { Membership } from './membership.js';
 import {
   parseJson,
   readBreakerNote,
@@ -45,7 +47,6 @@ import {
   type Read,
   type RegistrationValue,
   type ResendNote,
-  type SyncNote,
 } from './notes.js';
 import { startHeartbeat, type Heartbeat } from './heartbeat.js';
 import { connectOptions, encrypted, hostOf, NatsAccessError, natsExposure, natsRefusal, type NatsAccess } from './nats-auth.js';
@@ -367,7 +368,6 @@ export class NatsCluster implements BusRelay {
   /** One `cluster_unreachable` warn a minute. */
   readonly #unreachableLog = new LogRateLimiter(60_000);
   /** One `cluster_sync_timeout` warn a minute. */
-  readonly #syncLog = new LogRateLimiter(60_000);
   /** What was read from NATS and dropped as not a daemon's (`#invalid`), and its log lines' limiter. */
   #invalidCount = 0;
   readonly #invalidLog = new LogRateLimiter(60_000);
@@ -394,9 +394,8 @@ export class NatsCluster implements BusRelay {
    * milliseconds: a backlog of frames on this daemon delays its own heartbeats as much as the others', so a busy
    * daemon never takes a live one for gone.
    */
-  readonly #heard = new Map<string, { round: number; leaving: boolean; boot: string | undefined; ends: boolean; sync: boolean }>();
-  #round = 0;
-  readonly #deadRounds: number;
+  /** Who is in the cluster, from the heartbeats (membership.ts). */
+  readonly #members: Membership;
   readonly #table = new Map<number, { readonly owner: string | null; readonly epoch: number; readonly revision: number; readonly at: number }>();
   readonly #owned = new Map<number, Owned>();
   readonly #claiming = new Set<number>();
@@ -430,16 +429,8 @@ export class NatsCluster implements BusRelay {
    * and while no other daemon has one, the frames of this daemon's utterances stay here (`#keptHere`).
    */
   readonly #openOn = new Map<string, number>();
-  /** Deadlines waiting for the other daemons' word (`#barrier`), by round; and how many rounds ran, and ran out. */
-  readonly #syncs = new Map<number, { readonly waiting: Set<string>; readonly passed: () => void; timer: TimerId | undefined }>();
-  /**
-   * Daemons that let a wait run out: asked still (their answer to any question ends it), no longer waited for — one
-   * silent daemon holds the deadlines up once, not at every round.
-   */
-  readonly #silent = new Set<string>();
-  #syncRound = 0;
-  #syncsAnswered = 0;
-  #syncsTimedOut = 0;
+  /** Deadlines waiting for the other daemons' word (deadline-barrier.ts). */
+  readonly #barrier: DeadlineBarrier;
   /**
    * Until when (monotonic ms) the clients of a daemon taken for gone still count as open elsewhere: it may be cut off,
    * not dead, and its clients get what it missed once it is back — within what redelivery keeps (`#resendKeepMs`).
@@ -468,7 +459,7 @@ export class NatsCluster implements BusRelay {
     this.#logger = options.logger;
     this.node = options.nodeId ?? randomBytes(4).toString('hex');
     this.#resentSubject = `${RESENT_PREFIX}.${this.node}`;
-    this.#deadRounds = Math.max(2, Math.ceil(options.deadAfterMs / options.heartbeatMs));
+    this.#members = new Membership(this.node, Math.max(2, Math.ceil(options.deadAfterMs / options.heartbeatMs)));
     this.#resendKeepMs = Math.max(RESEND_KEEP_MS, 3 * options.deadAfterMs);
     this.#ring = new SentRing({ clock: this.#clock, keepMs: this.#resendKeepMs, maxBytes: RESEND_KEEP_BYTES, againMs: options.heartbeatMs / 2 });
     this.#order = new InOrder({
@@ -484,6 +475,22 @@ export class NatsCluster implements BusRelay {
         this.#framesLost += through - from + 1;
         this.#logger.warn({ reason: 'frames_lost', node, boot, from, through, count: through - from + 1 }, 'cluster: messages of a daemon missed and not to be had again; going on without them');
       },
+    });
+    this.#barrier = new DeadlineBarrier({
+      node: this.node,
+      boot: this.#boot,
+      clock: this.#clock,
+      logger: this.#logger,
+      deadAfterMs: options.deadAfterMs,
+      // The others that have clients, are alive and know the question (an earlier version does not: it is not asked);
+      // none while this daemon's NATS connection is down (no reply from another daemon can reach it then: its contests
+      // go on as on a bus of its own, their output held) or it is closing.
+      toAsk: () => {
+        if (this.#closing || this.#disconnectedAt !== undefined) return [];
+        return [...this.#openOn.keys()].filter((node) => node !== this.node && this.#members.of(node)?.sync === true && this.#members.alive(node));
+      },
+      publish: (kind, note) => this.#publish(kind === 'ask' ? SYNC_SUBJECT : SYNCED_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify(note))),
+      closing: () => this.#closing,
     });
   }
 
@@ -757,7 +764,7 @@ export class NatsCluster implements BusRelay {
         if (status.type === 'disconnect') {
           this.#disconnectedAt ??= this.#clock.monotonic();
           // The answers the deadlines wait for cannot come now (nor the replies they would follow).
-          for (const round of [...this.#syncs.keys()]) this.#syncPassed(round);
+          this.#barrier.passAll();
           this.#logger.warn({ reason: 'nats_disconnected', server: String(status.server ?? '') }, 'cluster: NATS connection lost; reconnecting');
         } else if (status.type === 'reconnect') {
           // Cut off long enough to be taken for gone: the others closed this daemon's connections and removed them
@@ -822,7 +829,7 @@ export class NatsCluster implements BusRelay {
     for (const entry of this.#entries.values()) if (entry.taken === undefined) waiting++;
     return {
       node: this.node,
-      members: this.#members(),
+      members: this.#members.members(this.#leaving),
       partitions: this.#options.partitions,
       owned: [...this.#owned.keys()].sort((a, b) => a - b),
       owners,
@@ -832,7 +839,7 @@ export class NatsCluster implements BusRelay {
       framesLost: this.#framesLost,
       invalid: this.#invalidCount,
       connectionsElsewhere: this.#othersOpen(),
-      deadlineWaits: { asked: this.#syncRound, answered: this.#syncsAnswered, timedOut: this.#syncsTimedOut },
+      deadlineWaits: this.#barrier.counts(),
       keptHere: this.#keptFrames,
       nats: this.#natsTraffic(),
       recentSessions: [...this.#recent],
@@ -1008,90 +1015,12 @@ export class NatsCluster implements BusRelay {
    * would otherwise reach the contest after the deadline and count as late.
    */
   contestClock(base: Clock = systemClock): Clock {
-    return barrierClock(base, (passed) => this.#barrier(passed));
-  }
-
-  /**
-   * Asks the other daemons that have clients, are alive and know the question (an earlier version does not: it is not
-   * asked), and passes once each has answered, or after `deadAfterMs` at most: those that did not answer are then
-   * silent (`#silent`), asked but not waited for until they answer again. With none to ask, at once; and at once while
-   * this daemon's NATS connection is down (no reply from another daemon can reach it then: its contests go on as on a
-   * bus of its own, their output held). A daemon whose last client leaves, or that is missed, is waited for no more.
-   */
-  #barrier(passed: () => void): void {
-    const ask: string[] = [];
-    if (!this.#closing && this.#disconnectedAt === undefined) {
-      for (const node of this.#openOn.keys()) if (node !== this.node && this.#heard.get(node)?.sync === true && this.#alive(node)) ask.push(node);
-    }
-    if (ask.length === 0) return passed();
-    const round = ++this.#syncRound;
-    this.#publish(SYNC_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify({ by: this.node, boot: this.#boot, round, ask } satisfies SyncNote)));
-    const waiting = new Set(ask.filter((node) => !this.#silent.has(node)));
-    if (waiting.size === 0) return passed();
-    const sync = { waiting, passed, timer: undefined as TimerId | undefined };
-    this.#syncs.set(round, sync);
-    sync.timer = this.#clock.setTimeout(() => {
-      sync.timer = undefined;
-      this.#syncsTimedOut++;
-      for (const node of waiting) this.#silent.add(node);
-      const { log, suppressed } = this.#syncLog.shouldLog('cluster_sync_timeout', this.#clock.monotonic());
-      if (log) {
-        this.#logger.warn(
-          { reason: 'cluster_sync_timeout', waited_ms: this.#options.deadAfterMs, silent: [...waiting], suppressed },
-          'cluster: deadlines acted without word from daemons that have clients (replies they hold may count as late; not waited for until they answer again; warned once a minute)',
-        );
-      }
-      this.#syncPassed(round);
-    }, this.#options.deadAfterMs);
-  }
-
-  /**
-   * Another daemon's deadlines fell due: answered after this turn's I/O, so the answer follows everything this
-   * daemon's clients had sent until then (published in order before it: NATS keeps one publisher's order).
-   */
-  #syncAsked(note: SyncNote): void {
-    if (typeof note.by !== 'string' || typeof note.boot !== 'string' || typeof note.round !== 'number' || note.by === this.node) return;
-    if (Array.isArray(note.ask) && !note.ask.includes(this.node)) return;
-    setImmediate(() => {
-      if (!this.#closing) this.#publish(SYNCED_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify({ to: note.by, boot: note.boot, round: note.round, by: this.node } satisfies SyncNote)));
-    });
-  }
-
-  #synced(note: SyncNote): void {
-    // An answer to an earlier run of this daemon's (started again under its name) answers nothing now.
-    if (note.to !== this.node || note.boot !== this.#boot || typeof note.round !== 'number' || typeof note.by !== 'string') return;
-    this.#silent.delete(note.by);
-    this.#syncAnswered(note.round, note.by);
-  }
-
-  /** `node` said it has published what its clients had sent (or has none left to send): the round passes when all have. */
-  #syncAnswered(round: number, node: string): void {
-    const sync = this.#syncs.get(round);
-    if (sync === undefined || sync.timer === undefined || !sync.waiting.delete(node) || sync.waiting.size > 0) return;
-    this.#syncsAnswered++;
-    this.#clock.clearTimeout(sync.timer);
-    sync.timer = undefined;
-    // The frames that came before the answer are delivered to the contests from a microtask: after them.
-    setImmediate(() => this.#syncPassed(round));
+    return barrierClock(base, (passed) => this.#barrier.wait(passed));
   }
 
   /** How many of `#open` are another daemon's. */
   #othersOpen(): number {
     return this.#open.size - (this.#openOn.get(this.node) ?? 0);
-  }
-
-  /** `node` has no client left (its last closed, or it was missed): no reply of a skill can come through it. */
-  #noLongerRelays(node: string): void {
-    this.#silent.delete(node);
-    for (const round of [...this.#syncs.keys()]) this.#syncAnswered(round, node);
-  }
-
-  #syncPassed(round: number): void {
-    const sync = this.#syncs.get(round);
-    if (sync === undefined) return;
-    this.#syncs.delete(round);
-    if (sync.timer !== undefined) this.#clock.clearTimeout(sync.timer);
-    sync.passed();
   }
 
   /** The held contest output the server has confirmed, in order, unless the partition table is being read again. */
@@ -1218,7 +1147,7 @@ export class NatsCluster implements BusRelay {
 
   /** Whether every other daemon alive reads ends digests (`ENDS_SUBJECT`; its heartbeat says so, an earlier version's does not). */
   #endsReadEverywhere(): boolean {
-    for (const [node, heard] of this.#heard) if (!heard.ends && this.#alive(node)) return false;
+    for (const [node, heard] of this.#members.known()) if (!heard.ends && this.#members.alive(node)) return false;
     return true;
   }
 
@@ -1286,8 +1215,8 @@ export class NatsCluster implements BusRelay {
       if (subject.startsWith(`${BUS_PREFIX}.`)) this.#busFrame(subject, opened);
       else if (subject === PARTITION_SUBJECT) this.#read(subject, readNote(parseJson(opened.frame.toString('utf8')), this.#options.partitions, opened.node), (note) => this.#note(note), opened.node);
       else if (subject === ENDS_SUBJECT) this.#endsHeard(opened, parseJson(opened.frame.toString('utf8')));
-      else if (subject === SYNC_SUBJECT) this.#read(subject, readSyncNote(parseJson(opened.frame.toString('utf8')), opened.node), (note) => this.#syncAsked(note), opened.node);
-      else if (subject === SYNCED_SUBJECT) this.#read(subject, readSyncNote(parseJson(opened.frame.toString('utf8')), opened.node), (note) => this.#synced(note), opened.node);
+      else if (subject === SYNC_SUBJECT) this.#read(subject, readSyncNote(parseJson(opened.frame.toString('utf8')), opened.node), (note) => this.#barrier.asked(note), opened.node);
+      else if (subject === SYNCED_SUBJECT) this.#read(subject, readSyncNote(parseJson(opened.frame.toString('utf8')), opened.node), (note) => this.#barrier.answered(note), opened.node);
       else this.#stateNote(subject, opened.frame.toString('utf8'), opened.node);
     } catch (error) {
       this.#invalid(subject, String(error), 'cluster_message_invalid', opened.node);
@@ -1592,7 +1521,7 @@ export class NatsCluster implements BusRelay {
     else {
       this.#openOn.delete(node);
       // Its closed notes come after everything its clients sent (its own numbering): nothing more to wait for.
-      this.#noLongerRelays(node);
+      this.#barrier.noLongerRelays(node);
     }
     this.#server?.relayedConnection(note.connection, closed ? { late: note.late === true, heldBack: note.heldBack === true } : false);
   }
@@ -1604,11 +1533,11 @@ export class NatsCluster implements BusRelay {
    * started again after it was missed keeps its connections, and their records in the state.
    */
   #closeConnectionsOfGone(): void {
-    if (!this.#settled()) return;
+    if (!this.#members.settled()) return;
     const now = this.#clock.monotonic();
     for (const [connection, heardAt] of [...this.#open]) {
       const node = connection.slice(0, connection.indexOf('/'));
-      if (this.#alive(node) || now - heardAt <= this.#options.deadAfterMs) continue;
+      if (this.#members.alive(node) || now - heardAt <= this.#options.deadAfterMs) continue;
       this.#othersGoneUntil = this.#clock.monotonic() + this.#resendKeepMs;
       this.#connection({ connection, closed: true, late: true });
       // Every daemon that sees it gone removes it (the same removal, in any order).
@@ -1620,22 +1549,18 @@ export class NatsCluster implements BusRelay {
     // This daemon's own messages never come back (noEcho): its heartbeat only counts a round.
     if (note.node !== this.node && typeof note.boot === 'string' && typeof note.seq === 'number' && note.seq > 0) this.#order.sentThrough(note.node, note.boot, note.seq);
     if (note.node === this.node) {
-      this.#round++;
+      this.#members.ownBeat();
       return;
     }
-    const known = this.#heard.get(note.node);
-    const leaving = note.leaving === true;
-    const boot = typeof note.boot === 'string' ? note.boot : undefined;
     // A leaving daemon is no one's preferred owner any more, but it still owns what it has not given up yet.
-    this.#heard.set(note.node, { round: this.#round, leaving, boot, ends: note.ends === true, sync: note.sync === true });
+    const leaving = note.leaving === true;
+    const change = this.#members.heard(note.node, { leaving, boot: typeof note.boot === 'string' ? note.boot : undefined, ends: note.ends === true, sync: note.sync === true });
+    if (change === 'unchanged') return;
     // Started again under the same name before it was missed: its earlier run is gone, and what that run had taken
     // and not ended is handed to the partitions' owners (`#handOrphans`).
-    const again = known !== undefined && known.boot !== undefined && boot !== undefined && known.boot !== boot;
-    if (again) this.#logger.info({ node: note.node }, 'cluster: a daemon started again');
-    if (known === undefined || known.leaving !== leaving || again) {
-      if (!again) this.#logger.info({ node: note.node }, leaving ? 'cluster: a daemon is leaving' : 'cluster: a daemon joined');
-      this.#reconcile();
-    }
+    const said = { 'started again': 'cluster: a daemon started again', leaving: 'cluster: a daemon is leaving', joined: 'cluster: a daemon joined', back: 'cluster: a daemon joined' }[change];
+    this.#logger.info({ node: note.node }, said);
+    this.#reconcile();
   }
 
   #note(note: Note): void {
@@ -1657,7 +1582,7 @@ export class NatsCluster implements BusRelay {
       return;
     }
     // Released after its last utterance ended: everything its daemon took of it has been heard of before this note.
-    if (note.node !== this.node && preferredOwner(note.partition, this.#members()) === this.node) void this.#claim(note.partition);
+    if (note.node !== this.node && preferredOwner(note.partition, this.#members.members(this.#leaving)) === this.node) void this.#claim(note.partition);
   }
 
   // --- Ownership ---------------------------------------------------------------------------------------------------
@@ -1705,36 +1630,15 @@ export class NatsCluster implements BusRelay {
   }
 
   /** The daemons partitions are spread over: alive and not leaving. */
-  #members(): string[] {
-    const members = this.#leaving ? [] : [this.node];
-    for (const [node, heard] of this.#heard) if (!heard.leaving && this.#round - heard.round <= this.#deadRounds) members.push(node);
-    return members.sort();
-  }
-
-  /**
-   * Whether a daemon still runs (leaving or not): heard within the last `deadAfterMs ÷ heartbeatMs` rounds of this
-   * daemon's own heartbeats; this one always.
-   */
-  #alive(node: string): boolean {
-    if (node === this.node) return true;
-    const heard = this.#heard.get(node);
-    return heard !== undefined && this.#round - heard.round <= this.#deadRounds;
-  }
-
   /**
    * Whether the run that took an utterance is gone: its daemon missed, or heard since in another run (started again
    * under the same name; this daemon's own earlier run included).
    */
   #runGone(taken: Taker): boolean {
     if (taken.node === this.node) return taken.boot !== undefined && taken.boot !== this.#boot;
-    if (!this.#alive(taken.node)) return true;
-    const boot = this.#heard.get(taken.node)?.boot;
+    if (!this.#members.alive(taken.node)) return true;
+    const boot = this.#members.of(taken.node)?.boot;
     return taken.boot !== undefined && boot !== undefined && boot !== taken.boot;
-  }
-
-  /** This daemon has been up long enough to have heard every live daemon: it may take a silent one for gone. */
-  #settled(): boolean {
-    return this.#round > this.#deadRounds;
   }
 
   #schedule(): void {
@@ -1755,7 +1659,7 @@ export class NatsCluster implements BusRelay {
     const owned = [...this.#owned.keys()].sort((x, y) => x - y).join(',');
     if (owned === this.#saidOwned) return;
     this.#saidOwned = owned;
-    this.#logger.info({ node: this.node, members: this.#members(), owned: owned === '' ? [] : owned.split(',').map(Number) }, 'cluster: partitions owned here');
+    this.#logger.info({ node: this.node, members: this.#members.members(this.#leaving), owned: owned === '' ? [] : owned.split(',').map(Number) }, 'cluster: partitions owned here');
   }
 
   #heartbeat(): void {
@@ -1765,9 +1669,9 @@ export class NatsCluster implements BusRelay {
 
   /** Claim what should be ours and is free; give up what should be another's. */
   #reconcile(): void {
-    const members = this.#members();
+    const members = this.#members.members(this.#leaving);
     // A daemon just started has not heard the others yet: it takes free partitions, and takes over none.
-    const settled = this.#settled();
+    const settled = this.#members.settled();
     const now = this.#clock.monotonic();
     for (let partition = 0; partition < this.#options.partitions; partition++) {
       const preferred = this.#leaving ? undefined : preferredOwner(partition, members);
@@ -1796,7 +1700,7 @@ export class NatsCluster implements BusRelay {
         row === undefined ||
         // Released: claimed on its note; here only when the note was missed (the release is a second old).
         (row.owner === null && now - row.at >= this.#options.deadAfterMs) ||
-        (row.owner !== null && row.owner !== this.node && settled && !this.#alive(row.owner));
+        (row.owner !== null && row.owner !== this.node && settled && !this.#members.alive(row.owner));
       if (free || row?.owner === this.node) void this.#claim(partition);
     }
   }
@@ -1819,8 +1723,8 @@ export class NatsCluster implements BusRelay {
       // A row no daemon wrote is taken as free (and overwritten by compare-and-set like any other).
       if (!read.ok) this.#invalid(`${PARTITION_BUCKET}.${key}`, read.why);
       previous = read.ok ? read.note : { owner: null, epoch: 0 };
-      const settled = this.#settled();
-      const ownerGone = previous.owner !== null && previous.owner !== this.node && settled && !this.#alive(previous.owner);
+      const settled = this.#members.settled();
+      const ownerGone = previous.owner !== null && previous.owner !== this.node && settled && !this.#members.alive(previous.owner);
       if (previous.owner !== null && previous.owner !== this.node && !ownerGone) return;
       const epoch = previous.epoch + 1;
       revision = await this.#kv.update(key, JSON.stringify({ owner: this.node, epoch }), current.revision);
@@ -1895,7 +1799,7 @@ export class NatsCluster implements BusRelay {
       const taken = waiting.taken;
       const row = this.#table.get(waiting.partition);
       const owner = row?.owner;
-      if (row === undefined || owner === undefined || owner === null || owner === this.node || !this.#alive(owner)) continue;
+      if (row === undefined || owner === undefined || owner === null || owner === this.node || !this.#members.alive(owner)) continue;
       let orphan: Orphan;
       if (taken === undefined) {
         // No daemon took it, though the partition has had an owner for `deadAfterMs` and the entry waited as long: that
@@ -1917,7 +1821,7 @@ export class NatsCluster implements BusRelay {
           ...(waiting.handler === undefined ? {} : { handler: waiting.handler }),
         };
       }
-      const run = `${owner} ${this.#heard.get(owner)?.boot ?? ''}`;
+      const run = `${owner} ${this.#members.of(owner)?.boot ?? ''}`;
       if (waiting.handedTo === run) continue;
       waiting.handedTo = run;
       const key = `${run} ${waiting.partition}`;
@@ -2081,7 +1985,7 @@ export class NatsCluster implements BusRelay {
     }
     this.#closing = true;
     // Deadlines waiting for word that can no longer come act now.
-    for (const round of [...this.#syncs.keys()]) this.#syncPassed(round);
+    this.#barrier.passAll();
     if (this.#markerSweep !== undefined) this.#clock.clearTimeout(this.#markerSweep);
     if (this.#refresh !== undefined) this.#clock.clearTimeout(this.#refresh);
     if (this.#writeRetry !== undefined) {
