@@ -69,7 +69,7 @@ describe('OVOS-COMMON-QUERY-1 §6–§7 with ovos-workshop skills: when the cont
     expectOneHandledEach(h);
   });
 
-  it('§8.3 fast win during the poll: a classic skill’s conf 2.0 (competing as 1) ends the contest at once, before the other skill has claimed', async () => {
+  it('COMMON-QUERY-1 §8 step 3, fast win during the poll: a classic skill’s conf 2.0 (competing as 1) ends the contest at once, before the other skill has claimed', async () => {
     const h = createHarness(config());
     const classic = legacyCqSkill(h, 'cq.classic', { classic: true, answerAfterMs: 20, conf: 2.0 });
     legacyCqSkill(h, 'cq.slow', { searchingAfterMs: 100, answerAfterMs: 200, conf: 0.8 });
@@ -253,7 +253,7 @@ describe('OVOS-COMMON-QUERY-1 §8 with ovos-workshop and spec skills together', 
     expectOneHandledEach(h);
   });
 
-  it('§8.2 / PIPELINE-1 §5.3: a legacy skill in the live session’s blacklisted_skills cannot win', async () => {
+  it('COMMON-QUERY-1 §8 step 2 / PIPELINE-1 §5.3: a legacy skill in the live session’s blacklisted_skills cannot win', async () => {
     const h = createHarness(config());
     const banned = legacyCqSkill(h, 'cq.banned', { conf: 0.95 });
     const other = legacyCqSkill(h, 'cq.other', { conf: 0.6 });
