@@ -28,6 +28,7 @@ import type { Logger } from '../log/logger.js';
 import { Admissions } from './admissions.js';
 import { DeadlineBarrier } from './deadline-barrier.js';
 import { Membership } from './membership.js';
+import { StateWriter } from './state-writer.js';
 import {
   parseJson,
   readBreakerNote,
@@ -230,8 +231,6 @@ interface Owned {
 }
 
 /** How often a daemon removes the state bucket's delete markers (the bucket's age limit does not), and how old they must be. */
-const MARKER_SWEEP_MS = 3_600_000;
-const MARKER_KEEP_MS = 30 * 60_000;
 
 /** A registration as the fallback plugin would have heard it: what a daemon writes for a registry entry it rewrites. */
 function registrationMessage(sessionId: string, skillId: string, priority: number, legacy: boolean): Message {
@@ -324,20 +323,15 @@ export class NatsCluster implements BusRelay {
   readonly #kv: KV;
   /** What a joining daemon replays (`STATE_BUCKET`). */
   readonly #state: KV;
-  /** Changes of the state bucket not written yet, oldest first: key → latest value (null: remove). */
-  readonly #stateWrites = new Map<string, Uint8Array | null>();
-  #writingState: Promise<void> | undefined;
-  readonly #jsm: JetStreamManager;
+  /** What this daemon writes to the state bucket (state-writer.ts). */
+  readonly #stateWriter: StateWriter;
   /** Registrations this daemon relayed for its clients and its own skills (the others' daemons keep theirs). */
   readonly #ownRegistrations = new WeakSet<Message>();
   /** The client connections open on this daemon (their keys are this daemon's to keep). */
   readonly #ownConnections = new Set<string>();
   /** Keys of registrations made through this daemon by its in-process skills (no connection), while they stand. */
   readonly #inProcessRegistrations = new Set<string>();
-  #markerSweep: TimerId | undefined;
   #refresh: TimerId | undefined;
-  /** The pause before a failed write of the state is tried again. */
-  #writeRetry: { readonly timer: TimerId; readonly resolve: () => void } | undefined;
   readonly #options: ClusterOptions;
   readonly #clock: Clock;
   readonly #logger: Logger;
@@ -453,7 +447,7 @@ export class NatsCluster implements BusRelay {
     this.#nc = nc;
     this.#kv = kv;
     this.#state = state;
-    this.#jsm = jsm;
+    this.#stateWriter = new StateWriter({ state, jsm, clock: options.clock ?? systemClock, logger: options.logger, retryMs: options.heartbeatMs });
     this.#options = options;
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger;
@@ -613,76 +607,9 @@ export class NatsCluster implements BusRelay {
     }, Math.max(1_000, this.#options.stateTtlMs / 4));
   }
 
-  /**
-   * The state bucket's key `key` becomes `value` (null: removed), written in the order of the changes, each key's
-   * latest only; what cannot be written now (NATS out of reach) is written again once it can.
-   */
+  /** The state bucket's key `key` becomes `value` (null: removed). */
   #writeState(key: string, value: Uint8Array | null): void {
-    this.#stateWrites.delete(key);
-    this.#stateWrites.set(key, value);
-    this.#writingState ??= this.#flushState();
-  }
-
-  async #flushState(): Promise<void> {
-    try {
-      await this.#writeStateNow();
-    } finally {
-      this.#writingState = undefined;
-    }
-    // Changed between the last write and now (a microtask after it): written too.
-    if (this.#stateWrites.size > 0 && !this.#closing) this.#writingState = this.#flushState();
-  }
-
-  async #writeStateNow(): Promise<void> {
-    while (this.#stateWrites.size > 0) {
-      const batch = [...this.#stateWrites];
-      this.#stateWrites.clear();
-      // Sent together, in order, on one connection: JetStream stores them in that order.
-      const results = await Promise.allSettled(batch.map(([key, value]) => (value === null ? this.#state.purge(key) : this.#state.put(key, value))));
-      const failed = batch.filter((_, i) => results[i]!.status === 'rejected');
-      if (failed.length === 0) continue;
-      if (this.#closing) return;
-      const error = (results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason as unknown;
-      this.#logger.warn({ reason: 'cluster_state_unwritten', keys: failed.length, err: error }, 'cluster: state not written to the bucket; written again shortly');
-      // Before what changed since, unless a key changed again.
-      const newer = [...this.#stateWrites];
-      this.#stateWrites.clear();
-      for (const [key, value] of failed) if (!newer.some(([k]) => k === key)) this.#stateWrites.set(key, value);
-      for (const [key, value] of newer) this.#stateWrites.set(key, value);
-      await new Promise<void>((resolve) => {
-        const timer = this.#clock.setTimeout(() => {
-          this.#writeRetry = undefined;
-          resolve();
-        }, Math.max(250, this.#options.heartbeatMs));
-        this.#writeRetry = { timer, resolve };
-      });
-    }
-  }
-
-  /**
-   * A key removed leaves a marker the bucket's age limit never removes: markers older than `MARKER_KEEP_MS` go every
-   * `MARKER_SWEEP_MS` (a joining daemon reads a missing key as a removed one), each purged up to itself only, so a
-   * key written again meanwhile stays.
-   */
-  #sweepMarkers(): void {
-    this.#markerSweep = this.#clock.setTimeout(() => {
-      this.#sweepMarkersNow().catch((error: unknown) => {
-        if (!this.#closing) this.#logger.warn({ reason: 'cluster_markers_unswept', err: error }, 'cluster: delete markers of the state bucket not removed; tried again later');
-      });
-      this.#sweepMarkers();
-    }, MARKER_SWEEP_MS);
-  }
-
-  async #sweepMarkersNow(): Promise<void> {
-    if ((await this.#state.status()).values === 0) return;
-    const markers: KvEntry[] = [];
-    const watch = await this.#state.watch();
-    for await (const entry of watch) {
-      if (entry.operation !== 'PUT' && Date.now() - entry.created.getTime() > MARKER_KEEP_MS) markers.push(entry);
-      if (entry.delta === 0 || entry.isUpdate) break;
-    }
-    watch.stop();
-    for (const marker of markers) await this.#jsm.streams.purge(`KV_${STATE_BUCKET}`, { filter: `$KV.${STATE_BUCKET}.${marker.key}`, seq: marker.revision + 1 });
+    this.#stateWriter.write(key, value);
   }
 
   /**
@@ -751,7 +678,7 @@ export class NatsCluster implements BusRelay {
     this.#waitingForReplay = undefined;
     for (const handle of live) handle();
     this.#logger.info({ node: this.node, replayed, connections_open: this.#open.size }, 'cluster: registrations and connections replayed');
-    this.#sweepMarkers();
+    this.#stateWriter.sweepMarkers();
     this.#scheduleRefresh();
     const watch = await this.#kv.watch({ key: 'p.*' });
     void (async () => {
@@ -1978,20 +1905,11 @@ export class NatsCluster implements BusRelay {
     // it now; else the others remove them when they miss this daemon, or it does when it starts again under its name.
     for (const connection of this.#ownConnections) this.#writeState(stateKey.connection(connection), null);
     this.#ownConnections.clear();
-    if (this.#writingState !== undefined) {
-      let bound: TimerId | undefined;
-      await Promise.race([this.#writingState, new Promise<void>((resolve) => (bound = this.#clock.setTimeout(resolve, 2_000)))]);
-      if (bound !== undefined) this.#clock.clearTimeout(bound);
-    }
+    await this.#stateWriter.close(2_000);
     this.#closing = true;
     // Deadlines waiting for word that can no longer come act now.
     this.#barrier.passAll();
-    if (this.#markerSweep !== undefined) this.#clock.clearTimeout(this.#markerSweep);
     if (this.#refresh !== undefined) this.#clock.clearTimeout(this.#refresh);
-    if (this.#writeRetry !== undefined) {
-      this.#clock.clearTimeout(this.#writeRetry.timer);
-      this.#writeRetry.resolve();
-    }
     await this.#beat?.stop();
     if (this.#tick !== undefined) this.#clock.clearTimeout(this.#tick);
     this.#sub?.unsubscribe();
