@@ -29,6 +29,7 @@ import { Admissions } from './admissions.js';
 import { DeadlineBarrier } from './deadline-barrier.js';
 import { Membership } from './membership.js';
 import { StateWriter } from './state-writer.js';
+import { Publisher } from './publisher.js';
 import {
   parseJson,
   readBreakerNote,
@@ -61,7 +62,6 @@ import {
   busSubject,
   CONNECTION_SUBJECT,
   ENDS_SUBJECT,
-  envelope,
   openEnvelope,
   NODE_SUBJECT,
   type Opened,
@@ -186,8 +186,6 @@ const READ_EVERYWHERE: ReadonlySet<string> = new Set(
 const END_TOPICS: ReadonlyMap<string, string> = new Map([...ENDS].map(([topic, end]) => [end, topic]));
 /** An end in a digest: how, of which utterance, its partition, and the client connection that said it (not the contests). */
 type DigestedEnd = readonly [End, string, number] | readonly [End, string, number, string];
-/** The most ends one digest carries: a turn that ends more publishes more digests (so does one whose ends come near `max_payload` in bytes). */
-const ENDS_PER_DIGEST = 1_000;
 
 /** How many utterance entries a daemon hands its contests in one turn of its event loop (admissions.ts). */
 const ADMIT_PER_TURN = 16;
@@ -342,13 +340,8 @@ export class NatsCluster implements BusRelay {
   #tick: TimerId | undefined;
   /** This run of the daemon (a restart numbers its messages from 1 again, in a run of its own). */
   readonly #boot = randomBytes(4).toString('hex');
-  #seq = 0;
-  /** Subject, data, subject, data, …: published at the end of the event loop's turn (`#sendOutbox`). */
-  readonly #outbox: Array<string | Uint8Array> = [];
-  #outboxScheduled = false;
-  /** Ends of this daemon's utterances kept here this turn (each a JSON array), published as one digest with the outbox (`#publishEnds`). */
-  readonly #ends: string[] = [];
-  #endsBytes = 0;
+  /** What this daemon publishes: numbered, kept for redelivery, sent once a turn (publisher.ts). */
+  readonly #out: Publisher;
   /** The entries taken here, to the contests at most `ADMIT_PER_TURN` a turn of the event loop (admissions.ts). */
   readonly #admissions = new Admissions<{ readonly message: Message; readonly connection: string | undefined }>({
     perTurn: ADMIT_PER_TURN,
@@ -456,6 +449,19 @@ export class NatsCluster implements BusRelay {
     this.#members = new Membership(this.node, Math.max(2, Math.ceil(options.deadAfterMs / options.heartbeatMs)));
     this.#resendKeepMs = Math.max(RESEND_KEEP_MS, 3 * options.deadAfterMs);
     this.#ring = new SentRing({ clock: this.#clock, keepMs: this.#resendKeepMs, maxBytes: RESEND_KEEP_BYTES, againMs: options.heartbeatMs / 2 });
+    this.#out = new Publisher({
+      node: this.node,
+      boot: this.#boot,
+      logger: this.#logger,
+      ring: this.#ring,
+      maxPayload: () => this.maxPayload,
+      publish: (subject, data) => this.#nc.publish(subject, data),
+      closing: () => this.#closing,
+      handed: (through) => {
+        this.#handedThrough = through;
+        if (this.#held.length > 0) this.#confirm();
+      },
+    });
     this.#order = new InOrder({
       clock: this.#clock,
       giveUpMs: options.deadAfterMs,
@@ -800,10 +806,10 @@ export class NatsCluster implements BusRelay {
     const digested = kept === 'end' ? this.#digestEnd(message, partition!, connection) : undefined;
     if (kept === 'frame') {
       // Unnumbered (no daemon misses it). Contest output is held (below) like what is published, until the server
-      // answers the ping `#sendOutbox` sends after everything published before it.
+      // answers the ping the publisher sends after everything published before it.
       this.#keptFrames++;
-      seq = this.#seq;
-      if (connection === undefined) this.#scheduleOutbox();
+      seq = this.#out.seq;
+      if (connection === undefined) this.#out.schedule();
     } else if (digested !== undefined) {
       this.#keptFrames++;
       seq = digested;
@@ -849,69 +855,15 @@ export class NatsCluster implements BusRelay {
 
   /** Numbered in this daemon's run, kept to publish again, published: its number; undefined (not numbered) when larger than NATS takes. */
   #publish(subject: string, connection: string | undefined, partition: number | undefined, payload: Uint8Array): number | undefined {
-    const seq = this.#seq + 1;
-    const data = envelope(this.node, this.#boot, seq, connection, partition, payload);
-    if (data.length > this.maxPayload) return undefined;
-    this.#seq = seq;
-    this.#ring.push(seq, subject, data);
-    this.#outbox.push(subject, data);
-    this.#scheduleOutbox();
-    return seq;
+    return this.#out.publish(subject, connection, partition, payload);
   }
 
-  /**
-   * An end kept here, in the digest: the number the digest will have, or undefined when the end alone would not fit in
-   * one. Numbered after everything published so far: whatever the server confirms that far was written with the
-   * digest, so contest output held as this number waits for the digest too.
-   */
+  /** An end kept here, in the digest (`Publisher.digestEnd`). */
   #digestEnd(message: Message, partition: number, connection: string | undefined): number | undefined {
     const end = ENDS.get(message.type)!;
     const utteranceId = utteranceIdOf(message)!;
-    const item = JSON.stringify(connection === undefined ? [end, utteranceId, partition] : [end, utteranceId, partition, connection]);
-    const bytes = Buffer.byteLength(item) + 1;
-    const room = this.maxPayload - 1024;
-    if (bytes > room) return undefined;
-    if (this.#endsBytes + bytes > room) this.#publishEnds();
-    this.#ends.push(item);
-    this.#endsBytes += bytes;
-    const seq = this.#seq + 1;
-    if (this.#ends.length >= ENDS_PER_DIGEST) this.#publishEnds();
-    else this.#scheduleOutbox();
-    return seq;
+    return this.#out.digestEnd(JSON.stringify(connection === undefined ? [end, utteranceId, partition] : [end, utteranceId, partition, connection]));
   }
-
-  /** The ends kept here so far, as one numbered message every daemon reads (`ENDS_SUBJECT`). */
-  #publishEnds(): void {
-    const digest = `[${this.#ends.splice(0).join(',')}]`;
-    this.#endsBytes = 0;
-    // Never over `max_payload`: `#digestEnd` keeps it within.
-    this.#publish(ENDS_SUBJECT, undefined, undefined, encoder.encode(digest));
-  }
-
-  #scheduleOutbox(): void {
-    if (this.#outboxScheduled) return;
-    this.#outboxScheduled = true;
-    setImmediate(this.#sendOutbox);
-  }
-
-  /**
-   * What this daemon published during one turn of the event loop goes to the NATS client together, in order, after
-   * the turn's I/O: one socket write for the frames of every client message and NATS delivery the turn handled,
-   * where the client alone would write once per microtask checkpoint.
-   */
-  readonly #sendOutbox = (): void => {
-    if (this.#ends.length > 0) this.#publishEnds();
-    this.#outboxScheduled = false;
-    const outbox = this.#outbox.splice(0);
-    try {
-      for (let i = 0; i < outbox.length; i += 2) this.#nc.publish(outbox[i] as string, outbox[i + 1] as Uint8Array);
-    } catch (error) {
-      // Closed for good (the daemon is stopping): what is left cannot travel; redelivery covers nothing after that.
-      if (!this.#closing) this.#logger.warn({ reason: 'cluster_publish_failed', err: error }, 'cluster: could not hand frames to NATS');
-    }
-    this.#handedThrough = this.#seq;
-    if (this.#held.length > 0) this.#confirm();
-  };
 
   /**
    * The NATS server has everything published so far once it answers a ping sent after it (`flush`): the contest
@@ -1009,7 +961,7 @@ export class NatsCluster implements BusRelay {
   /** Another daemon missed some of what this one published: published again for it alone, each with its subject (it drops what it has). */
   #resend(note: ResendNote): void {
     if (note.to !== this.node || note.boot !== this.#boot || !Number.isInteger(note.from) || !Number.isInteger(note.through)) return;
-    const through = Math.min(note.through, note.from + RESEND_MAX - 1, this.#seq);
+    const through = Math.min(note.through, note.from + RESEND_MAX - 1, this.#out.seq);
     const again = this.#ring.resend(note.from, through);
     try {
       // A daemon of an earlier version names no `by`: for it, on their own subjects, as it expects.
@@ -1840,7 +1792,7 @@ export class NatsCluster implements BusRelay {
 
   #publishNote(note: Note): void {
     // After the ends kept so far: a partition's release never overtakes how its utterances ended.
-    if (this.#ends.length > 0) this.#publishEnds();
+    this.#out.flushEnds();
     this.#publish(PARTITION_SUBJECT, undefined, undefined, encoder.encode(JSON.stringify(note)));
   }
 
@@ -1896,7 +1848,7 @@ export class NatsCluster implements BusRelay {
       await new Promise<void>((resolve) => this.#clock.setTimeout(resolve, 20));
     }
     for (const partition of [...this.#owned.keys()]) await this.#release(partition);
-    this.#sendOutbox();
+    this.#out.send();
     await this.#nc.flush().catch(() => {});
   }
 
@@ -1913,7 +1865,7 @@ export class NatsCluster implements BusRelay {
     await this.#beat?.stop();
     if (this.#tick !== undefined) this.#clock.clearTimeout(this.#tick);
     this.#sub?.unsubscribe();
-    this.#sendOutbox();
+    this.#out.send();
     await this.#nc.drain().catch(() => {});
   }
 }
