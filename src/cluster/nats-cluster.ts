@@ -228,8 +228,6 @@ interface Owned {
   inFlight: number;
 }
 
-/** How often a daemon removes the state bucket's delete markers (the bucket's age limit does not), and how old they must be. */
-
 /** A registration as the fallback plugin would have heard it: what a daemon writes for a registry entry it rewrites. */
 function registrationMessage(sessionId: string, skillId: string, priority: number, legacy: boolean): Message {
   return legacy
@@ -354,7 +352,6 @@ export class NatsCluster implements BusRelay {
   #disconnectedAt: number | undefined;
   /** One `cluster_unreachable` warn a minute. */
   readonly #unreachableLog = new LogRateLimiter(60_000);
-  /** One `cluster_sync_timeout` warn a minute. */
   /** What was read from NATS and dropped as not a daemon's (`#invalid`), and its log lines' limiter. */
   #invalidCount = 0;
   readonly #invalidLog = new LogRateLimiter(60_000);
@@ -1508,7 +1505,6 @@ export class NatsCluster implements BusRelay {
     if (fenced.size > 0) this.#fencedUtterances.set(from, fenced);
   }
 
-  /** The daemons partitions are spread over: alive and not leaving. */
   /**
    * Whether the run that took an utterance is gone: its daemon missed, or heard since in another run (started again
    * under the same name; this daemon's own earlier run included).

@@ -53,7 +53,10 @@ export class StateWriter {
     }, MARKER_SWEEP_MS);
   }
 
-  /** Waits up to `boundMs` for what is being written, then writes nothing more (what failed is not tried again). */
+  /**
+   * Waits up to `boundMs` for what is being written, then stops: the marker sweep ends, and a write waiting to be tried
+   * again is tried at once, once, and not again if it fails.
+   */
   async close(boundMs: number): Promise<void> {
     const { clock } = this.#links;
     if (this.#writing !== undefined) {

@@ -1,5 +1,5 @@
 /**
- * Membership (src/cluster/membership.ts; src/cluster/README.md "Membership"): who is alive and who shares the
+ * Membership (src/cluster/membership.ts; src/cluster/README.md "Partitions"): who is alive and who shares the
  * partitions, in rounds of this daemon's own heartbeats.
  */
 import { describe, expect, it } from 'vitest';

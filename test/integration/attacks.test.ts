@@ -121,6 +121,23 @@ async function answeredBy(probe: Probe, question: string): Promise<string | null
   return matched === undefined ? null : String(matched.data['skill_id'] ?? matched.context['skill_id'] ?? null);
 }
 
+/** Once a connection to `url` is accepted again (after a flood's closes reach the daemon; 10 s guard). */
+async function accepted(url: string, headers: Record<string, string> = {}): Promise<void> {
+  await expect
+    .poll(
+      async () => {
+        try {
+          (await open(url, headers)).close();
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      { timeout: 10_000, interval: 50 },
+    )
+    .toBe(true);
+}
+
 const warnLines = (lines: ReadonlyArray<Record<string, unknown>>): Array<Record<string, unknown>> => lines.filter((l) => typeof l['level'] === 'number' && l['level'] >= 40);
 
 describe('entrances bounded against a local attacker (npm start, real sockets)', () => {
@@ -193,7 +210,7 @@ describe('entrances bounded against a local attacker (npm start, real sockets)',
     expect(flood.opened).toBeGreaterThan(400);
     expect(Object.keys(flood.refused)).toEqual(['HTTP 503']);
     expect(rssPeak - rssBefore).toBeLessThan(128 * MB);
-    await new Promise((resolve) => setTimeout(resolve, 500)); // guard only: the closes reach the daemon
+    await accepted(daemon.url); // the closes have reached the daemon
     const probe = await workshopSkill(daemon.url, 'still.here', true);
     expect(await answeredBy(probe, 'is anyone there')).toBe('still.here');
     await probe.close();
@@ -213,7 +230,7 @@ describe('entrances bounded against a local attacker (npm start, real sockets)',
 
     const links = await connectionFlood(url, 100, authorization, 0);
     expect(links.opened).toBe(8);
-    await new Promise((resolve) => setTimeout(resolve, 500)); // guard only: the closes reach the daemon
+    await accepted(url, authorization); // the closes have reached the daemon
 
     const rssBefore = daemon.rss();
     let rssPeak = rssBefore;

@@ -71,10 +71,12 @@ const named = clipList;
 
 /**
  * Registrations and deregistrations accepted, and the registrations they evicted, are logged at most this many times a
- * minute per client connection (per session without one), the rest counted into the next line: ovos-core's skill manager registers every skill of an
- * install at once, a flood of registrations is a line a second.
+ * minute per client connection, the rest counted into the next line: ovos-core's skill manager registers every skill
+ * of an install at once, a flood of registrations is a line a second. Without connection identity (in process, on a
+ * foreign bus) they count as one connection's: session ids are the sender's to vary.
  */
 const REGISTRATION_LINES_PER_MINUTE = 64;
+const NO_CONNECTION = 'no connection';
 
 /** A per-skill ping timeout or a legacy skill that could not be learned is logged at most once per key per minute. */
 const LOG_WINDOW_MS = 60_000;
@@ -217,7 +219,7 @@ export class FallbackPlugin {
         if (!this.registry.holds(skillId)) this.breaker.forget(skillId);
         // Counted with the registrations of who registered: a flood evicting others is a line a second, not one each.
         const by = this.#registering === undefined ? undefined : supervisor.connectionOf(this.#registering);
-        const line = this.#registrationLog.shouldLog(by ?? `session:${sessionId}`, supervisor.clock.monotonic());
+        const line = this.#registrationLog.shouldLog(by ?? NO_CONNECTION, supervisor.clock.monotonic());
         if (line.log) supervisor.logger.info({ reason: 'registry_evicted', skill_id: skillId, session_id: sessionId, by, ...(line.suppressed > 0 ? { suppressed: line.suppressed } : {}) }, 'fallback registration away gave its place up to a new one (registry bound reached)');
       },
     });
@@ -256,7 +258,7 @@ export class FallbackPlugin {
         this.#registering = undefined;
       }
       if (registered !== 'registered') return { drop: registered };
-      const line = this.#registrationLog.shouldLog(connection ?? `session:${sessionId}`, supervisor.clock.monotonic());
+      const line = this.#registrationLog.shouldLog(connection ?? NO_CONNECTION, supervisor.clock.monotonic());
       if (line.log) supervisor.logger.info({ skill_id: inbound.skill_id, priority: inbound.priority, session_id: sessionId, connection, dialect: inbound.legacy === true ? 'legacy' : 'spec', ...(line.suppressed > 0 ? { suppressed: line.suppressed } : {}) }, 'fallback skill registered');
       // Not heard from yet: a registration alone, never answered for, is restored dormant after a restart.
       options.store?.register(sessionId, inbound.skill_id, inbound.priority, inbound.legacy === true, false);
@@ -287,7 +289,7 @@ export class FallbackPlugin {
       if (removed && !this.registry.holds(inbound.skill_id)) this.breaker.forget(inbound.skill_id);
       this.#tellRegistration({ type: 'deregistered', session_id: sessionId, skill_id: inbound.skill_id, message });
       const connection = supervisor.connectionOf(message);
-      const line = this.#registrationLog.shouldLog(connection ?? `session:${sessionId}`, supervisor.clock.monotonic());
+      const line = this.#registrationLog.shouldLog(connection ?? NO_CONNECTION, supervisor.clock.monotonic());
       if (line.log) supervisor.logger.info({ skill_id: inbound.skill_id, session_id: sessionId, removed, ...(line.suppressed > 0 ? { suppressed: line.suppressed } : {}) }, 'fallback skill deregistered');
     });
     // Embedded bus: a closed connection unbinds every registration made or heard over it, in every session (FALLBACK-1

@@ -264,7 +264,6 @@ export class RegistryStore {
       this.#rest = undefined;
       this.#pending = false;
       const { body, left } = serialize(this.entries());
-      this.#restAfter(Math.floor((body.length / (1024 * 1024)) * WRITE_REST_MS_PER_MB));
       if (left > 0 && !this.#full) this.#logger.warn({ reason: 'registry_file_full', file: this.file, left, limit: REGISTRY_MAX_BYTES }, 'fallback registry file at its size limit: the entries least recently heard are kept in memory only (they are lost at a restart unless their skills register again)');
       this.#full = left > 0;
       try {
@@ -273,6 +272,7 @@ export class RegistryStore {
       } catch (error) {
         this.#logger.error({ err: error, reason: 'registry_write_failed', file: this.file }, 'fallback registry could not be saved; it is kept in memory');
       }
+      this.#restAfter(Math.floor((body.length / (1024 * 1024)) * WRITE_REST_MS_PER_MB));
     });
   }
 
