@@ -84,13 +84,15 @@ export class RegistryStore {
   #pending = false;
   /** The last write left entries out (`registry_file_full`, said once until the file fits again). */
   #full = false;
+  readonly #timers: RestTimers;
   /** The rest after a large write before the next may start (`WRITE_REST_MS_PER_MB`); `flush` ends it at once. */
   #rest: { readonly over: Promise<void>; readonly end: () => void } | undefined;
 
-  private constructor(file: string, logger: Logger, now: () => number) {
+  private constructor(file: string, logger: Logger, now: () => number, timers: RestTimers) {
     this.file = file;
     this.#logger = logger;
     this.#now = now;
+    this.#timers = timers;
   }
 
   /**
@@ -98,8 +100,8 @@ export class RegistryStore {
    * these files alone (the daemon's `$STATE` folder): when it is the file's folder and is found open to other users,
    * it is tightened to 0700.
    */
-  static open(file: string, options: { readonly logger: Logger; readonly now?: () => number; readonly forgetAfterMs: number; readonly privateDir?: string }): RegistryStore {
-    const store = new RegistryStore(file, options.logger, options.now ?? Date.now);
+  static open(file: string, options: { readonly logger: Logger; readonly now?: () => number; readonly forgetAfterMs: number; readonly privateDir?: string; readonly timers?: RestTimers }): RegistryStore {
+    const store = new RegistryStore(file, options.logger, options.now ?? Date.now, options.timers ?? REAL_TIMERS);
     const dir = dirname(resolve(file));
     checkFolder(dir, options.privateDir !== undefined && resolve(options.privateDir) === dir, options.logger);
     const setAside = (): string => {
@@ -280,16 +282,27 @@ export class RegistryStore {
     if (ms < 100) return;
     let end = (): void => {};
     const over = new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      timer.unref();
+      const timer = this.#timers.setTimeout(resolve, ms);
       end = () => {
-        clearTimeout(timer);
+        this.#timers.clearTimeout(timer);
         resolve();
       };
     });
     this.#rest = { over, end };
   }
 }
+
+/** The timers of the rest between writes (tests give a deterministic clock's). */
+export interface RestTimers {
+  setTimeout(fire: () => void, ms: number): unknown;
+  clearTimeout(timer: unknown): void;
+}
+
+/** Node's timers, not keeping the process alive for a rest. */
+const REAL_TIMERS: RestTimers = {
+  setTimeout: (fire, ms) => setTimeout(fire, ms).unref(),
+  clearTimeout: (timer) => clearTimeout(timer as NodeJS.Timeout),
+};
 
 /** The rest after a write, per megabyte written (none under a megabyte): a 32 MiB file is written every 3.2 s at most. */
 export const WRITE_REST_MS_PER_MB = 100;
