@@ -23,7 +23,7 @@ import { PY, peerHas, startMessagebus, startPython, type PyProcess } from '../su
 
 const available = peerHas(['ovos_messagebus', 'ovos_bus_client', 'ovos_workshop']);
 if (!available) {
-  console.warn(`ovos-peer.test.ts skipped: the real OVOS programs are not built (no ${PY} importing ovos_messagebus, ovos_bus_client and ovos_workshop). Build them from source snapshots into ~/.ovos-peer (or set OVOS_PEER_ROOT) to run it.`);
+  console.warn(`ovos-peer.test.ts skipped: the real OVOS programs are not built (no ${PY} importing ovos_messagebus, ovos_bus_client and ovos_workshop). Build them into ~/.ovos-peer (or set OVOS_PEER_ROOT) as test/integration/ovos-peer/README.md describes to run it.`);
 }
 
 const SKILL = `
