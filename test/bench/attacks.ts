@@ -10,7 +10,7 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connectionFlood, get, linkRequestFlood, longIdFlood, open, registryFlood, slowLinkReader, stageRequest } from '../support/attacks.js';
+import { connectionFlood, get, longIdFlood, open, registryFlood, slowLinkReader, stageRequest } from '../support/attacks.js';
 import type { DriverResult } from './driver-process.js';
 import { rssOf, startDaemonProcess, startDriver, startMixedSkills, type DaemonProcess } from './mixed-load.js';
 import type { Section } from './report.js';
@@ -101,6 +101,35 @@ async function linkAsker(url: string, authorization: Record<string, string>): Pr
 
 const fromDriver = (r: DriverResult): Asked => ({ latencies: Object.values(r.latencies).flat(), lost: r.lost, doubled: r.doubled, examples: r.examples });
 
+/**
+ * A stage link client with the token that sends `total` stage requests at `perSecond` (as fast as it may: the plugin's
+ * end never sends more than ovos-core asks), reading every reply: how each request was answered.
+ */
+/** Connections held this long: an attack's duration, real time (a benchmark). */
+const holdFor = (ms: number) => (): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function linkRequestFlood(url: string, headers: Record<string, string>, total: number, perSecond: number): Promise<{ replies: number; unavailable: number; ms: number }> {
+  const socket = await open(url, headers);
+  let replies = 0;
+  let unavailable = 0;
+  let repliedAll = (): void => {};
+  const allReplied = new Promise<void>((resolve) => (repliedAll = resolve));
+  socket.on('message', (data) => {
+    replies++;
+    if (String(data).includes('"error":"unavailable"')) unavailable++;
+    if (replies === total) repliedAll();
+  });
+  const started = performance.now();
+  for (let i = 0; i < total; i++) {
+    socket.send(stageRequest(`flood-${i}`, 'fallback_low'));
+    const due = started + ((i + 1) / perSecond) * 1000;
+    if (i % 20 === 19 && due > performance.now()) await new Promise((resolve) => setTimeout(resolve, due - performance.now()));
+  }
+  await Promise.race([allReplied, new Promise((resolve) => setTimeout(resolve, 30_000).unref())]);
+  socket.close();
+  return { replies, unavailable, ms: performance.now() - started };
+}
+
 export async function benchAttacks(): Promise<Section> {
   const rows: Row[] = [];
   const closers: Array<() => Promise<void>> = [];
@@ -133,7 +162,7 @@ export async function benchAttacks(): Promise<Section> {
     rows.push(await during(daemon, 'registrations with ids past the bound', ask, () => longIdFlood(daemon.url)));
     rows.push(
       await during(daemon, '700 connections at once, held 2 s', ask, async () => {
-        const flood = await connectionFlood(daemon.url, 700);
+        const flood = await connectionFlood(daemon.url, 700, {}, holdFor(2_000));
         return `${flood.opened} accepted, ${Object.entries(flood.refused).map(([why, n]) => `${n} ${why}`).join(', ')}`;
       }),
     );
@@ -153,13 +182,13 @@ export async function benchAttacks(): Promise<Section> {
     rows.push(await during(staged, 'stage link: none (the plugin alone)', linkAsk, idle(10_000)));
     rows.push(
       await during(staged, 'stage link: 2,000 connections without the token', linkAsk, async () => {
-        const flood = await connectionFlood(link, 2_000, {}, 0);
+        const flood = await connectionFlood(link, 2_000);
         return `${flood.opened} accepted, ${Object.entries(flood.refused).map(([why, n]) => `${n} ${why}`).join(', ')}`;
       }),
     );
     rows.push(
       await during(staged, 'stage link: 100 links with the token at once', linkAsk, async () => {
-        const flood = await connectionFlood(link, 100, authorization);
+        const flood = await connectionFlood(link, 100, authorization, holdFor(2_000));
         return `${flood.opened} more accepted beside the plugin's, ${Object.entries(flood.refused).map(([why, n]) => `${n} ${why}`).join(', ')}`;
       }),
     );

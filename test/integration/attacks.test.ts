@@ -204,7 +204,7 @@ describe('entrances bounded against a local attacker (npm start, real sockets)',
     const rssBefore = daemon.rss();
     let rssPeak = rssBefore;
     const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, daemon.rss())), 100);
-    const flood = await connectionFlood(daemon.url, 700, {}, 500);
+    const flood = await connectionFlood(daemon.url, 700);
     clearInterval(sampler);
     expect(flood.opened).toBeLessThanOrEqual(512);
     expect(flood.opened).toBeGreaterThan(400);
@@ -228,7 +228,7 @@ describe('entrances bounded against a local attacker (npm start, real sockets)',
     await expect(open(url)).rejects.toThrow('HTTP 401');
     await expect(open(url, { authorization: `Bearer ${token.slice(0, -1)}x` })).rejects.toThrow('HTTP 401');
 
-    const links = await connectionFlood(url, 100, authorization, 0);
+    const links = await connectionFlood(url, 100, authorization);
     expect(links.opened).toBe(8);
     await accepted(url, authorization); // the closes have reached the daemon
 

@@ -21,13 +21,28 @@ export async function open(url: string, headers: Record<string, string> = {}): P
   return socket;
 }
 
+/**
+ * Sends `frame`; while more than 4 MB waits on this side, resolves once this frame has gone to the kernel (its send
+ * callback) or the socket closed — the sender waits for the reader, not for a time.
+ */
+export function sendPaced(socket: WebSocket, frame: string): Promise<void> | undefined {
+  if (socket.bufferedAmount <= 4 * MB) {
+    socket.send(frame);
+    return undefined;
+  }
+  return new Promise<void>((resolve) => {
+    const closed = (): void => resolve();
+    socket.once('close', closed);
+    socket.send(frame, () => {
+      socket.off('close', closed);
+      resolve();
+    });
+  });
+}
+
 /** Send every frame (never more than 4 MB queued on this side), then wait until the bus has read them all. */
 export async function pour(socket: WebSocket, frames: Iterable<string>): Promise<void> {
-  let n = 0;
-  for (const frame of frames) {
-    socket.send(frame);
-    if (++n % 500 === 0) while (socket.bufferedAmount > 4 * MB) await new Promise((resolve) => setTimeout(resolve, 2));
-  }
+  for (const frame of frames) await sendPaced(socket, frame);
   // The bus sends every message to its sender too: the marker back means everything before it was read.
   const marker = randomUUID();
   const back = new Promise<void>((resolve) => {
@@ -86,13 +101,13 @@ export async function longIdFlood(url: string): Promise<string> {
   return '200 registrations with 100 kB ids, 5,000 with distinct 300-character ids';
 }
 
-/** `count` connections opened at once, held `holdMs`, closed: how many were accepted. */
-export async function connectionFlood(url: string, count: number, headers: Record<string, string> = {}, holdMs = 2_000): Promise<{ opened: number; refused: Readonly<Record<string, number>> }> {
+/** `count` connections opened at once, held until `hold` resolves (none: closed at once), closed: how many were accepted. */
+export async function connectionFlood(url: string, count: number, headers: Record<string, string> = {}, hold: () => Promise<unknown> = async () => {}): Promise<{ opened: number; refused: Readonly<Record<string, number>> }> {
   const attempts = await Promise.allSettled(Array.from({ length: count }, () => open(url, headers)));
   const opened = attempts.flatMap((a) => (a.status === 'fulfilled' ? [a.value] : []));
   const refused: Record<string, number> = {};
   for (const a of attempts) if (a.status === 'rejected') refused[String((a.reason as Error).message)] = (refused[String((a.reason as Error).message)] ?? 0) + 1;
-  await new Promise((resolve) => setTimeout(resolve, holdMs));
+  await hold();
   for (const socket of opened) socket.close();
   return { opened: opened.length, refused };
 }
@@ -115,36 +130,11 @@ export async function slowLinkReader(url: string, headers: Record<string, string
   const closed = new Promise<void>((resolve) => slow.once('close', () => resolve()));
   const frame = stageRequest('r', 'unknown_stage_here', 400);
   let sentBytes = 0;
-  for (; sentBytes < maxBytes && slow.readyState === slow.OPEN; sentBytes += frame.length) {
-    slow.send(frame);
-    while (slow.bufferedAmount > 4 * MB && slow.readyState === slow.OPEN) await new Promise((resolve) => setTimeout(resolve, 5));
-  }
+  for (; sentBytes < maxBytes && slow.readyState === slow.OPEN; sentBytes += frame.length) await sendPaced(slow, frame);
+  // A guard only: the daemon closes a reader that leaves replies unread within 10 s (endpoint.ts SLOW_READER_MS).
   const guard = new Promise<'open'>((resolve) => setTimeout(() => resolve('open'), 30_000).unref());
   const outcome = await Promise.race([closed.then(() => 'closed' as const), guard]);
   if (outcome === 'open') slow.terminate();
   return { sentBytes, closed: outcome === 'closed' };
 }
 
-/**
- * A stage link client with the token that sends `total` stage requests at `perSecond` (as fast as it may: the plugin's
- * end never sends more than ovos-core asks), reading every reply: how each request was answered.
- */
-export async function linkRequestFlood(url: string, headers: Record<string, string>, total: number, perSecond: number): Promise<{ replies: number; unavailable: number; ms: number }> {
-  const socket = await open(url, headers);
-  let replies = 0;
-  let unavailable = 0;
-  socket.on('message', (data) => {
-    replies++;
-    if (String(data).includes('"error":"unavailable"')) unavailable++;
-  });
-  const started = performance.now();
-  for (let i = 0; i < total; i++) {
-    socket.send(stageRequest(`flood-${i}`, 'fallback_low'));
-    const due = started + ((i + 1) / perSecond) * 1000;
-    if (i % 20 === 19 && due > performance.now()) await new Promise((resolve) => setTimeout(resolve, due - performance.now()));
-  }
-  const deadline = performance.now() + 30_000;
-  while (replies < total && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
-  socket.close();
-  return { replies, unavailable, ms: performance.now() - started };
-}
